@@ -1,0 +1,26 @@
+//! The shared vocabulary of gatebench: what a load run produced, in the form that is written to
+//! disk and read back by reports and comparisons.
+//!
+//! This crate owns the record types and their JSON shape (the committed schema lives in
+//! `schema/load-report.schema.json` at the repository root) and nothing else: no I/O, no
+//! measuring, no rendering. Every type derives `serde` so that a results directory written by
+//! one version can be read, or refused with a clear message, by another.
+//!
+//! # Layout
+//! - [`outcome`]: the classes every scheduled request ends in.
+//! - [`latency`]: latency summaries (mean, stddev, percentile spectrum).
+//! - [`load`]: the record of one `gatebench load` run (one suite cell).
+
+pub mod latency;
+pub mod load;
+pub mod outcome;
+
+pub use latency::{LatencySummary, Percentile, PERCENTILES};
+pub use load::{
+    ConnectionStats, LoadConfigRecord, LoadReport, Model, PhaseReport, SelfCheck, ToolInfo,
+};
+pub use outcome::{Outcome, OutcomeCounts};
+
+/// Version of the on-disk JSON formats. Bumped whenever a field changes meaning or goes away;
+/// readers refuse records of another version rather than misread them.
+pub const SCHEMA_VERSION: u32 = 1;

@@ -1,0 +1,162 @@
+//! The record of one load run: resolved configuration, warm-up and measurement phases,
+//! connection figures and the generator's self-check.
+//!
+//! This is what `gatebench load --json` prints and what a suite cell's `record.json` embeds.
+//! Its JSON shape is pinned by `schema/load-report.schema.json`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{LatencySummary, OutcomeCounts};
+
+/// Name and version of the tool that wrote a record.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolInfo {
+    /// Always `gatebench`.
+    pub name: String,
+    /// The crate version.
+    pub version: String,
+}
+
+/// The arrival model of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Model {
+    /// N connections, each sends its next request when the previous answer arrives.
+    Closed,
+    /// A target rate; latency measured from each request's intended send time.
+    Open,
+}
+
+/// The fully resolved configuration of a load run, so a result can be reproduced.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LoadConfigRecord {
+    /// Target URL.
+    pub url: String,
+    /// HTTP method.
+    pub method: String,
+    /// Protocol used on the wire (`http/1.1`, `h2`).
+    pub protocol: String,
+    /// Arrival model.
+    pub model: Model,
+    /// Concurrent connections.
+    pub connections: u32,
+    /// Concurrent streams per connection (1 for HTTP/1.1).
+    pub streams: u32,
+    /// Worker threads.
+    pub threads: u32,
+    /// Target rate in requests/s (open model only).
+    pub rate: Option<f64>,
+    /// Measurement duration in seconds (duration stop rule).
+    pub duration_s: Option<f64>,
+    /// Request count (count stop rule).
+    pub requests: Option<u64>,
+    /// Warm-up duration in seconds (0 when none).
+    pub warmup_s: f64,
+    /// Per-request timeout, ms.
+    pub timeout_ms: f64,
+    /// Connect timeout, ms.
+    pub connect_timeout_ms: f64,
+    /// Whether connections are kept alive between requests.
+    pub keepalive: bool,
+    /// Whether every response body was checked.
+    pub verify: bool,
+    /// Extra request header lines as given.
+    pub headers: Vec<String>,
+    /// Request body size in bytes.
+    pub body_bytes: u64,
+}
+
+/// Connection lifecycle figures of one phase.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConnectionStats {
+    /// Connections established (TCP, and TLS where used).
+    pub opened: u64,
+    /// Connections established after a previous one on the same slot ended.
+    pub reconnects: u64,
+    /// Failed connection attempts.
+    pub connect_failures: u64,
+    /// Complete responses per established connection.
+    pub requests_per_connection: f64,
+    /// Full TLS handshakes.
+    pub tls_full_handshakes: u64,
+    /// Resumed TLS handshakes.
+    pub tls_resumed_handshakes: u64,
+    /// Time to establish a connection (TCP connect + TLS handshake).
+    pub connect_time: Option<LatencySummary>,
+    /// HTTP/2: the most streams in use at once on one connection.
+    pub max_streams_in_use: Option<u64>,
+}
+
+/// The figures of one phase (warm-up or measurement).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PhaseReport {
+    /// Wall-clock length of the phase, seconds.
+    pub duration_s: f64,
+    /// Every scheduled request by class; the classes add up to `requests`.
+    pub outcomes: OutcomeCounts,
+    /// Requests scheduled in the phase (the sum of `outcomes`).
+    pub requests: u64,
+    /// Complete responses (any status) per second.
+    pub throughput_rps: f64,
+    /// `ok` responses per second.
+    pub ok_rps: f64,
+    /// Error % over finished requests (in-flight ones are neither).
+    pub error_percent: f64,
+    /// Open model: the asked rate, requests/s.
+    pub target_rps: Option<f64>,
+    /// Requests sent per second (whatever their outcome).
+    pub sent_rps: f64,
+    /// Response bytes read (head and body).
+    pub bytes_read: u64,
+    /// Request bytes written.
+    pub bytes_written: u64,
+    /// Latency. In the open model it is measured from each request's intended send time
+    /// (corrected for coordinated omission, as wrk2 does); in the closed model from the send.
+    pub latency: LatencySummary,
+    /// Open model: latency measured from the actual send, which hides server stalls; kept to
+    /// show how much the correction matters. `None` in the closed model.
+    pub latency_uncorrected: Option<LatencySummary>,
+    /// Mean requests outstanding by Little's law (throughput × mean latency).
+    pub concurrency: f64,
+    /// Connection lifecycle figures.
+    pub connections: ConnectionStats,
+}
+
+/// The generator's view of itself: was it, rather than the target, the bottleneck?
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SelfCheck {
+    /// Generator user CPU seconds over the whole run.
+    pub cpu_user_s: f64,
+    /// Generator system CPU seconds over the whole run.
+    pub cpu_sys_s: f64,
+    /// CPU used as a percentage of the worker threads' capacity (100 = every worker busy).
+    pub cpu_percent: f64,
+    /// Open model: how late requests were sent against their schedule because of the
+    /// generator itself (timer wake-ups, a busy worker), not because connections were busy.
+    pub send_lag: Option<LatencySummary>,
+    /// Open model: the fraction of the scheduled requests that were sent.
+    pub schedule_kept_percent: Option<f64>,
+    /// Why the result describes the generator, not the target. Empty when it is trustworthy.
+    pub warnings: Vec<String>,
+}
+
+/// One complete load run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LoadReport {
+    /// [`crate::SCHEMA_VERSION`] of the writer.
+    pub schema_version: u32,
+    /// The tool that wrote it.
+    pub tool: ToolInfo,
+    /// Start of the run, Unix milliseconds.
+    pub started_at_unix_ms: u64,
+    /// The resolved configuration.
+    pub config: LoadConfigRecord,
+    /// The warm-up phase, measured and reported apart; `None` without a warm-up.
+    pub warmup: Option<PhaseReport>,
+    /// The measurement phase: the figures the run is about.
+    pub measurement: PhaseReport,
+    /// The generator's self-check.
+    pub self_check: SelfCheck,
+    /// False when the generator was the bottleneck (see `self_check.warnings`).
+    pub valid: bool,
+}
