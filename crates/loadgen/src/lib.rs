@@ -1,1 +1,44 @@
-//! placeholder
+//! gatebench's load generator.
+//!
+//! It sends HTTP requests to one target under one of two arrival models — closed (N
+//! connections, each sending when the previous answer arrived) or open (a target rate, with
+//! latency measured from each request's intended send time, correcting coordinated omission as
+//! wrk2 does) — until a stop rule (duration or count) is met. Every scheduled request ends in
+//! exactly one [`gatebench_model::Outcome`]; latency goes into HdrHistograms; the generator
+//! checks its own CPU use and schedule keeping and says when it, not the target, was the
+//! bottleneck.
+//!
+//! It does not render reports (see `gatebench-report`) nor start the systems it measures (see
+//! `gatebench-runner`).
+//!
+//! # Layout
+//! - [`config`]: what a caller asks for and its validation.
+//! - [`request`]: the request, encoded once; seed-004 JSON payloads.
+//! - `connect`: establishing connections and classifying connect failures.
+//! - `http1`: the lean HTTP/1.1 client on the hot path.
+//! - `schedule`: arrival model × stop rule: who sends when.
+//! - `worker`: one thread, its runtime, its connections and statistics.
+//! - [`stats`]: histograms and counters, exact merging, summaries.
+//! - [`hlog`]: HdrHistogram interval logs.
+//! - [`run`](mod@run): orchestration, the live view, the report and its self-check.
+//! - [`probe`](mod@probe): the correctness probe before the load.
+//! - [`limits`]: the open-files check.
+
+pub mod config;
+mod connect;
+pub mod error;
+pub mod hlog;
+mod http1;
+pub mod limits;
+pub mod probe;
+pub mod request;
+pub mod run;
+mod schedule;
+pub mod stats;
+mod worker;
+
+pub use config::{Arrival, LoadConfig, LoadSpec, StopRule};
+pub use error::LoadgenError;
+pub use probe::probe;
+pub use request::RequestBody;
+pub use run::{run, IntervalView, RunOptions, RunOutput};

@@ -1,0 +1,396 @@
+//! Validated configuration of a load run.
+//!
+//! [`LoadSpec`] is what a caller fills in (the CLI from its flags, the suite runner from a suite
+//! cell); [`LoadConfig::try_new`] checks every value and resolves the target once, so that a run
+//! only starts when everything is valid (raw input → validated types → effects). Nothing here
+//! opens a socket.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+use gatebench_model::{LoadConfigRecord, Model};
+
+use crate::error::LoadgenError;
+use crate::request::{RequestBody, RequestTemplate};
+
+/// The arrival model: when requests are sent.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Arrival {
+    /// Each connection sends its next request when the previous answer arrived.
+    Closed,
+    /// A target rate in requests/s over the whole run; latency is measured from each request's
+    /// intended send time (wrk2's coordinated-omission correction).
+    Open {
+        /// Requests per second, > 0.
+        rate: f64,
+    },
+}
+
+/// When the run (its measurement phase) ends. At least one of the two is set; with both, the
+/// first reached wins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StopRule {
+    /// Stop sending after this long.
+    pub duration: Option<Duration>,
+    /// Stop after this many requests have been scheduled.
+    pub requests: Option<u64>,
+}
+
+/// The wire protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Protocol {
+    /// HTTP/1.1, one request at a time per connection.
+    Http1,
+}
+
+impl Protocol {
+    /// The ALPN-style name used in records.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Http1 => "http/1.1",
+        }
+    }
+}
+
+/// What a caller asks for. Plain values; [`LoadConfig::try_new`] validates them.
+#[derive(Clone, Debug)]
+pub struct LoadSpec {
+    /// `http://host[:port]/path?query`.
+    pub url: String,
+    /// HTTP method (upper case is conventional; sent as given).
+    pub method: String,
+    /// Extra header lines, `Name: value`.
+    pub headers: Vec<String>,
+    /// The request body.
+    pub body: RequestBody,
+    /// Concurrent connections.
+    pub connections: u32,
+    /// Worker threads; `None` = the cores this process may use.
+    pub threads: Option<u32>,
+    /// Arrival model.
+    pub arrival: Arrival,
+    /// Stop rule of the measurement phase.
+    pub stop: StopRule,
+    /// Warm-up before the measurement, measured and reported apart.
+    pub warmup: Duration,
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// TCP connect timeout.
+    pub connect_timeout: Duration,
+    /// Keep connections alive between requests (`false`: a new connection per request).
+    pub keepalive: bool,
+    /// Check every response: 2xx, and when the request has a body, that the response body is
+    /// the same bytes (the echo backend's contract).
+    pub verify: bool,
+}
+
+impl LoadSpec {
+    /// A spec with wrk-like defaults: GET, 10 connections, closed model, 10 s, 10 s timeout.
+    pub fn new(url: impl Into<String>) -> LoadSpec {
+        LoadSpec {
+            url: url.into(),
+            method: "GET".to_owned(),
+            headers: Vec::new(),
+            body: RequestBody::None,
+            connections: 10,
+            threads: None,
+            arrival: Arrival::Closed,
+            stop: StopRule {
+                duration: Some(Duration::from_secs(10)),
+                requests: None,
+            },
+            warmup: Duration::ZERO,
+            timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(3),
+            keepalive: true,
+            verify: false,
+        }
+    }
+}
+
+/// The target, parsed and resolved once.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// The URL as given.
+    pub url: String,
+    /// Host as written in the URL (no brackets for IPv6).
+    pub host: String,
+    /// Port (explicit or the scheme's default).
+    pub port: u16,
+    /// The `Host` header value (authority without user info).
+    pub authority: String,
+    /// Path and query sent on the request line.
+    pub path_and_query: String,
+    /// The resolved address connections go to.
+    pub addr: SocketAddr,
+}
+
+impl Target {
+    /// Parses and resolves an `http://` URL.
+    pub fn parse(url: &str) -> Result<Target, LoadgenError> {
+        let uri: http::Uri = url
+            .parse()
+            .map_err(|e| LoadgenError::config(format!("invalid URL `{url}`: {e}")))?;
+        let scheme = uri.scheme_str().ok_or_else(|| {
+            LoadgenError::config(format!(
+                "invalid URL `{url}`: no scheme (write http://{url})"
+            ))
+        })?;
+        let default_port = match scheme {
+            "http" => 80,
+            "https" => {
+                return Err(LoadgenError::config(format!(
+                    "invalid URL `{url}`: https is not supported yet (HTTP/1.1 over TCP only)"
+                )))
+            }
+            other => {
+                return Err(LoadgenError::config(format!(
+                    "invalid URL `{url}`: unsupported scheme `{other}` (use http://)"
+                )))
+            }
+        };
+        let authority = uri
+            .authority()
+            .ok_or_else(|| LoadgenError::config(format!("invalid URL `{url}`: no host")))?;
+        if authority.as_str().contains('@') {
+            return Err(LoadgenError::config(format!(
+                "invalid URL `{url}`: user info is not supported (send an Authorization header with -H)"
+            )));
+        }
+        let host = authority
+            .host()
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned();
+        if host.is_empty() {
+            return Err(LoadgenError::config(format!(
+                "invalid URL `{url}`: no host"
+            )));
+        }
+        let port = authority.port_u16().unwrap_or(default_port);
+        let path_and_query = uri
+            .path_and_query()
+            .map(|p| p.as_str().to_owned())
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| "/".to_owned());
+        let addr = (host.as_str(), port)
+            .to_socket_addrs()
+            .map_err(|source| LoadgenError::Resolve {
+                host: host.clone(),
+                source,
+            })?
+            .next()
+            .ok_or_else(|| LoadgenError::Resolve {
+                host: host.clone(),
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, "no address"),
+            })?;
+        Ok(Target {
+            url: url.to_owned(),
+            host,
+            port,
+            authority: authority.as_str().to_owned(),
+            path_and_query,
+            addr,
+        })
+    }
+}
+
+/// A validated load configuration, ready to run.
+#[derive(Clone, Debug)]
+pub struct LoadConfig {
+    /// Where requests go.
+    pub target: Target,
+    /// The encoded request and what a correct answer looks like.
+    pub request: RequestTemplate,
+    /// The wire protocol.
+    pub protocol: Protocol,
+    /// Concurrent connections, ≥ 1.
+    pub connections: u32,
+    /// Worker threads, 1 ≤ threads ≤ connections.
+    pub threads: u32,
+    /// Arrival model.
+    pub arrival: Arrival,
+    /// Stop rule of the measurement phase.
+    pub stop: StopRule,
+    /// Warm-up duration (zero for none).
+    pub warmup: Duration,
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// Connect timeout.
+    pub connect_timeout: Duration,
+    /// Keep connections alive.
+    pub keepalive: bool,
+    /// Verify every response.
+    pub verify: bool,
+    /// The spec's header lines, for the record.
+    headers: Vec<String>,
+}
+
+impl LoadConfig {
+    /// Validates `spec`, resolves the target and encodes the request.
+    pub fn try_new(spec: LoadSpec) -> Result<LoadConfig, LoadgenError> {
+        if spec.connections == 0 {
+            return Err(LoadgenError::config("-c/--connections must be at least 1"));
+        }
+        if let Arrival::Open { rate } = spec.arrival {
+            if !(rate.is_finite() && rate > 0.0) {
+                return Err(LoadgenError::config(format!(
+                    "-R/--rate must be a positive number of requests per second, got {rate}"
+                )));
+            }
+        }
+        match (spec.stop.duration, spec.stop.requests) {
+            (None, None) => {
+                return Err(LoadgenError::config(
+                    "give a duration (-d) or a request count (-n)",
+                ))
+            }
+            (Some(d), _) if d.is_zero() => {
+                return Err(LoadgenError::config("-d/--duration must be more than 0"))
+            }
+            (_, Some(0)) => return Err(LoadgenError::config("-n/--requests must be at least 1")),
+            _ => {}
+        }
+        if spec.timeout.is_zero() {
+            return Err(LoadgenError::config("--timeout must be more than 0"));
+        }
+        if spec.connect_timeout.is_zero() {
+            return Err(LoadgenError::config(
+                "--connect-timeout must be more than 0",
+            ));
+        }
+        if spec.method.is_empty() || !spec.method.bytes().all(is_token_byte) {
+            return Err(LoadgenError::config(format!(
+                "invalid method `{}`: must be an HTTP token such as GET or POST",
+                spec.method
+            )));
+        }
+        let threads = match spec.threads {
+            Some(0) => return Err(LoadgenError::config("--threads must be at least 1")),
+            Some(t) => t,
+            None => std::thread::available_parallelism()
+                .map(|n| n.get() as u32)
+                .unwrap_or(1),
+        }
+        .min(spec.connections);
+        let target = Target::parse(&spec.url)?;
+        let request = RequestTemplate::encode(
+            &target,
+            &spec.method,
+            &spec.headers,
+            spec.body,
+            spec.keepalive,
+        )?;
+        Ok(LoadConfig {
+            target,
+            request,
+            protocol: Protocol::Http1,
+            connections: spec.connections,
+            threads,
+            arrival: spec.arrival,
+            stop: spec.stop,
+            warmup: spec.warmup,
+            timeout: spec.timeout,
+            connect_timeout: spec.connect_timeout,
+            keepalive: spec.keepalive,
+            verify: spec.verify,
+            headers: spec.headers,
+        })
+    }
+
+    /// The record of this configuration embedded in every report.
+    pub fn record(&self) -> LoadConfigRecord {
+        LoadConfigRecord {
+            url: self.target.url.clone(),
+            method: self.request.method().to_owned(),
+            protocol: self.protocol.name().to_owned(),
+            model: match self.arrival {
+                Arrival::Closed => Model::Closed,
+                Arrival::Open { .. } => Model::Open,
+            },
+            connections: self.connections,
+            streams: 1,
+            threads: self.threads,
+            rate: match self.arrival {
+                Arrival::Closed => None,
+                Arrival::Open { rate } => Some(rate),
+            },
+            duration_s: self.stop.duration.map(|d| d.as_secs_f64()),
+            requests: self.stop.requests,
+            warmup_s: self.warmup.as_secs_f64(),
+            timeout_ms: self.timeout.as_secs_f64() * 1e3,
+            connect_timeout_ms: self.connect_timeout.as_secs_f64() * 1e3,
+            keepalive: self.keepalive,
+            verify: self.verify,
+            headers: self.headers.clone(),
+            body_bytes: self.request.body_len() as u64,
+        }
+    }
+}
+
+/// RFC 9110 §5.6.2 token characters.
+pub(crate) fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_url_with_defaults() {
+        let t = Target::parse("http://127.0.0.1:8688").unwrap();
+        assert_eq!(t.port, 8688);
+        assert_eq!(t.path_and_query, "/");
+        assert_eq!(t.authority, "127.0.0.1:8688");
+        let t = Target::parse("http://localhost/a/b?x=1").unwrap();
+        assert_eq!(t.port, 80);
+        assert_eq!(t.path_and_query, "/a/b?x=1");
+        assert!(t.addr.ip().is_loopback());
+        let t = Target::parse("http://[::1]:9/").unwrap();
+        assert_eq!(t.host, "::1");
+    }
+
+    #[test]
+    fn rejects_bad_urls_with_a_reason() {
+        for (url, want) in [
+            ("127.0.0.1:80", "no scheme"),
+            ("ftp://x/", "unsupported scheme"),
+            ("http://", "invalid URL"),
+            ("http://u:p@127.0.0.1/", "user info"),
+            ("not a url", "invalid URL"),
+        ] {
+            let err = Target::parse(url).unwrap_err().to_string();
+            assert!(err.contains(want), "{url}: {err}");
+        }
+    }
+
+    #[test]
+    fn rejects_bad_values() {
+        let base = || LoadSpec::new("http://127.0.0.1:1/");
+        let mut s = base();
+        s.connections = 0;
+        assert!(LoadConfig::try_new(s).is_err());
+        let mut s = base();
+        s.arrival = Arrival::Open { rate: 0.0 };
+        let e = LoadConfig::try_new(s).unwrap_err().to_string();
+        assert!(e.contains("--rate"), "{e}");
+        let mut s = base();
+        s.stop = StopRule {
+            duration: None,
+            requests: None,
+        };
+        assert!(LoadConfig::try_new(s).is_err());
+        let mut s = base();
+        s.method = "GE T".into();
+        assert!(LoadConfig::try_new(s).is_err());
+    }
+
+    #[test]
+    fn threads_never_exceed_connections() {
+        let mut s = LoadSpec::new("http://127.0.0.1:1/");
+        s.connections = 1;
+        s.threads = Some(8);
+        assert_eq!(LoadConfig::try_new(s).unwrap().threads, 1);
+    }
+}

@@ -1,0 +1,715 @@
+//! A lean HTTP/1.1 client connection: writes a pre-encoded request, reads one response.
+//!
+//! This is the hot path (wrk's design: a hand-written client over a fast parser rather than a
+//! general HTTP library). Per request it does one write and, for a small response, one read:
+//! the response head is parsed with `httparse`, the body is framed by Content-Length, chunked
+//! coding or connection close (RFC 9112 §6.3) and counted, not kept, except where verification
+//! compares it with the expected bytes. Nothing is allocated per request.
+//!
+//! It is generic over the byte stream so TLS wraps the same code. Timeouts and the run deadline
+//! are the caller's business; a response that never arrives simply never completes here.
+
+use std::io;
+
+use gatebench_model::Outcome;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::request::RequestTemplate;
+
+/// Receive buffer per connection. Response heads must fit in it.
+const BUF_SIZE: usize = 16 * 1024;
+/// Header lines parsed per response head; more is a protocol error.
+const MAX_HEADERS: usize = 96;
+
+/// How a completed exchange ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Answer {
+    /// The class: `Ok`, a status class, or `BodyMismatch`.
+    pub outcome: Outcome,
+    /// Response bytes read (head and body).
+    pub bytes_read: u64,
+    /// Whether the connection can carry the next request.
+    pub reusable: bool,
+}
+
+/// An exchange that failed before a complete response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Failure {
+    /// The class: `Reset`, `Incomplete`, `IoError` or `ProtocolError`.
+    pub outcome: Outcome,
+    /// Response bytes read before the failure.
+    pub bytes_read: u64,
+}
+
+/// Maps an I/O error on an established connection to its class.
+pub(crate) fn classify_io(e: &io::Error) -> Outcome {
+    match e.kind() {
+        io::ErrorKind::ConnectionReset
+        | io::ErrorKind::BrokenPipe
+        | io::ErrorKind::ConnectionAborted => Outcome::Reset,
+        io::ErrorKind::UnexpectedEof => Outcome::Incomplete,
+        _ => Outcome::IoError,
+    }
+}
+
+/// How the body of the current response is framed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    None,
+    Length(u64),
+    Chunked,
+    UntilClose,
+}
+
+/// One HTTP/1.1 connection.
+#[derive(Debug)]
+pub(crate) struct H1Conn<S> {
+    io: S,
+    buf: Box<[u8]>,
+    /// Unconsumed bytes are `buf[start..end]`.
+    start: usize,
+    end: usize,
+}
+
+/// Parsed essentials of a response head.
+struct Head {
+    status: u16,
+    len: usize,
+    framing: Framing,
+    keep_alive: bool,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
+    /// Wraps an established stream.
+    pub(crate) fn new(io: S) -> Self {
+        H1Conn {
+            io,
+            buf: vec![0u8; BUF_SIZE].into_boxed_slice(),
+            start: 0,
+            end: 0,
+        }
+    }
+
+    /// Sends `req` and reads its response. `verify` compares a 2xx body with the request body
+    /// (when there is one).
+    pub(crate) async fn exchange(
+        &mut self,
+        req: &RequestTemplate,
+        verify: bool,
+    ) -> Result<Answer, Failure> {
+        if let Err(e) = self.io.write_all(req.bytes()).await {
+            return Err(Failure {
+                outcome: classify_io(&e),
+                bytes_read: 0,
+            });
+        }
+        let mut read = 0u64;
+        match self.read_response(req, verify, &mut read).await {
+            Ok((outcome, reusable)) => Ok(Answer {
+                outcome,
+                bytes_read: read,
+                reusable,
+            }),
+            Err(outcome) => Err(Failure {
+                outcome,
+                bytes_read: read,
+            }),
+        }
+    }
+
+    async fn read_response(
+        &mut self,
+        req: &RequestTemplate,
+        verify: bool,
+        read: &mut u64,
+    ) -> Result<(Outcome, bool), Outcome> {
+        let head = loop {
+            let head = match self.parse_head(req.head_only())? {
+                Some(h) => h,
+                None => {
+                    self.fill(read).await?;
+                    continue;
+                }
+            };
+            self.start += head.len;
+            // Interim responses (100 Continue, 103 Early Hints) precede the final one.
+            if (100..200).contains(&head.status) && head.status != 101 {
+                continue;
+            }
+            if head.status == 101 {
+                return Err(Outcome::ProtocolError);
+            }
+            break head;
+        };
+        let mut outcome = Outcome::from_status(head.status);
+        let expected = (verify && outcome == Outcome::Ok && !req.head_only()).then(|| req.body());
+        let mut check = BodyCheck::new(expected.map(|b| &b[..]).filter(|b| !b.is_empty()));
+        match head.framing {
+            Framing::None => {}
+            Framing::Length(mut left) => {
+                while left > 0 {
+                    if self.start == self.end {
+                        self.fill(read).await?;
+                    }
+                    let n =
+                        (self.end - self.start).min(usize::try_from(left).unwrap_or(usize::MAX));
+                    check.feed(&self.buf[self.start..self.start + n]);
+                    self.start += n;
+                    left -= n as u64;
+                }
+            }
+            Framing::Chunked => self.read_chunked(&mut check, read).await?,
+            Framing::UntilClose => loop {
+                check.feed(&self.buf[self.start..self.end]);
+                self.start = self.end;
+                match self.fill(read).await {
+                    Ok(()) => {}
+                    Err(Outcome::Incomplete) => break,
+                    Err(o) => return Err(o),
+                }
+            },
+        }
+        if !check.matches() {
+            outcome = Outcome::BodyMismatch;
+        }
+        let reusable = head.keep_alive && head.framing != Framing::UntilClose;
+        Ok((outcome, reusable))
+    }
+
+    /// Parses a response head from the buffer. `Ok(None)` when more bytes are needed.
+    fn parse_head(&mut self, head_only: bool) -> Result<Option<Head>, Outcome> {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut resp = httparse::Response::new(&mut headers);
+        let len = match resp.parse(&self.buf[self.start..self.end]) {
+            Ok(httparse::Status::Complete(n)) => n,
+            Ok(httparse::Status::Partial) => {
+                if self.start == 0 && self.end == self.buf.len() {
+                    return Err(Outcome::ProtocolError); // head larger than the buffer
+                }
+                return Ok(None);
+            }
+            Err(_) => return Err(Outcome::ProtocolError),
+        };
+        let status = resp.code.ok_or(Outcome::ProtocolError)?;
+        let http10 = resp.version == Some(0);
+        let mut content_length: Option<u64> = None;
+        let mut chunked = false;
+        let mut conn_close = http10;
+        for h in resp.headers.iter() {
+            if h.name.eq_ignore_ascii_case("content-length") {
+                let v = parse_content_length(h.value).ok_or(Outcome::ProtocolError)?;
+                if content_length.is_some_and(|c| c != v) {
+                    return Err(Outcome::ProtocolError);
+                }
+                content_length = Some(v);
+            } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+                // RFC 9112 §6.1: chunked must be the final coding.
+                let last = h.value.rsplit(|b| *b == b',').next().unwrap_or(b"");
+                chunked = trim(last).eq_ignore_ascii_case(b"chunked");
+                if !chunked {
+                    return Err(Outcome::ProtocolError);
+                }
+            } else if h.name.eq_ignore_ascii_case("connection") {
+                for token in h.value.split(|b| *b == b',') {
+                    let t = trim(token);
+                    if t.eq_ignore_ascii_case(b"close") {
+                        conn_close = true;
+                    } else if t.eq_ignore_ascii_case(b"keep-alive") && http10 {
+                        conn_close = false;
+                    }
+                }
+            }
+        }
+        let framing = if head_only || (100..200).contains(&status) || status == 204 || status == 304
+        {
+            Framing::None
+        } else if chunked {
+            // RFC 9112 §6.3: Transfer-Encoding overrides Content-Length; a message with both is
+            // suspect, and a client must close the connection after it.
+            if content_length.is_some() {
+                conn_close = true;
+            }
+            Framing::Chunked
+        } else if let Some(n) = content_length {
+            if n == 0 {
+                Framing::None
+            } else {
+                Framing::Length(n)
+            }
+        } else {
+            Framing::UntilClose
+        };
+        Ok(Some(Head {
+            status,
+            len,
+            framing,
+            keep_alive: !conn_close,
+        }))
+    }
+
+    /// Reads more bytes into the buffer. EOF is `Incomplete`.
+    async fn fill(&mut self, read: &mut u64) -> Result<(), Outcome> {
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        } else if self.end == self.buf.len() {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        if self.end == self.buf.len() {
+            return Err(Outcome::ProtocolError);
+        }
+        match self.io.read(&mut self.buf[self.end..]).await {
+            Ok(0) => Err(Outcome::Incomplete),
+            Ok(n) => {
+                self.end += n;
+                *read += n as u64;
+                Ok(())
+            }
+            Err(e) => Err(classify_io(&e)),
+        }
+    }
+
+    /// Reads a chunked body (RFC 9112 §7.1) with strict hex sizes and overflow checks.
+    async fn read_chunked(
+        &mut self,
+        check: &mut BodyCheck<'_>,
+        read: &mut u64,
+    ) -> Result<(), Outcome> {
+        loop {
+            let line = self.read_line(read).await?;
+            let size = parse_chunk_size(&line)?;
+            if size == 0 {
+                // Trailer section: lines until an empty one.
+                loop {
+                    let line = self.read_line(read).await?;
+                    if line.is_empty() {
+                        return Ok(());
+                    }
+                }
+            }
+            let mut left = size;
+            while left > 0 {
+                if self.start == self.end {
+                    self.fill(read).await?;
+                }
+                let n = (self.end - self.start).min(usize::try_from(left).unwrap_or(usize::MAX));
+                check.feed(&self.buf[self.start..self.start + n]);
+                self.start += n;
+                left -= n as u64;
+            }
+            let crlf = self.read_line(read).await?;
+            if !crlf.is_empty() {
+                return Err(Outcome::ProtocolError);
+            }
+        }
+    }
+
+    /// Consumes one CRLF-terminated line and returns its length-limited content as a range
+    /// into a small copy (chunk lines are short).
+    async fn read_line(&mut self, read: &mut u64) -> Result<LineBuf, Outcome> {
+        loop {
+            let avail = &self.buf[self.start..self.end];
+            if let Some(pos) = avail.windows(2).position(|w| w == b"\r\n") {
+                if pos > LineBuf::CAP {
+                    return Err(Outcome::ProtocolError);
+                }
+                let line = LineBuf::new(&avail[..pos]);
+                self.start += pos + 2;
+                return Ok(line);
+            }
+            if avail.len() > LineBuf::CAP + 2 {
+                return Err(Outcome::ProtocolError);
+            }
+            self.fill(read).await?;
+        }
+    }
+}
+
+/// A short line copied out of the receive buffer (chunk-size lines, trailers we skip).
+struct LineBuf {
+    data: [u8; LineBuf::CAP],
+    len: usize,
+}
+
+impl LineBuf {
+    const CAP: usize = 4096;
+
+    fn new(src: &[u8]) -> Self {
+        let mut data = [0u8; Self::CAP];
+        data[..src.len()].copy_from_slice(src);
+        LineBuf {
+            data,
+            len: src.len(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl std::ops::Deref for LineBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.data[..self.len]
+    }
+}
+
+/// Compares a body, fed piece by piece, with the expected bytes.
+struct BodyCheck<'a> {
+    expected: Option<&'a [u8]>,
+    pos: usize,
+    equal: bool,
+}
+
+impl<'a> BodyCheck<'a> {
+    fn new(expected: Option<&'a [u8]>) -> Self {
+        BodyCheck {
+            expected,
+            pos: 0,
+            equal: true,
+        }
+    }
+
+    #[inline]
+    fn feed(&mut self, piece: &[u8]) {
+        let Some(exp) = self.expected else { return };
+        if self.equal {
+            let end = self.pos + piece.len();
+            self.equal = end <= exp.len() && &exp[self.pos..end] == piece;
+        }
+        self.pos += piece.len();
+    }
+
+    fn matches(&self) -> bool {
+        match self.expected {
+            None => true,
+            Some(exp) => self.equal && self.pos == exp.len(),
+        }
+    }
+}
+
+fn trim(b: &[u8]) -> &[u8] {
+    let start = b
+        .iter()
+        .position(|c| !c.is_ascii_whitespace())
+        .unwrap_or(b.len());
+    let end = b
+        .iter()
+        .rposition(|c| !c.is_ascii_whitespace())
+        .map_or(start, |e| e + 1);
+    &b[start..end]
+}
+
+/// Strict Content-Length: digits only, no sign, no overflow; a list of equal values is allowed
+/// (RFC 9110 §8.6).
+fn parse_content_length(v: &[u8]) -> Option<u64> {
+    let mut value = None;
+    for part in v.split(|b| *b == b',') {
+        let p = trim(part);
+        if p.is_empty() || !p.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        let n = p.iter().try_fold(0u64, |acc, d| {
+            acc.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+        })?;
+        if value.is_some_and(|v| v != n) {
+            return None;
+        }
+        value = Some(n);
+    }
+    value
+}
+
+/// Hex chunk size, optionally followed by `;extensions`; overflow is a protocol error.
+fn parse_chunk_size(line: &[u8]) -> Result<u64, Outcome> {
+    let hex = line.split(|b| *b == b';').next().unwrap_or(b"");
+    let hex = trim(hex);
+    if hex.is_empty() || hex.len() > 16 {
+        return Err(Outcome::ProtocolError);
+    }
+    let mut n: u64 = 0;
+    for &c in hex {
+        let d = (c as char).to_digit(16).ok_or(Outcome::ProtocolError)?;
+        n = n.checked_mul(16).ok_or(Outcome::ProtocolError)? | u64::from(d);
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Target;
+    use crate::request::RequestBody;
+
+    fn template(method: &str, body: RequestBody) -> RequestTemplate {
+        let t = Target::parse("http://127.0.0.1:1/").unwrap();
+        RequestTemplate::encode(&t, method, &[], body, true).unwrap()
+    }
+
+    /// Runs one exchange against a scripted response (delivered in `pieces`).
+    async fn run(pieces: &[&[u8]], req: &RequestTemplate, verify: bool) -> Result<Answer, Failure> {
+        let mut builder = tokio_test_io::Builder::new();
+        builder.write(req.bytes());
+        for p in pieces {
+            builder.read(p);
+        }
+        let mut conn = H1Conn::new(builder.build());
+        conn.exchange(req, verify).await
+    }
+
+    /// A tiny scripted stream: the reads given, then EOF; writes are accepted and checked.
+    mod tokio_test_io {
+        use std::pin::Pin;
+        use std::task::{Context, Poll};
+        use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+        #[derive(Default)]
+        pub struct Builder {
+            reads: Vec<Vec<u8>>,
+            written: Vec<u8>,
+        }
+        impl Builder {
+            pub fn new() -> Self {
+                Self::default()
+            }
+            pub fn write(&mut self, b: &[u8]) -> &mut Self {
+                self.written.extend_from_slice(b);
+                self
+            }
+            pub fn read(&mut self, b: &[u8]) -> &mut Self {
+                self.reads.push(b.to_vec());
+                self
+            }
+            pub fn build(&mut self) -> Mock {
+                Mock {
+                    reads: std::mem::take(&mut self.reads).into_iter().rev().collect(),
+                    expect_written: std::mem::take(&mut self.written),
+                    written: Vec::new(),
+                }
+            }
+        }
+        pub struct Mock {
+            reads: Vec<Vec<u8>>,
+            expect_written: Vec<u8>,
+            written: Vec<u8>,
+        }
+        impl AsyncRead for Mock {
+            fn poll_read(
+                mut self: Pin<&mut Self>,
+                _: &mut Context<'_>,
+                buf: &mut ReadBuf<'_>,
+            ) -> Poll<std::io::Result<()>> {
+                if let Some(mut next) = self.reads.pop() {
+                    let n = next.len().min(buf.remaining());
+                    buf.put_slice(&next[..n]);
+                    if n < next.len() {
+                        next.drain(..n);
+                        self.reads.push(next);
+                    }
+                }
+                Poll::Ready(Ok(()))
+            }
+        }
+        impl AsyncWrite for Mock {
+            fn poll_write(
+                mut self: Pin<&mut Self>,
+                _: &mut Context<'_>,
+                b: &[u8],
+            ) -> Poll<std::io::Result<usize>> {
+                self.written.extend_from_slice(b);
+                assert!(self.expect_written.starts_with(&self.written));
+                Poll::Ready(Ok(b.len()))
+            }
+            fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+                Poll::Ready(Ok(()))
+            }
+            fn poll_shutdown(
+                self: Pin<&mut Self>,
+                _: &mut Context<'_>,
+            ) -> Poll<std::io::Result<()>> {
+                Poll::Ready(Ok(()))
+            }
+        }
+    }
+
+    fn rt() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn content_length_response_split_across_reads() {
+        let req = template("GET", RequestBody::None);
+        let a = rt()
+            .block_on(run(
+                &[
+                    b"HTTP/1.1 200 OK\r\nContent-Le",
+                    b"ngth: 5\r\n\r\nhel",
+                    b"lo",
+                ],
+                &req,
+                false,
+            ))
+            .unwrap();
+        assert_eq!(a.outcome, Outcome::Ok);
+        assert!(a.reusable);
+        assert_eq!(a.bytes_read, 43);
+    }
+
+    #[test]
+    fn chunked_body_with_extension_and_trailer() {
+        let req = template("GET", RequestBody::None);
+        let resp: &[u8] =
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n2\r\nde\r\n0\r\nT: v\r\n\r\n";
+        let a = rt().block_on(run(&[resp], &req, false)).unwrap();
+        assert_eq!(a.outcome, Outcome::Ok);
+        assert!(a.reusable);
+    }
+
+    #[test]
+    fn verify_compares_echoed_body() {
+        let req = template("POST", RequestBody::Inline(b"hello".to_vec()));
+        let good = rt()
+            .block_on(run(
+                &[b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"],
+                &req,
+                true,
+            ))
+            .unwrap();
+        assert_eq!(good.outcome, Outcome::Ok);
+        let bad = rt()
+            .block_on(run(
+                &[b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhellO"],
+                &req,
+                true,
+            ))
+            .unwrap();
+        assert_eq!(bad.outcome, Outcome::BodyMismatch);
+        let short = rt()
+            .block_on(run(
+                &[b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nhell"],
+                &req,
+                true,
+            ))
+            .unwrap();
+        assert_eq!(short.outcome, Outcome::BodyMismatch);
+        // Without verification the same wrong body is fine.
+        let unchecked = rt()
+            .block_on(run(
+                &[b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhellO"],
+                &req,
+                false,
+            ))
+            .unwrap();
+        assert_eq!(unchecked.outcome, Outcome::Ok);
+    }
+
+    #[test]
+    fn status_classes_and_interim_responses() {
+        let req = template("GET", RequestBody::None);
+        let a = rt()
+            .block_on(run(
+                &[b"HTTP/1.1 103 Early Hints\r\nLink: x\r\n\r\nHTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n"],
+                &req,
+                false,
+            ))
+            .unwrap();
+        assert_eq!(a.outcome, Outcome::Status5xx);
+        let a = rt()
+            .block_on(run(
+                &[b"HTTP/1.1 404 No\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"],
+                &req,
+                false,
+            ))
+            .unwrap();
+        assert_eq!(a.outcome, Outcome::Status4xx);
+        assert!(!a.reusable);
+    }
+
+    #[test]
+    fn truncated_and_malformed_responses() {
+        let req = template("GET", RequestBody::None);
+        let cases: [(&[u8], Outcome); 7] = [
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc",
+                Outcome::Incomplete,
+            ),
+            (b"HTTP/1.1 200 OK\r\nContent-", Outcome::Incomplete),
+            (b"", Outcome::Incomplete),
+            (b"garbage\r\n\r\n", Outcome::ProtocolError),
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: +5\r\n\r\nhello",
+                Outcome::ProtocolError,
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello",
+                Outcome::ProtocolError,
+            ),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffff\r\n",
+                Outcome::ProtocolError,
+            ),
+        ];
+        for (resp, want) in cases {
+            let f = rt().block_on(run(&[resp], &req, false)).unwrap_err();
+            assert_eq!(f.outcome, want, "{}", String::from_utf8_lossy(resp));
+        }
+    }
+
+    #[test]
+    fn close_delimited_body_and_http10() {
+        let req = template("GET", RequestBody::None);
+        let a = rt()
+            .block_on(run(&[b"HTTP/1.1 200 OK\r\n\r\nall of it"], &req, false))
+            .unwrap();
+        assert_eq!(a.outcome, Outcome::Ok);
+        assert!(!a.reusable);
+        let a = rt()
+            .block_on(run(
+                &[b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok"],
+                &req,
+                false,
+            ))
+            .unwrap();
+        assert!(!a.reusable, "HTTP/1.0 without keep-alive closes");
+    }
+
+    #[test]
+    fn head_response_has_no_body() {
+        let req = template("HEAD", RequestBody::None);
+        let a = rt()
+            .block_on(run(
+                &[b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"],
+                &req,
+                false,
+            ))
+            .unwrap();
+        assert_eq!(a.outcome, Outcome::Ok);
+        assert!(a.reusable);
+    }
+
+    #[test]
+    fn content_length_parsing() {
+        assert_eq!(parse_content_length(b"42"), Some(42));
+        assert_eq!(parse_content_length(b"5, 5"), Some(5));
+        for bad in [
+            &b"5, 6"[..],
+            b"-1",
+            b"0x10",
+            b"5 5",
+            b"",
+            b"99999999999999999999999",
+        ] {
+            assert_eq!(
+                parse_content_length(bad),
+                None,
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+}

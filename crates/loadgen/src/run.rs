@@ -1,0 +1,435 @@
+//! Running a load: starting the workers, collecting their one-second intervals (live view and
+//! interval log), merging their results exactly, and building the report with its self-check.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use gatebench_model::{
+    ConnectionStats, LoadReport, Outcome, PhaseReport, SelfCheck, ToolInfo, SCHEMA_VERSION,
+};
+
+use crate::config::{Arrival, LoadConfig};
+use crate::error::LoadgenError;
+use crate::hlog;
+use crate::limits;
+use crate::schedule::Clock;
+use crate::stats::{summarize, IntervalStats, PhaseStats};
+use crate::worker::{self, WorkerMsg, WorkerPlan, WorkerResult};
+
+/// Worker CPU above this share of its capacity means the generator may have been the
+/// bottleneck.
+const CPU_SATURATED_PERCENT: f64 = 95.0;
+/// Open model: a p99 send lag above this means the generator could not keep its schedule.
+const SEND_LAG_P99_LIMIT_MS: f64 = 10.0;
+
+/// The live view of one second of the run.
+#[derive(Debug, Clone)]
+pub struct IntervalView {
+    /// Seconds since the run started (warm-up included), 0-based.
+    pub index: u64,
+    /// Time since the run started at the end of this interval.
+    pub elapsed: Duration,
+    /// Whether the interval lies in the warm-up.
+    pub warmup: bool,
+    /// Complete responses in this interval.
+    pub responses: u64,
+    /// Errors in this interval.
+    pub errors: u64,
+    /// Responses per second in this interval.
+    pub rps: f64,
+    /// p99 latency of this interval, ms (corrected in the open model).
+    pub p99_ms: f64,
+    /// Complete responses so far.
+    pub total_responses: u64,
+    /// Errors so far.
+    pub total_errors: u64,
+}
+
+/// Optional outputs of a run.
+#[derive(Default)]
+pub struct RunOptions<'a> {
+    /// Where to write the HdrHistogram interval log.
+    pub hlog: Option<&'a mut dyn Write>,
+    /// Called once a second with the live view.
+    pub on_interval: Option<&'a mut dyn FnMut(&IntervalView)>,
+}
+
+impl std::fmt::Debug for RunOptions<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("hlog", &self.hlog.is_some())
+            .field("on_interval", &self.on_interval.is_some())
+            .finish()
+    }
+}
+
+/// The result of a run: the report and the merged statistics behind it.
+#[derive(Debug)]
+pub struct RunOutput {
+    /// The record (what `--json` prints).
+    pub report: LoadReport,
+    /// Merged warm-up statistics.
+    pub warmup: PhaseStats,
+    /// Merged measurement statistics.
+    pub measurement: PhaseStats,
+}
+
+/// Runs the load described by `config`. Blocks until the run is over.
+pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, LoadgenError> {
+    limits::ensure_fd_limit(u64::from(config.connections))?;
+    let config = Arc::new(config);
+    let threads = config.threads as usize;
+    let wall_start = SystemTime::now();
+    let start = Instant::now();
+    let measure_start = start + config.warmup;
+    let clock = Clock {
+        start,
+        measure_start,
+        deadline: config.stop.duration.map(|d| measure_start + d),
+    };
+    if let Some(out) = opts.hlog.as_deref_mut() {
+        let comment = format!(
+            "[gatebench {} load {} -c {}{}; values in nanoseconds]",
+            env!("CARGO_PKG_VERSION"),
+            config.target.url,
+            config.connections,
+            match config.arrival {
+                Arrival::Closed => String::new(),
+                Arrival::Open { rate } => format!(" -R {rate}"),
+            }
+        );
+        hlog::write_header(out, wall_start, &comment).map_err(|source| LoadgenError::Output {
+            what: "the interval log".into(),
+            source,
+        })?;
+    }
+
+    let (tx, rx) = mpsc::channel();
+    let mut handles = Vec::with_capacity(threads);
+    for (id, conns) in split(u64::from(config.connections), threads)
+        .into_iter()
+        .enumerate()
+    {
+        let share = conns as f64 / f64::from(config.connections);
+        let plan = WorkerPlan {
+            id,
+            config: config.clone(),
+            clock,
+            connections: conns as u32,
+            rate: match config.arrival {
+                Arrival::Closed => None,
+                Arrival::Open { rate } => Some(rate * share),
+            },
+            offset: match config.arrival {
+                Arrival::Closed => Duration::ZERO,
+                Arrival::Open { rate } => Duration::from_secs_f64(id as f64 / rate),
+            },
+            quota: config.stop.requests.map(|n| split(n, threads)[id]),
+        };
+        let tx = tx.clone();
+        let h = std::thread::Builder::new()
+            .name(format!("gatebench-worker-{id}"))
+            .spawn(move || {
+                let result = worker::run(plan, tx.clone());
+                let _ = tx.send(WorkerMsg::Done(id, Box::new(result)));
+            })
+            .map_err(|e| LoadgenError::Worker(e.to_string()))?;
+        handles.push(h);
+    }
+    drop(tx);
+
+    let mut collector = Collector::new(threads, config.warmup, &mut opts);
+    let mut results: Vec<Option<WorkerResult>> = (0..threads).map(|_| None).collect();
+    for msg in rx {
+        match msg {
+            WorkerMsg::Interval(id, iv) => collector.interval(id, iv)?,
+            WorkerMsg::Done(id, r) => {
+                results[id] = Some(*r);
+                collector.done(id)?;
+            }
+        }
+    }
+    for h in handles {
+        h.join()
+            .map_err(|_| LoadgenError::Worker("a worker thread panicked".into()))?;
+    }
+    collector.flush_all()?;
+    let results: Vec<WorkerResult> = results
+        .into_iter()
+        .map(|r| r.ok_or_else(|| LoadgenError::Worker("a worker ended without results".into())))
+        .collect::<Result<_, _>>()?;
+    Ok(build(&config, clock, wall_start, results))
+}
+
+/// Splits `n` into `parts` shares that differ by at most one.
+fn split(n: u64, parts: usize) -> Vec<u64> {
+    let parts_u = parts as u64;
+    (0..parts_u)
+        .map(|i| n / parts_u + u64::from(i < n % parts_u))
+        .collect()
+}
+
+/// Gathers workers' intervals; emits an interval once every live worker has reported it.
+struct Collector<'o, 'a> {
+    threads: usize,
+    warmup: Duration,
+    pending: BTreeMap<u64, IntervalStats>,
+    reported: Vec<Option<u64>>,
+    done: Vec<bool>,
+    next: u64,
+    total_responses: u64,
+    total_errors: u64,
+    opts: &'o mut RunOptions<'a>,
+}
+
+impl<'o, 'a> Collector<'o, 'a> {
+    fn new(threads: usize, warmup: Duration, opts: &'o mut RunOptions<'a>) -> Self {
+        Collector {
+            threads,
+            warmup,
+            pending: BTreeMap::new(),
+            reported: vec![None; threads],
+            done: vec![false; threads],
+            next: 0,
+            total_responses: 0,
+            total_errors: 0,
+            opts,
+        }
+    }
+
+    fn interval(&mut self, id: usize, iv: IntervalStats) -> Result<(), LoadgenError> {
+        self.reported[id] = Some(self.reported[id].map_or(iv.index, |r| r.max(iv.index)));
+        match self.pending.get_mut(&iv.index) {
+            Some(acc) => acc.merge(&iv),
+            None => {
+                self.pending.insert(iv.index, iv);
+            }
+        }
+        self.emit_ready(false)
+    }
+
+    fn done(&mut self, id: usize) -> Result<(), LoadgenError> {
+        self.done[id] = true;
+        self.emit_ready(false)
+    }
+
+    fn flush_all(&mut self) -> Result<(), LoadgenError> {
+        self.emit_ready(true)
+    }
+
+    fn emit_ready(&mut self, all: bool) -> Result<(), LoadgenError> {
+        loop {
+            let ready = all
+                || (0..self.threads)
+                    .all(|w| self.done[w] || self.reported[w].is_some_and(|r| r >= self.next));
+            if !ready {
+                return Ok(());
+            }
+            let Some((&index, _)) = self.pending.iter().next() else {
+                return Ok(());
+            };
+            if index > self.next && !all {
+                // Nobody had anything for `next` (cannot happen with live tickers); move on.
+                self.next = index;
+                continue;
+            }
+            let iv = self.pending.remove(&index).expect("key just seen");
+            self.next = index + 1;
+            self.emit(iv)?;
+        }
+    }
+
+    fn emit(&mut self, iv: IntervalStats) -> Result<(), LoadgenError> {
+        let start = Duration::from_secs(iv.index);
+        let length = Duration::from_secs(1);
+        if let Some(out) = self.opts.hlog.as_deref_mut() {
+            let io = |source| LoadgenError::Output {
+                what: "the interval log".into(),
+                source,
+            };
+            hlog::write_interval(out, &iv.latency, start, length, None).map_err(io)?;
+            if !iv.latency_uncorrected.is_empty() {
+                hlog::write_interval(
+                    out,
+                    &iv.latency_uncorrected,
+                    start,
+                    length,
+                    Some("uncorrected"),
+                )
+                .map_err(io)?;
+            }
+            out.flush().map_err(io)?;
+        }
+        self.total_responses += iv.responses();
+        self.total_errors += iv.errors();
+        if let Some(cb) = self.opts.on_interval.as_deref_mut() {
+            let view = IntervalView {
+                index: iv.index,
+                elapsed: start + length,
+                warmup: start < self.warmup,
+                responses: iv.responses(),
+                errors: iv.errors(),
+                rps: iv.responses() as f64,
+                p99_ms: if iv.latency.is_empty() {
+                    0.0
+                } else {
+                    iv.latency.value_at_quantile(0.99) as f64 / 1e6
+                },
+                total_responses: self.total_responses,
+                total_errors: self.total_errors,
+            };
+            cb(&view);
+        }
+        Ok(())
+    }
+}
+
+/// Builds the report from the merged worker results.
+fn build(
+    config: &LoadConfig,
+    clock: Clock,
+    wall_start: SystemTime,
+    results: Vec<WorkerResult>,
+) -> RunOutput {
+    let mut warm = PhaseStats::default();
+    let mut meas = PhaseStats::default();
+    let mut cpu_user = 0.0;
+    let mut cpu_sys = 0.0;
+    let mut finished = clock.measure_start;
+    for r in &results {
+        warm.merge(&r.phases[0]);
+        meas.merge(&r.phases[1]);
+        cpu_user += r.cpu_user;
+        cpu_sys += r.cpu_sys;
+        finished = finished.max(r.finished);
+    }
+    // With both a duration and a count, whichever ended the run bounds the phase.
+    let meas_end = clock.deadline.map_or(finished, |d| d.min(finished));
+    let meas_len = meas_end.saturating_duration_since(clock.measure_start);
+    let target = match config.arrival {
+        Arrival::Closed => None,
+        Arrival::Open { rate } => Some(rate),
+    };
+    let open = target.is_some();
+    let warmup =
+        (!config.warmup.is_zero()).then(|| phase_report(&warm, config.warmup, target, open));
+    let measurement = phase_report(&meas, meas_len, target, open);
+
+    let wall = finished
+        .saturating_duration_since(clock.start)
+        .as_secs_f64()
+        .max(1e-9);
+    let cpu_percent = 100.0 * (cpu_user + cpu_sys) / (wall * f64::from(config.threads));
+    let mut warnings = Vec::new();
+    if cpu_percent >= CPU_SATURATED_PERCENT {
+        warnings.push(format!(
+            "the generator's worker threads were {cpu_percent:.0}% busy: the result may describe \
+             the generator rather than the target (add --threads, or generate load from another machine)"
+        ));
+    }
+    let mut send_lag = None;
+    let mut schedule_kept = None;
+    if open {
+        let mut lag = warm.send_lag.clone();
+        lag.add(&meas.send_lag).expect("same bounds");
+        let s = summarize(&lag);
+        if s.count > 0 {
+            let p99 = s.at(99.0).unwrap_or(0.0);
+            if p99 > SEND_LAG_P99_LIMIT_MS {
+                warnings.push(format!(
+                    "the generator sent late against its schedule (p99 {p99:.1} ms behind): \
+                     it could not keep the asked rate by itself"
+                ));
+            }
+        }
+        send_lag = Some(s);
+        let due = meas.outcomes.total();
+        let never = meas.outcomes.get(Outcome::NeverSent);
+        schedule_kept = Some(if due == 0 {
+            100.0
+        } else {
+            100.0 * (due - never) as f64 / due as f64
+        });
+    }
+    let valid = warnings.is_empty();
+    let report = LoadReport {
+        schema_version: SCHEMA_VERSION,
+        tool: ToolInfo {
+            name: "gatebench".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        started_at_unix_ms: wall_start
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0),
+        config: config.record(),
+        warmup,
+        measurement,
+        self_check: SelfCheck {
+            cpu_user_s: cpu_user,
+            cpu_sys_s: cpu_sys,
+            cpu_percent,
+            send_lag,
+            schedule_kept_percent: schedule_kept,
+            warnings,
+        },
+        valid,
+    };
+    RunOutput {
+        report,
+        warmup: warm,
+        measurement: meas,
+    }
+}
+
+fn phase_report(s: &PhaseStats, len: Duration, target: Option<f64>, open: bool) -> PhaseReport {
+    let secs = len.as_secs_f64().max(1e-9);
+    let responses = s.outcomes.responses();
+    let latency = summarize(&s.latency);
+    let throughput = responses as f64 / secs;
+    PhaseReport {
+        duration_s: len.as_secs_f64(),
+        outcomes: s.outcomes,
+        requests: s.outcomes.total(),
+        throughput_rps: throughput,
+        ok_rps: s.outcomes.get(Outcome::Ok) as f64 / secs,
+        error_percent: s.outcomes.error_percent(),
+        target_rps: target,
+        sent_rps: s.sent as f64 / secs,
+        bytes_read: s.bytes_read,
+        bytes_written: s.bytes_written,
+        concurrency: throughput * latency.mean_ms / 1e3,
+        latency,
+        latency_uncorrected: open.then(|| summarize(&s.latency_uncorrected)),
+        connections: ConnectionStats {
+            opened: s.conns.opened,
+            reconnects: s.conns.reconnects,
+            connect_failures: s.conns.connect_failures,
+            requests_per_connection: if s.conns.opened == 0 {
+                0.0
+            } else {
+                responses as f64 / s.conns.opened as f64
+            },
+            tls_full_handshakes: 0,
+            tls_resumed_handshakes: 0,
+            connect_time: (!s.connect_time.is_empty()).then(|| summarize(&s.connect_time)),
+            max_streams_in_use: None,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_is_fair_and_complete() {
+        assert_eq!(split(10, 3), vec![4, 3, 3]);
+        assert_eq!(split(2, 2), vec![1, 1]);
+        assert_eq!(split(5, 1), vec![5]);
+        assert_eq!(split(7, 4).iter().sum::<u64>(), 7);
+    }
+}

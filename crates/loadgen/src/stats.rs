@@ -1,0 +1,243 @@
+//! What a worker records: latency histograms, outcome counts, bytes and connection figures,
+//! per phase and per one-second interval.
+//!
+//! Each worker owns its [`PhaseStats`]; nothing is shared on the hot path. Workers' stats are
+//! merged exactly at the end (histograms add bucket by bucket, counters add), which is also how
+//! shards on several machines would merge. Latency is recorded in nanoseconds with three
+//! significant digits, from 1 ns to one hour; larger values saturate at the top rather than
+//! being dropped.
+
+use std::time::Duration;
+
+use gatebench_model::{LatencySummary, Outcome, OutcomeCounts, Percentile, PERCENTILES};
+use hdrhistogram::Histogram;
+
+/// Highest trackable latency: one hour, in nanoseconds.
+const HIGHEST_NS: u64 = 3_600_000_000_000;
+
+/// A latency histogram in nanoseconds.
+pub type LatencyHistogram = Histogram<u64>;
+
+/// A new empty latency histogram with gatebench's bounds.
+pub fn new_histogram() -> LatencyHistogram {
+    Histogram::new_with_bounds(1, HIGHEST_NS, 3).expect("constant bounds are valid")
+}
+
+/// Records a duration, saturating at the highest trackable value.
+#[inline]
+pub fn record(h: &mut LatencyHistogram, d: Duration) {
+    let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1);
+    h.saturating_record(ns);
+}
+
+/// Summarises a histogram in milliseconds.
+pub fn summarize(h: &LatencyHistogram) -> LatencySummary {
+    let ms = |ns: u64| ns as f64 / 1e6;
+    if h.is_empty() {
+        return LatencySummary {
+            count: 0,
+            percentiles: PERCENTILES
+                .iter()
+                .map(|p| Percentile { p: *p, ms: 0.0 })
+                .collect(),
+            ..LatencySummary::default()
+        };
+    }
+    LatencySummary {
+        count: h.len(),
+        min_ms: ms(h.min()),
+        mean_ms: h.mean() / 1e6,
+        stdev_ms: h.stdev() / 1e6,
+        max_ms: ms(h.max()),
+        percentiles: PERCENTILES
+            .iter()
+            .map(|p| Percentile {
+                p: *p,
+                ms: ms(if *p >= 100.0 {
+                    h.max()
+                } else {
+                    h.value_at_quantile(p / 100.0)
+                }),
+            })
+            .collect(),
+    }
+}
+
+/// Connection lifecycle counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConnCounters {
+    /// Connections established.
+    pub opened: u64,
+    /// Connections established on a slot that had one before.
+    pub reconnects: u64,
+    /// Failed connection attempts.
+    pub connect_failures: u64,
+}
+
+impl ConnCounters {
+    fn merge(&mut self, o: &ConnCounters) {
+        self.opened += o.opened;
+        self.reconnects += o.reconnects;
+        self.connect_failures += o.connect_failures;
+    }
+}
+
+/// Everything recorded for one phase (warm-up or measurement) by one worker, or merged.
+#[derive(Debug, Clone)]
+pub struct PhaseStats {
+    /// Every scheduled request by class.
+    pub outcomes: OutcomeCounts,
+    /// Latency: from the intended send time in the open model, from the send in the closed one.
+    pub latency: LatencyHistogram,
+    /// Open model: latency from the actual send.
+    pub latency_uncorrected: LatencyHistogram,
+    /// Open model: how late the generator itself sent against the schedule.
+    pub send_lag: LatencyHistogram,
+    /// Time to establish connections.
+    pub connect_time: LatencyHistogram,
+    /// Requests written.
+    pub sent: u64,
+    /// Response bytes read.
+    pub bytes_read: u64,
+    /// Request bytes written.
+    pub bytes_written: u64,
+    /// Connection counters.
+    pub conns: ConnCounters,
+}
+
+impl Default for PhaseStats {
+    fn default() -> Self {
+        PhaseStats {
+            outcomes: OutcomeCounts::default(),
+            latency: new_histogram(),
+            latency_uncorrected: new_histogram(),
+            send_lag: new_histogram(),
+            connect_time: new_histogram(),
+            sent: 0,
+            bytes_read: 0,
+            bytes_written: 0,
+            conns: ConnCounters::default(),
+        }
+    }
+}
+
+impl PhaseStats {
+    /// Adds `other` into `self`. Exact: histogram buckets and counters add up.
+    pub fn merge(&mut self, other: &PhaseStats) {
+        self.outcomes.merge(&other.outcomes);
+        add(&mut self.latency, &other.latency);
+        add(&mut self.latency_uncorrected, &other.latency_uncorrected);
+        add(&mut self.send_lag, &other.send_lag);
+        add(&mut self.connect_time, &other.connect_time);
+        self.sent += other.sent;
+        self.bytes_read += other.bytes_read;
+        self.bytes_written += other.bytes_written;
+        self.conns.merge(&other.conns);
+    }
+}
+
+/// What a worker reports for one second of the run (the live view and the interval log).
+#[derive(Debug, Clone)]
+pub struct IntervalStats {
+    /// Index of the second since the run started (warm-up included).
+    pub index: u64,
+    /// Outcomes completed in this second.
+    pub outcomes: OutcomeCounts,
+    /// Latency of responses completed in this second (corrected in the open model).
+    pub latency: LatencyHistogram,
+    /// Open model: uncorrected latency of responses completed in this second.
+    pub latency_uncorrected: LatencyHistogram,
+}
+
+impl IntervalStats {
+    /// An empty interval with index `index`.
+    pub fn new(index: u64) -> Self {
+        IntervalStats {
+            index,
+            outcomes: OutcomeCounts::default(),
+            latency: new_histogram(),
+            latency_uncorrected: new_histogram(),
+        }
+    }
+
+    /// Adds `other` into `self`.
+    pub fn merge(&mut self, other: &IntervalStats) {
+        self.outcomes.merge(&other.outcomes);
+        add(&mut self.latency, &other.latency);
+        add(&mut self.latency_uncorrected, &other.latency_uncorrected);
+    }
+
+    /// Clears for reuse as interval `index`.
+    pub fn reset(&mut self, index: u64) {
+        self.index = index;
+        self.outcomes = OutcomeCounts::default();
+        self.latency.reset();
+        self.latency_uncorrected.reset();
+    }
+
+    /// Responses (any status) completed in the interval.
+    pub fn responses(&self) -> u64 {
+        self.outcomes.responses()
+    }
+
+    /// Errors completed in the interval.
+    pub fn errors(&self) -> u64 {
+        self.outcomes.errors()
+    }
+}
+
+fn add(into: &mut LatencyHistogram, from: &LatencyHistogram) {
+    into.add(from)
+        .expect("histograms share bounds and saturate, so addition cannot overflow them");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_of_worker_histograms_is_exact() {
+        // Two "workers" record disjoint halves of the same values; the merge must equal one
+        // histogram that recorded everything.
+        let mut all = new_histogram();
+        let mut a = PhaseStats::default();
+        let mut b = PhaseStats::default();
+        for i in 1..=20_000u64 {
+            let d = Duration::from_micros(i * 37 % 50_000 + 1);
+            record(&mut all, d);
+            let w = if i % 3 == 0 { &mut a } else { &mut b };
+            record(&mut w.latency, d);
+            w.outcomes.add(Outcome::Ok, 1);
+        }
+        let mut merged = PhaseStats::default();
+        merged.merge(&a);
+        merged.merge(&b);
+        assert_eq!(merged.latency, all);
+        assert_eq!(merged.outcomes.get(Outcome::Ok), 20_000);
+        let s = summarize(&merged.latency);
+        let t = summarize(&all);
+        assert_eq!(s, t);
+        assert_eq!(s.count, 20_000);
+    }
+
+    #[test]
+    fn summary_in_milliseconds() {
+        let mut h = new_histogram();
+        for _ in 0..99 {
+            record(&mut h, Duration::from_millis(20));
+        }
+        record(&mut h, Duration::from_secs(1));
+        let s = summarize(&h);
+        assert!((s.at(50.0).unwrap() - 20.0).abs() < 0.05, "{s:?}");
+        assert!((s.max_ms - 1000.0).abs() < 1.0, "{s:?}");
+        assert!(s.at(99.9).unwrap() > 900.0);
+        assert!((s.mean_ms - 29.8).abs() < 0.1, "{s:?}");
+    }
+
+    #[test]
+    fn huge_values_saturate_instead_of_vanishing() {
+        let mut h = new_histogram();
+        record(&mut h, Duration::from_secs(10_000));
+        assert_eq!(h.len(), 1);
+    }
+}
