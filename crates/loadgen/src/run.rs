@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -55,6 +56,9 @@ pub struct RunOptions<'a> {
     pub hlog: Option<&'a mut dyn Write>,
     /// Called once a second with the live view.
     pub on_interval: Option<&'a mut dyn FnMut(&IntervalView)>,
+    /// When set to true (e.g. on Ctrl-C), workers stop scheduling requests; outstanding ones
+    /// finish or time out, and the report covers what was measured.
+    pub stop: Option<Arc<AtomicBool>>,
 }
 
 impl std::fmt::Debug for RunOptions<'_> {
@@ -107,6 +111,7 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
         })?;
     }
 
+    let stop = opts.stop.clone().unwrap_or_default();
     let (tx, rx) = mpsc::channel();
     let mut handles = Vec::with_capacity(threads);
     for (id, conns) in split(u64::from(config.connections), threads)
@@ -128,6 +133,7 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
                 Arrival::Open { rate } => Duration::from_secs_f64(id as f64 / rate),
             },
             quota: config.stop.requests.map(|n| split(n, threads)[id]),
+            stop: stop.clone(),
         };
         let tx = tx.clone();
         let h = std::thread::Builder::new()

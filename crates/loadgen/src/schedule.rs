@@ -13,6 +13,8 @@
 //! apart as send lag for the self-check.
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Which phase a request belongs to (by its scheduled time).
@@ -60,6 +62,8 @@ pub(crate) struct Schedule {
     quota: Cell<Option<u64>>,
     /// Open model: ticket spacing and the first ticket's time.
     open: Option<Tickets>,
+    /// Set when the run is interrupted (Ctrl-C): no further permits.
+    stop: Arc<AtomicBool>,
 }
 
 #[derive(Debug)]
@@ -93,17 +97,25 @@ impl Tickets {
 
 impl Schedule {
     /// A closed-model schedule.
-    pub(crate) fn closed(clock: Clock, quota: Option<u64>) -> Schedule {
+    pub(crate) fn closed(clock: Clock, quota: Option<u64>, stop: Arc<AtomicBool>) -> Schedule {
         Schedule {
             clock,
             quota: Cell::new(quota),
             open: None,
+            stop,
         }
     }
 
     /// An open-model schedule at `rate` requests/s for this worker; `offset` staggers workers.
-    pub(crate) fn open(clock: Clock, quota: Option<u64>, rate: f64, offset: Duration) -> Schedule {
+    pub(crate) fn open(
+        clock: Clock,
+        quota: Option<u64>,
+        rate: f64,
+        offset: Duration,
+        stop: Arc<AtomicBool>,
+    ) -> Schedule {
         Schedule {
+            stop,
             clock,
             quota: Cell::new(quota),
             open: Some(Tickets {
@@ -120,11 +132,18 @@ impl Schedule {
 
     /// The next request to send, or `None` when the run is over for this worker.
     pub(crate) fn next(&self) -> Option<Permit> {
+        // A relaxed load of a line that is written once: no contention on the hot path.
+        if self.stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        let now = Instant::now();
         let at = match &self.open {
-            None => Instant::now(),
+            None => now,
             Some(t) => t.due(t.next.get()),
         };
-        if self.clock.deadline.is_some_and(|d| at >= d) {
+        // Past the deadline nothing more is sent, not even overdue tickets: those are the
+        // backlog (never sent), counted by `never_sent`.
+        if self.clock.deadline.is_some_and(|d| at >= d || now >= d) {
             return None;
         }
         let phase = self.clock.phase_at(at);
@@ -164,6 +183,19 @@ impl Schedule {
 mod tests {
     use super::*;
 
+    fn no_stop() -> Arc<AtomicBool> {
+        Arc::new(AtomicBool::new(false))
+    }
+
+    #[test]
+    fn stop_flag_ends_the_schedule() {
+        let stop = no_stop();
+        let s = Schedule::closed(clock(0, Some(60_000)), None, stop.clone());
+        assert!(s.next().is_some());
+        stop.store(true, Ordering::Relaxed);
+        assert!(s.next().is_none());
+    }
+
     fn clock(warm_ms: u64, dur_ms: Option<u64>) -> Clock {
         let start = Instant::now();
         let measure_start = start + Duration::from_millis(warm_ms);
@@ -176,7 +208,7 @@ mod tests {
 
     #[test]
     fn open_tickets_are_evenly_spaced_and_stop_at_the_deadline() {
-        let s = Schedule::open(clock(0, Some(1000)), None, 1000.0, Duration::ZERO);
+        let s = Schedule::open(clock(0, Some(1000)), None, 1000.0, Duration::ZERO, no_stop());
         let mut n = 0;
         let mut last = None;
         while let Some(p) = s.next() {
@@ -198,7 +230,7 @@ mod tests {
     #[test]
     fn untaken_tickets_are_the_backlog_by_phase() {
         let c = clock(500, Some(500));
-        let s = Schedule::open(c, None, 100.0, Duration::ZERO);
+        let s = Schedule::open(c, None, 100.0, Duration::ZERO, no_stop());
         for _ in 0..10 {
             s.next().unwrap();
         }
@@ -209,7 +241,7 @@ mod tests {
     #[test]
     fn count_quota_applies_to_measurement_only() {
         let c = clock(0, None);
-        let s = Schedule::closed(c, Some(3));
+        let s = Schedule::closed(c, Some(3), no_stop());
         assert!(s.next().is_some());
         assert!(s.next().is_some());
         assert!(s.next().is_some());
@@ -219,7 +251,7 @@ mod tests {
     #[test]
     fn phase_follows_the_scheduled_time() {
         let c = clock(1000, Some(1000));
-        let s = Schedule::open(c, None, 10.0, Duration::ZERO);
+        let s = Schedule::open(c, None, 10.0, Duration::ZERO, no_stop());
         let phases: Vec<Phase> = std::iter::from_fn(|| s.next()).map(|p| p.phase).collect();
         assert_eq!(phases.len(), 20);
         assert_eq!(phases.iter().filter(|p| **p == Phase::Warmup).count(), 10);

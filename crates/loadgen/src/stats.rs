@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use gatebench_model::{LatencySummary, Outcome, OutcomeCounts, Percentile, PERCENTILES};
+use gatebench_model::{LatencySummary, OutcomeCounts, Percentile, PERCENTILES};
 use hdrhistogram::Histogram;
 
 /// Highest trackable latency: one hour, in nanoseconds.
@@ -194,6 +194,7 @@ fn add(into: &mut LatencyHistogram, from: &LatencyHistogram) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gatebench_model::Outcome;
 
     #[test]
     fn merge_of_worker_histograms_is_exact() {

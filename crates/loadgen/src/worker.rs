@@ -8,6 +8,7 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -56,6 +57,8 @@ pub(crate) struct WorkerPlan {
     pub offset: Duration,
     /// Count stop rule: this worker's share of the requests.
     pub quota: Option<u64>,
+    /// Interruption flag shared with the caller.
+    pub stop: Arc<AtomicBool>,
 }
 
 struct Shared {
@@ -96,8 +99,8 @@ pub(crate) fn run(plan: WorkerPlan, tx: Sender<WorkerMsg>) -> WorkerResult {
         .expect("a current-thread runtime only fails to build when the OS is out of resources");
     let cpu0 = thread_cpu();
     let schedule = match plan.rate {
-        None => Schedule::closed(plan.clock, plan.quota),
-        Some(rate) => Schedule::open(plan.clock, plan.quota, rate, plan.offset),
+        None => Schedule::closed(plan.clock, plan.quota, plan.stop.clone()),
+        Some(rate) => Schedule::open(plan.clock, plan.quota, rate, plan.offset, plan.stop.clone()),
     };
     let shared = Rc::new(Shared {
         config: plan.config.clone(),

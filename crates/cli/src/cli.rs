@@ -1,0 +1,176 @@
+//! Command-line arguments (clap derive). Raw input only: values are validated into domain types
+//! by the subcommands before anything is started.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Benchmark HTTP services and the proxies, load balancers and gateways in front of them.
+#[derive(Debug, Parser)]
+#[command(name = "gatebench", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Load one URL (what wrk, wrk2, oha or hey are used for).
+    Load(LoadArgs),
+    /// Run a built-in reference service.
+    Serve(ServeArgs),
+}
+
+/// `gatebench load URL`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Closed model (default): -c connections each send the next request when the answer \
+arrives. Open model (-R): requests are sent at a target rate and latency is measured from each \
+request's intended send time, so a stalled target shows in the tail (coordinated-omission \
+correction, as in wrk2).\n\nExit status: 0 done, 1 the correctness probe failed, 2 bad arguments \
+or another error."
+)]
+pub struct LoadArgs {
+    /// Target URL, e.g. http://127.0.0.1:8688/
+    pub url: String,
+    /// Concurrent connections.
+    #[arg(short = 'c', long, default_value_t = 10, value_name = "N")]
+    pub connections: u32,
+    /// Measurement duration (e.g. 30s, 2m). Default 10s unless -n is given.
+    #[arg(short = 'd', long, value_name = "DURATION", value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// Number of requests to send in the measurement (instead of, or with, a duration).
+    #[arg(short = 'n', long, value_name = "N")]
+    pub requests: Option<u64>,
+    /// Target rate in requests/s: switches to the open model.
+    #[arg(short = 'R', long, value_name = "RPS")]
+    pub rate: Option<f64>,
+    /// Worker threads [default: the cores this process may use].
+    #[arg(short = 't', long, value_name = "N")]
+    pub threads: Option<u32>,
+    /// Warm-up before the measurement; measured and reported apart.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub warmup: Option<std::time::Duration>,
+    /// HTTP method.
+    #[arg(short = 'm', long, default_value = "GET")]
+    pub method: String,
+    /// Request header `Name: value` (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+    /// Request body.
+    #[arg(long, conflicts_with_all = ["body_file", "payload_size"])]
+    pub body: Option<String>,
+    /// Request body read from a file.
+    #[arg(long, value_name = "PATH", conflicts_with = "payload_size")]
+    pub body_file: Option<PathBuf>,
+    /// A seed-004 JSON payload {"size":"NB","payload":"…"} of exactly N bytes.
+    #[arg(long, value_name = "N")]
+    pub payload_size: Option<usize>,
+    /// A new connection for every request (sends Connection: close).
+    #[arg(long)]
+    pub no_keepalive: bool,
+    /// Per-request timeout.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub timeout: std::time::Duration,
+    /// TCP connect timeout.
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
+    pub connect_timeout: std::time::Duration,
+    /// Check every response: 2xx, and the body equals the request body (an echo).
+    #[arg(long)]
+    pub verify: bool,
+    /// Skip the correctness probe sent before the load.
+    #[arg(long)]
+    pub no_probe: bool,
+    /// Write the JSON record to FILE (`-` for stdout; the text report then goes to stderr).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write an HdrHistogram interval log (1 s intervals, nanoseconds) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub hlog: Option<PathBuf>,
+    /// No live progress line on stderr.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+/// `gatebench serve SERVICE`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Which service.
+    #[arg(value_enum)]
+    pub service: Service,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port to listen on (0 picks a free one and prints it).
+    #[arg(short = 'p', long, default_value_t = 8688)]
+    pub port: u16,
+    /// Delay before every response (e.g. 20ms); never blocks a thread.
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
+    pub delay: std::time::Duration,
+    /// Bytes answered to GET and other requests without a body.
+    #[arg(long, value_name = "N", default_value_t = 13)]
+    pub size: usize,
+    /// Worker threads [default: the cores this process may use].
+    #[arg(short = 't', long, value_name = "N")]
+    pub threads: Option<usize>,
+    /// Largest accepted request body in bytes (413 beyond), on every protocol.
+    #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024 * 1024)]
+    pub max_body: usize,
+    /// Serve TLS. Without --cert/--key a self-signed certificate is generated and its path and
+    /// fingerprint printed.
+    #[arg(long)]
+    pub tls: bool,
+    /// PEM certificate chain (with --tls).
+    #[arg(long, value_name = "PATH", requires_all = ["tls", "key"])]
+    pub cert: Option<PathBuf>,
+    /// PEM private key (with --tls).
+    #[arg(long, value_name = "PATH", requires_all = ["tls", "cert"])]
+    pub key: Option<PathBuf>,
+    /// Also serve HTTP/2: by ALPN over TLS, by prior knowledge (h2c) on cleartext.
+    #[arg(long)]
+    pub http2: bool,
+    /// HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    pub h2_max_streams: u32,
+}
+
+/// The built-in services.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Service {
+    /// The echo backend (seed 004's Netty echo): POST echoes, GET answers --size bytes.
+    Echo,
+}
+
+/// Parses a human duration (`10s`, `1m30s`, `250ms`); a bare number is seconds.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let s = s.trim();
+    if let Ok(secs) = s.parse::<f64>() {
+        if secs.is_finite() && secs >= 0.0 {
+            return Ok(std::time::Duration::from_secs_f64(secs));
+        }
+        return Err(format!("`{s}` is not a valid duration (it must not be negative)"));
+    }
+    humantime::parse_duration(s).map_err(|e| format!("`{s}` is not a valid duration ({e})"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10s").unwrap().as_secs(), 10);
+        assert_eq!(parse_duration("1m30s").unwrap().as_secs(), 90);
+        assert_eq!(parse_duration("250ms").unwrap().as_millis(), 250);
+        assert_eq!(parse_duration("2").unwrap().as_secs(), 2);
+        assert!(parse_duration("-5s").is_err());
+        assert!(parse_duration("-5").is_err());
+        assert!(parse_duration("soon").is_err());
+    }
+
+    #[test]
+    fn cli_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,167 @@
+//! `gatebench load URL`: the single-shot load generator.
+//!
+//! Validates every argument and opens every output file before the first request, runs the
+//! correctness probe, then the load with a live progress line on stderr (only when stderr is a
+//! terminal), and prints the text report, the JSON record and the interval log.
+
+use std::fs::File;
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use gatebench_loadgen::{
+    Arrival, IntervalView, LoadConfig, LoadSpec, RequestBody, RunOptions, StopRule,
+};
+
+use crate::cli::LoadArgs;
+use crate::signal;
+
+/// Runs the subcommand.
+pub fn run(args: LoadArgs) -> Result<ExitCode> {
+    let config = LoadConfig::try_new(spec(&args)?)?;
+    // Open outputs first: a typo in a path must not cost a whole run.
+    let mut json_out = match args.json.as_deref() {
+        Some(p) if p == Path::new("-") => Some(Output::Stdout),
+        Some(p) => Some(Output::File(create(p, "--json")?)),
+        None => None,
+    };
+    let mut hlog_out = match args.hlog.as_deref() {
+        Some(p) => Some(create(p, "--hlog")?),
+        None => None,
+    };
+    if !args.no_probe {
+        gatebench_loadgen::probe(&config)?;
+    }
+    let text_to_stderr = matches!(json_out, Some(Output::Stdout));
+    let live = !args.quiet && std::io::stderr().is_terminal();
+    eprintln!("{}", banner(&config));
+
+    let stop = signal::interrupt_flag();
+    let mut progress = |v: &IntervalView| {
+        if live {
+            eprint!(
+                "\r\x1b[2K[{:>4}s{}] {:>10.0} req/s  p99 {:>9}  errors {}",
+                v.elapsed.as_secs(),
+                if v.warmup { " warm-up" } else { "" },
+                v.rps,
+                gatebench_report::fmt::duration_ms(v.p99_ms),
+                v.total_errors
+            );
+        }
+    };
+    let output = gatebench_loadgen::run(
+        config,
+        RunOptions {
+            hlog: hlog_out.as_mut().map(|w| w as &mut dyn Write),
+            on_interval: Some(&mut progress),
+            stop: Some(stop.clone()),
+        },
+    )?;
+    if live {
+        eprint!("\r\x1b[2K");
+    }
+    let interrupted = stop.load(Ordering::Relaxed);
+    let text = gatebench_report::load_text::render(&output.report);
+    if text_to_stderr {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
+    }
+    if interrupted {
+        eprintln!("gatebench: interrupted; the report covers what was measured until then");
+    }
+    if let Some(out) = json_out.as_mut() {
+        let json = serde_json::to_string_pretty(&output.report).context("encoding the JSON record")?;
+        out.write_line(&json).context("writing the JSON record")?;
+    }
+    if let Some(mut h) = hlog_out {
+        h.flush().context("writing the interval log")?;
+    }
+    Ok(if interrupted { ExitCode::from(130) } else { ExitCode::SUCCESS })
+}
+
+fn spec(args: &LoadArgs) -> Result<LoadSpec> {
+    let mut s = LoadSpec::new(args.url.clone());
+    s.method = args.method.clone();
+    s.headers = args.headers.clone();
+    s.body = if let Some(b) = &args.body {
+        RequestBody::Inline(b.clone().into_bytes())
+    } else if let Some(p) = &args.body_file {
+        RequestBody::from_file(p)?
+    } else if let Some(n) = args.payload_size {
+        RequestBody::Payload(n)
+    } else {
+        RequestBody::None
+    };
+    s.connections = args.connections;
+    s.threads = args.threads;
+    s.arrival = match args.rate {
+        None => Arrival::Closed,
+        Some(rate) => Arrival::Open { rate },
+    };
+    s.stop = StopRule {
+        duration: match (args.duration, args.requests) {
+            (None, None) => Some(Duration::from_secs(10)),
+            (d, _) => d,
+        },
+        requests: args.requests,
+    };
+    s.warmup = args.warmup.unwrap_or(Duration::ZERO);
+    s.timeout = args.timeout;
+    s.connect_timeout = args.connect_timeout;
+    s.keepalive = !args.no_keepalive;
+    s.verify = args.verify;
+    Ok(s)
+}
+
+fn banner(c: &LoadConfig) -> String {
+    let stop = match (c.stop.duration, c.stop.requests) {
+        (Some(d), Some(n)) => format!("{} or {n} requests", humantime::format_duration(d)),
+        (Some(d), None) => humantime::format_duration(d).to_string(),
+        (None, Some(n)) => format!("{n} requests"),
+        (None, None) => String::new(),
+    };
+    let model = match c.arrival {
+        Arrival::Closed => "closed model".to_owned(),
+        Arrival::Open { rate } => format!("open model at {rate} req/s"),
+    };
+    let warm = if c.warmup.is_zero() {
+        String::new()
+    } else {
+        format!(" after {} warm-up", humantime::format_duration(c.warmup))
+    };
+    format!(
+        "Running {stop}{warm} @ {} ({model}, {} connections, {} threads)",
+        c.target.url, c.connections, c.threads
+    )
+}
+
+fn create(path: &Path, flag: &str) -> Result<BufWriter<File>> {
+    File::create(path)
+        .map(BufWriter::new)
+        .with_context(|| format!("cannot create {flag} file {}", path.display()))
+}
+
+enum Output {
+    Stdout,
+    File(BufWriter<File>),
+}
+
+impl Output {
+    fn write_line(&mut self, s: &str) -> std::io::Result<()> {
+        match self {
+            Output::Stdout => {
+                let mut o = std::io::stdout().lock();
+                writeln!(o, "{s}")?;
+                o.flush()
+            }
+            Output::File(f) => {
+                writeln!(f, "{s}")?;
+                f.flush()
+            }
+        }
+    }
+}

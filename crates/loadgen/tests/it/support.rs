@@ -1,0 +1,86 @@
+//! Shared helpers: an in-process echo backend and a quick way to run a load.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use gatebench_loadgen::{Arrival, LoadConfig, LoadSpec, RunOptions, RunOutput, StopRule};
+use gatebench_services::echo::EchoConfig;
+
+/// The echo backend on 127.0.0.1:0 in its own thread; stops (gracefully) when dropped.
+pub struct Echo {
+    pub addr: SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Echo {
+    pub fn start(delay: Duration) -> Echo {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let config = EchoConfig {
+            delay,
+            threads: 1,
+            ..EchoConfig::default()
+        };
+        let thread = std::thread::spawn(move || {
+            gatebench_services::echo::run_blocking(listener, config, async move {
+                let _ = rx.await;
+            })
+            .unwrap();
+        });
+        Echo {
+            addr,
+            stop: Some(tx),
+            thread: Some(thread),
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+}
+
+impl Drop for Echo {
+    fn drop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A spec for `url`: closed model, `c` connections, one thread, `d` long.
+pub fn spec(url: &str, c: u32, d: Duration) -> LoadSpec {
+    let mut s = LoadSpec::new(url);
+    s.connections = c;
+    s.threads = Some(1);
+    s.stop = StopRule {
+        duration: Some(d),
+        requests: None,
+    };
+    s.arrival = Arrival::Closed;
+    s
+}
+
+/// Validates and runs `spec` with no outputs.
+pub fn run(spec: LoadSpec) -> RunOutput {
+    let config = LoadConfig::try_new(spec).expect("valid spec");
+    gatebench_loadgen::run(config, RunOptions::default()).expect("run")
+}
+
+/// Asserts that every scheduled request ended in exactly one class.
+pub fn assert_counts_add_up(out: &RunOutput) {
+    let m = &out.report.measurement;
+    let sum: u64 = gatebench_model::Outcome::ALL
+        .iter()
+        .map(|o| m.outcomes.get(*o))
+        .sum();
+    assert_eq!(
+        sum, m.requests,
+        "classes must add up to the requests scheduled"
+    );
+    assert_eq!(out.measurement.outcomes.total(), m.requests);
+}

@@ -1,0 +1,201 @@
+//! The human report of one load run, in the spirit of `wrk --latency`: what was asked, what
+//! came back, the whole percentile spectrum, every error class that occurred, transfer rates,
+//! connection figures and the generator's self-check.
+
+use std::fmt::Write;
+
+use gatebench_model::{LatencySummary, LoadReport, Model, Outcome, PhaseReport};
+
+use crate::fmt::{bytes, count, duration_ms, rate};
+
+/// Renders `r` as the text `gatebench load` prints.
+pub fn render(r: &LoadReport) -> String {
+    let mut out = String::new();
+    let c = &r.config;
+    let stop = match (c.duration_s, c.requests) {
+        (Some(d), Some(n)) => format!("{} or {} requests", secs(d), count(n)),
+        (Some(d), None) => secs(d),
+        (None, Some(n)) => format!("{} requests", count(n)),
+        (None, None) => String::new(),
+    };
+    let model = match (c.model, c.rate) {
+        (Model::Open, Some(rate_)) => format!("open model at {} req/s", count(rate_.round() as u64)),
+        _ => "closed model".to_owned(),
+    };
+    let _ = writeln!(out, "{} {} {}", c.method, c.url, c.protocol);
+    let _ = writeln!(
+        out,
+        "  {model}, {} connections, {} threads, {stop}{}{}",
+        c.connections,
+        c.threads,
+        if c.warmup_s > 0.0 {
+            format!(" after {} warm-up", secs(c.warmup_s))
+        } else {
+            String::new()
+        },
+        if c.keepalive { "" } else { ", no keep-alive" },
+    );
+    if let Some(w) = &r.warmup {
+        let _ = writeln!(
+            out,
+            "  warm-up (not counted below): {} responses, {} req/s, {} errors, p99 {}",
+            count(w.outcomes.responses()),
+            rate(w.throughput_rps),
+            count(w.outcomes.errors()),
+            duration_ms(w.latency.at(99.0).unwrap_or(0.0)),
+        );
+    }
+    out.push('\n');
+    phase(&mut out, &r.measurement, c.model);
+    self_check(&mut out, r);
+    out
+}
+
+fn secs(s: f64) -> String {
+    if s.fract() == 0.0 {
+        format!("{s:.0}s")
+    } else {
+        format!("{s:.2}s")
+    }
+}
+
+fn phase(out: &mut String, m: &PhaseReport, model: Model) {
+    let _ = writeln!(
+        out,
+        "  {} requests in {}, {} responses, {} read, {} written",
+        count(m.requests),
+        secs(m.duration_s),
+        count(m.outcomes.responses()),
+        bytes(m.bytes_read),
+        bytes(m.bytes_written),
+    );
+    let _ = writeln!(
+        out,
+        "  Requests/sec: {:>12}   (2xx {}/s)",
+        rate(m.throughput_rps),
+        rate(m.ok_rps)
+    );
+    if let Some(t) = m.target_rps {
+        let _ = writeln!(
+            out,
+            "  Rate:         target {} req/s, sent {} req/s",
+            rate(t),
+            rate(m.sent_rps)
+        );
+    }
+    let secs_ = m.duration_s.max(1e-9);
+    let _ = writeln!(
+        out,
+        "  Transfer/sec: {:>12} read, {} written",
+        bytes((m.bytes_read as f64 / secs_) as u64),
+        bytes((m.bytes_written as f64 / secs_) as u64)
+    );
+    out.push('\n');
+    let title = match model {
+        Model::Open => "Latency (from the intended send time, corrected for coordinated omission)",
+        Model::Closed => "Latency",
+    };
+    latency(out, title, &m.latency);
+    if let Some(u) = &m.latency_uncorrected {
+        latency(out, "Latency from the actual send (uncorrected, hides stalls)", u);
+    }
+    let _ = writeln!(
+        out,
+        "  Concurrency (Little's law): {:.1} requests outstanding on average",
+        m.concurrency
+    );
+    out.push('\n');
+    let _ = writeln!(out, "Outcomes ({} scheduled)", count(m.requests));
+    for (o, n) in m.outcomes.nonzero() {
+        let pct = if m.requests == 0 { 0.0 } else { 100.0 * n as f64 / m.requests as f64 };
+        let _ = writeln!(out, "  {:<24}{:>14}  {:>7.3}%", o.label(), count(n), pct);
+    }
+    let _ = writeln!(out, "  Error %: {:.3}", m.error_percent);
+    let never = m.outcomes.get(Outcome::NeverSent);
+    if never > 0 {
+        let _ = writeln!(
+            out,
+            "  note: {} requests were due but no connection was free to send them; latency \
+             includes that wait. More connections (-c) let the target show its own limit.",
+            count(never)
+        );
+    }
+    out.push('\n');
+    let cs = &m.connections;
+    let _ = write!(
+        out,
+        "Connections: {} opened, {} reconnects, {} failed attempts, {:.1} responses per connection",
+        count(cs.opened),
+        count(cs.reconnects),
+        count(cs.connect_failures),
+        cs.requests_per_connection
+    );
+    if let Some(ct) = &cs.connect_time {
+        let _ = write!(
+            out,
+            ", connect p50 {} p99 {}",
+            duration_ms(ct.at(50.0).unwrap_or(0.0)),
+            duration_ms(ct.at(99.0).unwrap_or(0.0))
+        );
+    }
+    out.push('\n');
+}
+
+fn latency(out: &mut String, title: &str, l: &LatencySummary) {
+    let _ = writeln!(out, "{title}");
+    if l.count == 0 {
+        let _ = writeln!(out, "  no complete responses");
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "  mean {}  stdev {}  min {}  max {}",
+        duration_ms(l.mean_ms),
+        duration_ms(l.stdev_ms),
+        duration_ms(l.min_ms),
+        duration_ms(l.max_ms)
+    );
+    let mut line = String::from(" ");
+    for p in &l.percentiles {
+        if p.p == 25.0 || p.p == 100.0 {
+            continue;
+        }
+        let _ = write!(line, " p{}={}", trim_pct(p.p), duration_ms(p.ms));
+    }
+    let _ = writeln!(out, "{line}");
+}
+
+fn trim_pct(p: f64) -> String {
+    let s = format!("{p}");
+    s.trim_end_matches(".0").to_owned()
+}
+
+fn self_check(out: &mut String, r: &LoadReport) {
+    let s = &r.self_check;
+    let _ = write!(
+        out,
+        "Generator: {:.2}s user + {:.2}s system CPU, {:.0}% of {} worker threads",
+        s.cpu_user_s, s.cpu_sys_s, s.cpu_percent, r.config.threads
+    );
+    if let Some(l) = &s.send_lag {
+        let _ = write!(
+            out,
+            "; send lag p50 {} p99 {}",
+            duration_ms(l.at(50.0).unwrap_or(0.0)),
+            duration_ms(l.at(99.0).unwrap_or(0.0))
+        );
+    }
+    if let Some(k) = s.schedule_kept_percent {
+        let _ = write!(out, "; {k:.2}% of the schedule sent");
+    }
+    out.push('\n');
+    for w in &s.warnings {
+        let _ = writeln!(out, "WARNING: {w}");
+    }
+    if !r.valid {
+        let _ = writeln!(
+            out,
+            "WARNING: this result describes the load generator, not the target (marked invalid)"
+        );
+    }
+}

@@ -1,0 +1,144 @@
+//! Macro benchmark of the echo backend's two threading designs under `wrk`.
+//!
+//! Runs the echo backend in this process, once as one multi-threaded tokio runtime with a single
+//! accept loop (what `echo::run_blocking` uses) and once as one current-thread runtime per
+//! thread accepting on the same socket, and drives each with
+//! `taskset -c 1 wrk -t1 -c100 -d5s` (GET, then a 1 KiB POST echo), alternating designs over
+//! several rounds so that drift on a shared machine hits both alike.
+//!
+//! Run (wrk must be installed; the server's CPUs are whatever this process is allowed):
+//!
+//! ```text
+//! taskset -c 0 cargo bench -p gatebench-services --bench echo_wrk              # 1 server core
+//! ECHO_THREADS=2 cargo bench -p gatebench-services --bench echo_wrk            # 2 threads, unpinned
+//! ```
+//!
+//! Environment: `ECHO_THREADS` (default 1), `ECHO_ROUNDS` (default 3), `ECHO_SECS` (default 5).
+//!
+//! Last results (2-core shared VM, 2026-xx, release profile, requests/s, median of 3 rounds;
+//! see the crate report for the full table):
+//!
+//! ```text
+//! filled in below after measuring
+//! ```
+
+use std::net::TcpListener;
+use std::process::Command;
+use std::time::Duration;
+
+use gatebench_services::echo::{self, EchoConfig};
+use tokio::sync::oneshot;
+
+#[derive(Clone, Copy, Debug)]
+enum Design {
+    MultiThread,
+    PerCore,
+}
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Starts the backend on a thread; returns its port and a handle that stops it.
+fn start(design: Design, threads: usize) -> (u16, oneshot::Sender<()>, std::thread::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("local addr").port();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let config = EchoConfig {
+        threads,
+        ..EchoConfig::default()
+    };
+    let shutdown = async {
+        let _ = stopped.await;
+    };
+    let handle = std::thread::spawn(move || {
+        let result = match design {
+            Design::MultiThread => echo::run_blocking(listener, config, shutdown),
+            Design::PerCore => echo::run_blocking_per_core(listener, config, shutdown),
+        };
+        result.expect("echo backend ran");
+    });
+    (port, stop, handle)
+}
+
+/// Runs wrk and returns its Requests/sec.
+fn wrk(port: u16, secs: u64, script: Option<&std::path::Path>) -> f64 {
+    let mut cmd = Command::new("taskset");
+    cmd.args(["-c", "1", "wrk", "-t1", "-c100"])
+        .arg(format!("-d{secs}s"))
+        .arg(format!("http://127.0.0.1:{port}/"));
+    if let Some(script) = script {
+        cmd.arg("-s").arg(script);
+    }
+    let out = cmd.output().expect("taskset and wrk are installed");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rps = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Requests/sec:"))
+        .and_then(|v| v.trim().parse().ok());
+    match rps {
+        Some(rps) => {
+            if text.contains("Non-2xx") || text.contains("Socket errors") {
+                eprintln!("wrk reported errors:\n{text}");
+            }
+            rps
+        }
+        None => panic!("unexpected wrk output:\n{text}\n{}", String::from_utf8_lossy(&out.stderr)),
+    }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(|a, b| a.total_cmp(b));
+    values[values.len() / 2]
+}
+
+fn main() {
+    // `cargo test --all-targets` runs bench targets without `--bench`: do nothing then.
+    if !std::env::args().any(|a| a == "--bench") {
+        return;
+    }
+    if Command::new("wrk").arg("--version").output().is_err() {
+        eprintln!("wrk not installed: skipping (apt-get install -y wrk)");
+        return;
+    }
+    let threads = env_or("ECHO_THREADS", 1) as usize;
+    let rounds = env_or("ECHO_ROUNDS", 3);
+    let secs = env_or("ECHO_SECS", 5);
+    let script = std::env::temp_dir().join(format!("echo-wrk-post-{}.lua", std::process::id()));
+    std::fs::write(
+        &script,
+        format!(
+            "wrk.method = \"POST\"\nwrk.body = \"{}\"\nwrk.headers[\"Content-Type\"] = \"application/json\"\n",
+            "x".repeat(1024)
+        ),
+    )
+    .expect("write the wrk script");
+    let designs = [Design::MultiThread, Design::PerCore];
+    let mut results = vec![(Vec::new(), Vec::new()); designs.len()];
+    for round in 0..rounds {
+        for (i, design) in designs.iter().enumerate() {
+            let (port, stop, handle) = start(*design, threads);
+            std::thread::sleep(Duration::from_millis(200));
+            let get = wrk(port, secs, None);
+            let post = wrk(port, secs, Some(&script));
+            let _ = stop.send(());
+            handle.join().expect("server thread");
+            println!("round {round} {design:?}: GET {get:.0} req/s, POST 1 KiB {post:.0} req/s");
+            results[i].0.push(get);
+            results[i].1.push(post);
+        }
+    }
+    std::fs::remove_file(&script).ok();
+    println!("threads={threads}, median of {rounds} rounds of {secs}s, wrk -t1 -c100 on CPU 1:");
+    for (design, (get, post)) in designs.iter().zip(results) {
+        println!(
+            "  {:<12} GET {:>8.0} req/s   POST 1 KiB {:>8.0} req/s",
+            format!("{design:?}"),
+            median(get),
+            median(post)
+        );
+    }
+}

@@ -1,0 +1,401 @@
+//! The echo backend: seed 004's Netty echo service, made correct.
+//!
+//! Requests with a body (and every POST, PUT or PATCH) get their body back byte for byte with
+//! their own Content-Type; requests without one get `get_size` fixed bytes; `GET /health` gets
+//! `ok`. A configured delay holds every echo and GET response on every protocol (the Netty one
+//! forgets HTTP/2) without blocking a thread. It is the backend a benchmark measures *through*,
+//! so it must never be the bottleneck: the GET answer is pre-built and shared, and the common
+//! no-delay GET path allocates no future.
+//!
+//! What it does not do: it does not stream (a body is read whole, up to `max_body`, before it is
+//! echoed, as the Netty one does with its aggregator), and it does not measure anything.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
+use http::{Method, Request, Response, StatusCode, Version};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
+use hyper::body::{Body, Incoming};
+use hyper::service::Service;
+use tokio::net::TcpListener;
+use tracing::{debug, info};
+
+use crate::error::ServicesError;
+use crate::server::{self, ListenOptions, Protocols, Threading};
+use crate::tls::{self, TlsSettings};
+
+/// The bytes a GET answer is cut from, repeated as often as `get_size` needs.
+const GET_PATTERN: &[u8] = b"Hello, world!";
+const TEXT_PLAIN: HeaderValue = HeaderValue::from_static("text/plain");
+const OCTET_STREAM: HeaderValue = HeaderValue::from_static("application/octet-stream");
+const CLOSE: HeaderValue = HeaderValue::from_static("close");
+
+/// Configuration of the echo backend.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EchoConfig {
+    /// Held before every echo and GET response, on every protocol, with a tokio timer (never a
+    /// blocked thread). Not applied to `/health` nor to error answers (413, 400), which are
+    /// about the request, not the simulated backend work.
+    pub delay: Duration,
+    /// Length of the answer to requests without a body. The bytes are `Hello, world!` repeated
+    /// and cut to exactly this length.
+    pub get_size: usize,
+    /// Worker threads used by [`run_blocking`] (at least 1). Ignored by [`serve`], which runs on
+    /// the caller's runtime.
+    pub threads: usize,
+    /// Largest request body accepted; a larger one gets 413 on every protocol, as soon as its
+    /// Content-Length (or the running total of a chunked body) says so.
+    pub max_body: usize,
+    /// Serve TLS instead of cleartext.
+    pub tls: Option<TlsSettings>,
+    /// Also serve HTTP/2: by ALPN over TLS, and by prior knowledge (h2c) next to HTTP/1.1 on
+    /// cleartext. HTTP/1.1 is always served.
+    pub http2: bool,
+    /// SETTINGS_MAX_CONCURRENT_STREAMS announced on HTTP/2 connections (at least 1).
+    pub h2_max_streams: u32,
+}
+
+impl Default for EchoConfig {
+    /// No delay, 13-byte GET answers, one thread per available core, 16 MiB bodies, cleartext
+    /// HTTP/1.1 only, 256 concurrent HTTP/2 streams.
+    fn default() -> Self {
+        Self {
+            delay: Duration::ZERO,
+            get_size: GET_PATTERN.len(),
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            max_body: 16 * 1024 * 1024,
+            tls: None,
+            http2: false,
+            h2_max_streams: 256,
+        }
+    }
+}
+
+impl EchoConfig {
+    fn validate(&self) -> Result<(), ServicesError> {
+        let invalid = |reason: &str| {
+            Err(ServicesError::InvalidConfig {
+                reason: reason.to_owned(),
+            })
+        };
+        if self.threads == 0 {
+            return invalid("threads must be at least 1");
+        }
+        if self.h2_max_streams == 0 {
+            return invalid("h2_max_streams must be at least 1");
+        }
+        Ok(())
+    }
+
+    /// Validates the configuration and builds what serving needs; nothing is bound or spawned.
+    fn prepare(&self) -> Result<(Arc<Protocols>, Echo), ServicesError> {
+        self.validate()?;
+        let tls = match &self.tls {
+            Some(settings) => Some(tls::server_config(settings, self.http2)?),
+            None => None,
+        };
+        let protocols = Protocols::new(&ListenOptions {
+            http2: self.http2,
+            h2_max_streams: self.h2_max_streams,
+            tls,
+        });
+        Ok((Arc::new(protocols), Echo::new(self)))
+    }
+
+    fn log_start(&self, listener: &TcpListener) {
+        let addr = listener
+            .local_addr()
+            .map_or_else(|_| "?".to_owned(), |a| a.to_string());
+        info!(
+            %addr,
+            tls = self.tls.is_some(),
+            http2 = self.http2,
+            delay_ms = self.delay.as_secs_f64() * 1000.0,
+            get_size = self.get_size,
+            "echo backend listening",
+        );
+    }
+}
+
+/// Serves the echo backend on `listener`, on the caller's tokio runtime, until `shutdown`
+/// resolves; then stops accepting, lets in-flight requests finish (at most 5 s) and returns.
+///
+/// Connections are spawned with `tokio::spawn`, so a multi-threaded runtime spreads them over
+/// its workers. Fails only before serving starts (invalid configuration, unreadable
+/// certificate).
+pub async fn serve(
+    listener: TcpListener,
+    config: EchoConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServicesError> {
+    let (protocols, echo) = config.prepare()?;
+    config.log_start(&listener);
+    server::serve(listener, protocols, echo, shutdown).await;
+    Ok(())
+}
+
+/// Blocking form of [`serve`]: builds its own runtime with `config.threads` worker threads,
+/// serves on the already-bound `listener` (it binds nothing itself) until `shutdown` resolves,
+/// drains, and returns.
+///
+/// `shutdown` is polled on the calling thread, so it may be a signal handler or a channel
+/// receiver; it must not need a particular runtime beyond tokio's timers and I/O.
+pub fn run_blocking(
+    listener: std::net::TcpListener,
+    config: EchoConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServicesError> {
+    run_blocking_with(listener, config, Threading::MultiThread, shutdown)
+}
+
+fn run_blocking_with(
+    listener: std::net::TcpListener,
+    config: EchoConfig,
+    threading: Threading,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServicesError> {
+    let (protocols, echo) = config.prepare()?;
+    info!(
+        addr = %listener.local_addr().map_or_else(|_| "?".to_owned(), |a| a.to_string()),
+        threads = config.threads,
+        tls = config.tls.is_some(),
+        http2 = config.http2,
+        delay_ms = config.delay.as_secs_f64() * 1000.0,
+        get_size = config.get_size,
+        "echo backend listening",
+    );
+    server::run_blocking(
+        listener,
+        config.threads,
+        threading,
+        protocols,
+        echo,
+        shutdown,
+    )
+}
+
+#[doc(hidden)]
+/// Benchmark hook: [`run_blocking`] with one current-thread runtime per thread instead of one
+/// multi-threaded runtime. Kept for `benches/echo_wrk.rs`, which compares the two designs.
+pub fn run_blocking_per_core(
+    listener: std::net::TcpListener,
+    config: EchoConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServicesError> {
+    run_blocking_with(listener, config, Threading::PerCore, shutdown)
+}
+
+/// What every connection of an echo backend shares.
+#[derive(Debug)]
+struct EchoState {
+    /// The answer to requests without a body, built once; each response clones the `Bytes`
+    /// (a reference count), never the data.
+    get_body: Bytes,
+    /// `get_body.len()` as a header value, for HEAD answers that carry no body.
+    get_len: HeaderValue,
+    delay: Duration,
+    max_body: usize,
+}
+
+/// The echo backend as a hyper service; cloned per connection (an `Arc` clone).
+#[derive(Debug, Clone)]
+struct Echo {
+    state: Arc<EchoState>,
+}
+
+impl Echo {
+    fn new(config: &EchoConfig) -> Self {
+        let get_body: Bytes = GET_PATTERN
+            .iter()
+            .copied()
+            .cycle()
+            .take(config.get_size)
+            .collect::<Vec<u8>>()
+            .into();
+        Self {
+            state: Arc::new(EchoState {
+                get_len: HeaderValue::from(get_body.len()),
+                get_body,
+                delay: config.delay,
+                max_body: config.max_body,
+            }),
+        }
+    }
+}
+
+type EchoResponse = Response<Full<Bytes>>;
+
+impl Service<Request<Incoming>> for Echo {
+    type Response = EchoResponse;
+    type Error = Infallible;
+    type Future = EchoFuture;
+
+    fn call(&self, req: Request<Incoming>) -> Self::Future {
+        let state = &self.state;
+        let is_health = req.uri().path() == "/health";
+        let head = req.method() == Method::HEAD;
+        let has_body = matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH)
+            || !req.body().is_end_stream();
+        if is_health && (req.method() == Method::GET || head) {
+            return EchoFuture::Ready(Some(health(head)));
+        }
+        if !has_body {
+            let response = fixed(state, head);
+            if state.delay.is_zero() {
+                // The hot path of a GET benchmark: no allocation for the future, no timer.
+                return EchoFuture::Ready(Some(response));
+            }
+            let delay = state.delay;
+            return EchoFuture::Boxed(Box::pin(async move {
+                tokio::time::sleep(delay).await;
+                Ok(response)
+            }));
+        }
+        EchoFuture::Boxed(Box::pin(echo(state.clone(), req)))
+    }
+}
+
+/// The answer to a request without a body: `get_size` bytes of text (headers only for HEAD).
+fn fixed(state: &EchoState, head: bool) -> EchoResponse {
+    let mut response = if head {
+        // An explicit length, since the body that defines it is not sent (RFC 9110 §9.3.2).
+        let mut response = Response::new(Full::new(Bytes::new()));
+        response
+            .headers_mut()
+            .insert(CONTENT_LENGTH, state.get_len.clone());
+        response
+    } else {
+        Response::new(Full::new(state.get_body.clone()))
+    };
+    response.headers_mut().insert(CONTENT_TYPE, TEXT_PLAIN);
+    response
+}
+
+fn health(head: bool) -> EchoResponse {
+    let body = Bytes::from_static(b"ok");
+    let mut response = if head {
+        let mut response = Response::new(Full::new(Bytes::new()));
+        response
+            .headers_mut()
+            .insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
+        response
+    } else {
+        Response::new(Full::new(body))
+    };
+    response.headers_mut().insert(CONTENT_TYPE, TEXT_PLAIN);
+    response
+}
+
+/// Reads the whole body (at most `max_body` bytes), waits the delay, and sends it back.
+async fn echo(state: Arc<EchoState>, req: Request<Incoming>) -> Result<EchoResponse, Infallible> {
+    let (parts, body) = req.into_parts();
+    let http1 = parts.version <= Version::HTTP_11;
+    // A declared length over the limit is refused before a byte of the body is read.
+    if body.size_hint().lower() > state.max_body as u64 {
+        return Ok(refuse(StatusCode::PAYLOAD_TOO_LARGE, http1));
+    }
+    let body = match Limited::new(body, state.max_body).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(error) if error.is::<LengthLimitError>() => {
+            return Ok(refuse(StatusCode::PAYLOAD_TOO_LARGE, http1));
+        }
+        Err(error) => {
+            // Usually the client went away mid-body; if it is still there, it sent a body the
+            // codec could not frame.
+            debug!(%error, "failed to read a request body");
+            return Ok(refuse(StatusCode::BAD_REQUEST, http1));
+        }
+    };
+    let content_type = parts
+        .headers
+        .get(CONTENT_TYPE)
+        .cloned()
+        .unwrap_or(OCTET_STREAM);
+    let mut response = if parts.method == Method::HEAD {
+        let mut response = Response::new(Full::new(Bytes::new()));
+        response
+            .headers_mut()
+            .insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
+        response
+    } else {
+        Response::new(Full::new(body))
+    };
+    response.headers_mut().insert(CONTENT_TYPE, content_type);
+    if !state.delay.is_zero() {
+        tokio::time::sleep(state.delay).await;
+    }
+    Ok(response)
+}
+
+/// An error answer. On HTTP/1 the connection is closed after it: the rest of an oversized or
+/// unframeable body is not worth reading (nginx does the same for 413). HTTP/2 resets only the
+/// stream, and connection-specific headers are forbidden there (RFC 9113 §8.2.2).
+fn refuse(status: StatusCode, http1: bool) -> EchoResponse {
+    let reason = status.canonical_reason().unwrap_or("error");
+    let mut response = Response::new(Full::new(Bytes::from_static(reason.as_bytes())));
+    *response.status_mut() = status;
+    response.headers_mut().insert(CONTENT_TYPE, TEXT_PLAIN);
+    if http1 {
+        response.headers_mut().insert(CONNECTION, CLOSE);
+    }
+    response
+}
+
+/// The echo service's future: ready at once on the hot path, boxed otherwise.
+enum EchoFuture {
+    /// The response is already built (taken on first poll).
+    Ready(Option<EchoResponse>),
+    /// The response needs a body read or a delay.
+    Boxed(Pin<Box<dyn Future<Output = Result<EchoResponse, Infallible>> + Send>>),
+}
+
+impl Future for EchoFuture {
+    type Output = Result<EchoResponse, Infallible>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            EchoFuture::Ready(response) => Poll::Ready(Ok(response
+                .take()
+                .expect("EchoFuture polled after completion"))),
+            EchoFuture::Boxed(future) => future.as_mut().poll(cx),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn get_body_has_exactly_get_size_bytes() {
+        for size in [0, 1, 13, 14, 1000] {
+            let echo = Echo::new(&EchoConfig {
+                get_size: size,
+                ..EchoConfig::default()
+            });
+            assert_eq!(echo.state.get_body.len(), size);
+            assert!(GET_PATTERN.starts_with(&echo.state.get_body[..size.min(13)]));
+        }
+    }
+
+    #[test]
+    fn zero_threads_is_refused() {
+        let config = EchoConfig {
+            threads: 0,
+            ..EchoConfig::default()
+        };
+        let Err(err) = config.prepare() else {
+            panic!("zero threads accepted");
+        };
+        assert_eq!(
+            err.to_string(),
+            "invalid configuration: threads must be at least 1"
+        );
+    }
+}

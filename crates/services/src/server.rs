@@ -1,0 +1,487 @@
+//! Listening and connection handling shared by every reference service: the accept loop (with
+//! back-off when file descriptors run out), TLS handshakes, the choice between HTTP/1.1 and
+//! HTTP/2 per connection, graceful drain on shutdown, and the two ways of running on threads.
+//!
+//! What a service answers is not decided here: a service hands in a hyper `Service` and this
+//! module only moves connections to it. Limits that are hard-coded below (drain timeout,
+//! handshake deadline, header deadline, accept back-off) follow BEHAVIOUR.md and the anchors it
+//! names; they are constants rather than options because no benchmark has needed to change them.
+
+use std::error::Error as StdError;
+use std::future::Future;
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::{Request, Response};
+use hyper::body::{Body, Incoming};
+use hyper::server::conn::{http1, http2};
+use hyper::service::Service;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch};
+use tokio_rustls::server::TlsStream;
+use tokio_rustls::TlsAcceptor;
+use tracing::{debug, info, warn};
+
+use crate::error::ServicesError;
+
+/// How long in-flight requests get to finish once shutdown starts.
+pub(crate) const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+/// Deadline for a whole TLS handshake, so a silent client cannot hold a connection forever.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Deadline for receiving a complete HTTP/1 request head (slowloris); hyper closes on expiry.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Pause after the accept queue fails for lack of descriptors or memory (nginx disables accept
+/// for 500 ms in the same situation: retrying at once would spin a core at 100 %).
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(500);
+/// How long a rejected plain-HTTP client gets to read the 400 before the socket closes.
+const REJECT_LINGER: Duration = Duration::from_secs(1);
+/// The first byte of every TLS connection: a handshake record (RFC 8446 §5.1).
+const TLS_HANDSHAKE_RECORD: u8 = 0x16;
+/// What a client that speaks plain HTTP to the TLS port is told before the close.
+const PLAIN_HTTP_ON_TLS_PORT: &[u8] = b"HTTP/1.1 400 Bad Request\r\n\
+content-type: text/plain\r\n\
+content-length: 46\r\n\
+connection: close\r\n\r\n\
+this port speaks TLS: plain HTTP was sent to it";
+
+/// Runs a hyper connection future to completion; when the drain starts, asks it to finish
+/// gracefully (HTTP/1: close after the response in flight; HTTP/2: GOAWAY) and keeps polling.
+macro_rules! drive {
+    ($conn:expr, $drain:ident) => {{
+        let conn = $conn;
+        tokio::pin!(conn);
+        let result = tokio::select! {
+            biased;
+            result = conn.as_mut() => result,
+            () = draining(&mut $drain) => {
+                conn.as_mut().graceful_shutdown();
+                conn.await
+            }
+        };
+        if let Err(error) = result {
+            // Clients that reset or vanish are ordinary under load: debug, not warn.
+            debug!(%error, "connection ended with an error");
+        }
+    }};
+}
+
+/// Resolves once the drain has started (or its sender is gone, which means the same).
+async fn draining(drain: &mut watch::Receiver<bool>) {
+    let _ = drain.wait_for(|draining| *draining).await;
+}
+
+/// Protocol options of one listener.
+#[derive(Debug, Clone)]
+pub(crate) struct ListenOptions {
+    /// Offer HTTP/2: by ALPN over TLS, by prior knowledge on cleartext.
+    pub http2: bool,
+    /// SETTINGS_MAX_CONCURRENT_STREAMS announced on HTTP/2 connections.
+    pub h2_max_streams: u32,
+    /// TLS configuration; `None` serves cleartext.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+/// Per-listener connection builders, shared by every connection of the listener.
+pub(crate) struct Protocols {
+    h1: http1::Builder,
+    h2: http2::Builder<TokioExecutor>,
+    auto: auto::Builder<TokioExecutor>,
+    http2: bool,
+    tls: Option<TlsAcceptor>,
+}
+
+impl Protocols {
+    /// Builds the connection builders for `options`.
+    pub(crate) fn new(options: &ListenOptions) -> Self {
+        let mut h1 = http1::Builder::new();
+        h1.timer(TokioTimer::new())
+            .header_read_timeout(HEADER_READ_TIMEOUT)
+            .keep_alive(true)
+            // Flush pipelined responses together: fewer writes under wrk-style pipelining.
+            .pipeline_flush(true);
+        let mut h2 = http2::Builder::new(TokioExecutor::new());
+        h2.timer(TokioTimer::new())
+            .max_concurrent_streams(options.h2_max_streams);
+        let mut auto = auto::Builder::new(TokioExecutor::new());
+        auto.http1()
+            .timer(TokioTimer::new())
+            .header_read_timeout(HEADER_READ_TIMEOUT)
+            .keep_alive(true)
+            .pipeline_flush(true);
+        auto.http2()
+            .timer(TokioTimer::new())
+            .max_concurrent_streams(options.h2_max_streams);
+        Self {
+            h1,
+            h2,
+            auto,
+            http2: options.http2,
+            tls: options.tls.clone().map(TlsAcceptor::from),
+        }
+    }
+
+    /// Serves one accepted connection to the end (or until the drain ends it).
+    async fn serve<S, B>(
+        self: Arc<Self>,
+        stream: TcpStream,
+        service: S,
+        drain: watch::Receiver<bool>,
+    ) where
+        S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+        S::Future: Send + 'static,
+        S::Error: Into<Box<dyn StdError + Send + Sync>>,
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn StdError + Send + Sync>>,
+    {
+        let mut drain = drain;
+        let Some(acceptor) = &self.tls else {
+            let io = TokioIo::new(stream);
+            if self.http2 {
+                // HTTP/1.1 or h2c by prior knowledge, told apart by the connection preface.
+                drive!(self.auto.serve_connection(io, service), drain);
+            } else {
+                drive!(self.h1.serve_connection(io, service), drain);
+            }
+            return;
+        };
+        let tls = tokio::select! {
+            biased;
+            tls = tls_handshake(acceptor, stream) => match tls {
+                Some(tls) => tls,
+                None => return,
+            },
+            () = draining(&mut drain) => return,
+        };
+        let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+        let io = TokioIo::new(tls);
+        if h2 {
+            drive!(self.h2.serve_connection(io, service), drain);
+        } else {
+            drive!(self.h1.serve_connection(io, service), drain);
+        }
+    }
+}
+
+/// Completes a TLS handshake within [`TLS_HANDSHAKE_TIMEOUT`]. A client that sends plain HTTP
+/// gets a 400 and a close instead (BEHAVIOUR.md: "never a hang").
+async fn tls_handshake(acceptor: &TlsAcceptor, stream: TcpStream) -> Option<TlsStream<TcpStream>> {
+    let handshake = async {
+        let mut first = [0u8; 1];
+        if stream.peek(&mut first).await? == 0 {
+            return Ok(None);
+        }
+        if first[0] != TLS_HANDSHAKE_RECORD {
+            reject_plain_http(stream).await;
+            return Ok(None);
+        }
+        acceptor.accept(stream).await.map(Some)
+    };
+    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, handshake).await {
+        Ok(Ok(tls)) => tls,
+        Ok(Err(error)) => {
+            debug!(%error, "TLS handshake failed");
+            None
+        }
+        Err(_) => {
+            debug!("TLS handshake timed out");
+            None
+        }
+    }
+}
+
+/// Answers a plain-HTTP client on the TLS port with a 400, then closes. The request is read
+/// first and the socket lingers briefly after the FIN, so that the close does not turn into a
+/// reset that destroys the answer before the client reads it (Apache's "lingering close").
+async fn reject_plain_http(mut stream: TcpStream) {
+    debug!("plain HTTP on the TLS port: answering 400 and closing");
+    let mut sink = [0u8; 4096];
+    let lingering = async {
+        let _ = stream.read(&mut sink).await?;
+        stream.write_all(PLAIN_HTTP_ON_TLS_PORT).await?;
+        stream.shutdown().await?;
+        while stream.read(&mut sink).await? > 0 {}
+        Ok::<(), io::Error>(())
+    };
+    let _ = tokio::time::timeout(REJECT_LINGER, lingering).await;
+}
+
+/// Tells connections that shutdown has begun and waits for them to finish.
+///
+/// Every accept loop and connection holds a receiver; the sender's `closed()` resolves when the
+/// last one is dropped, so no separate counter is needed.
+#[derive(Debug)]
+pub(crate) struct Drain {
+    tx: watch::Sender<bool>,
+}
+
+impl Drain {
+    pub(crate) fn new() -> Self {
+        Self {
+            tx: watch::Sender::new(false),
+        }
+    }
+
+    /// A receiver that turns `true` when the drain starts.
+    pub(crate) fn watcher(&self) -> watch::Receiver<bool> {
+        self.tx.subscribe()
+    }
+
+    /// Starts the drain and waits up to `timeout` for every holder of a watcher to finish.
+    pub(crate) async fn drain(&self, timeout: Duration) {
+        self.tx.send_replace(true);
+        if tokio::time::timeout(timeout, self.tx.closed())
+            .await
+            .is_err()
+        {
+            warn!(
+                remaining = self.tx.receiver_count(),
+                timeout_s = timeout.as_secs_f64(),
+                "drain timed out: abandoning the connections still open",
+            );
+        }
+    }
+}
+
+/// Accepts connections until the drain starts, spawning one task per connection on the
+/// current runtime.
+pub(crate) async fn accept_loop<S, B>(
+    listener: TcpListener,
+    protocols: Arc<Protocols>,
+    service: S,
+    mut drain: watch::Receiver<bool>,
+) where
+    S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn StdError + Send + Sync>>,
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn StdError + Send + Sync>>,
+{
+    let mut backing_off = false;
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            () = draining(&mut drain) => break,
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((stream, _peer)) => {
+                backing_off = false;
+                // Small responses must leave at once, not wait for Nagle.
+                if let Err(error) = stream.set_nodelay(true) {
+                    debug!(%error, "failed to set TCP_NODELAY");
+                }
+                tokio::spawn(
+                    protocols
+                        .clone()
+                        .serve(stream, service.clone(), drain.clone()),
+                );
+            }
+            // The peer gave up before we accepted: nothing to do but take the next one.
+            Err(error) if is_connection_error(&error) => {
+                debug!(%error, "accept failed for one connection");
+            }
+            Err(error) => {
+                // Out of descriptors (EMFILE/ENFILE), buffers or memory, or something unknown:
+                // retrying at once would spin, so pause accepting while the connections already
+                // open keep being served. Logged once per episode, not once per attempt.
+                if backing_off {
+                    debug!(%error, "accept still failing: backing off again");
+                } else {
+                    warn!(
+                        %error,
+                        backoff_ms = ACCEPT_BACKOFF.as_millis() as u64,
+                        "accept failed: pausing accept, existing connections are still served",
+                    );
+                    backing_off = true;
+                }
+                tokio::select! {
+                    biased;
+                    () = draining(&mut drain) => break,
+                    () = tokio::time::sleep(ACCEPT_BACKOFF) => {}
+                }
+            }
+        }
+    }
+    debug!("stopped accepting");
+}
+
+/// Errors that concern only the connection being accepted, after which the next accept can be
+/// tried at once (what hyper's and tokio's own examples treat as such).
+fn is_connection_error(error: &io::Error) -> bool {
+    matches!(
+        error.kind(),
+        io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::Interrupted
+            | io::ErrorKind::WouldBlock
+    )
+}
+
+/// Serves on the caller's runtime until `shutdown` resolves, then drains.
+pub(crate) async fn serve<S, B>(
+    listener: TcpListener,
+    protocols: Arc<Protocols>,
+    service: S,
+    shutdown: impl Future<Output = ()>,
+) where
+    S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn StdError + Send + Sync>>,
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn StdError + Send + Sync>>,
+{
+    let drain = Drain::new();
+    let accept = tokio::spawn(accept_loop(listener, protocols, service, drain.watcher()));
+    shutdown.await;
+    info!("shutting down: stopped accepting, draining in-flight requests");
+    drain.drain(DRAIN_TIMEOUT).await;
+    // The accept loop stopped when the drain began; it cannot fail, only be cancelled.
+    let _ = accept.await;
+}
+
+/// How [`run_blocking`] spreads connections over threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Threading {
+    /// One multi-threaded tokio runtime with work stealing and a single accept loop.
+    MultiThread,
+    /// One current-thread runtime per thread, each accepting on the same listening socket.
+    PerCore,
+}
+
+/// Runs a service on its own runtime(s) with `threads` worker threads until `shutdown` resolves.
+pub(crate) fn run_blocking<S, B>(
+    listener: std::net::TcpListener,
+    threads: usize,
+    threading: Threading,
+    protocols: Arc<Protocols>,
+    service: S,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServicesError>
+where
+    S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn StdError + Send + Sync>>,
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn StdError + Send + Sync>>,
+{
+    listener
+        .set_nonblocking(true)
+        .map_err(|source| ServicesError::Listener { source })?;
+    match threading {
+        Threading::MultiThread => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(threads)
+                .thread_name("gatebench-svc")
+                .enable_all()
+                .build()
+                .map_err(|source| ServicesError::Runtime { source })?;
+            let result = runtime.block_on(async move {
+                let listener = TcpListener::from_std(listener)
+                    .map_err(|source| ServicesError::Listener { source })?;
+                serve(listener, protocols, service, shutdown).await;
+                Ok(())
+            });
+            // Whatever outlived the drain timeout is abandoned, not waited for.
+            runtime.shutdown_timeout(Duration::from_millis(100));
+            result
+        }
+        Threading::PerCore => run_per_core(listener, threads, protocols, service, shutdown),
+    }
+}
+
+fn run_per_core<S, B>(
+    listener: std::net::TcpListener,
+    threads: usize,
+    protocols: Arc<Protocols>,
+    service: S,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServicesError>
+where
+    S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn StdError + Send + Sync>>,
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn StdError + Send + Sync>>,
+{
+    let control = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|source| ServicesError::Runtime { source })?;
+    let drain = Drain::new();
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let (failed_tx, mut failed_rx) = mpsc::unbounded_channel::<ServicesError>();
+    let mut workers = Vec::with_capacity(threads);
+    for index in 0..threads {
+        // Every clone refers to the same listening socket: the kernel hands each connection to
+        // whichever thread's accept gets there first.
+        let listener = listener
+            .try_clone()
+            .map_err(|source| ServicesError::Listener { source })?;
+        let (protocols, service) = (protocols.clone(), service.clone());
+        let (watcher, mut stop_rx) = (drain.watcher(), stop_rx.clone());
+        let worker_failed = failed_tx.clone();
+        let worker = std::thread::Builder::new()
+            .name(format!("gatebench-svc-{index}"))
+            .spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => runtime,
+                    Err(source) => {
+                        let _ = worker_failed.send(ServicesError::Runtime { source });
+                        return;
+                    }
+                };
+                runtime.block_on(async move {
+                    match TcpListener::from_std(listener) {
+                        Ok(listener) => accept_loop(listener, protocols, service, watcher).await,
+                        Err(source) => {
+                            let _ = worker_failed.send(ServicesError::Listener { source });
+                            return;
+                        }
+                    }
+                    // Keep this runtime driving its connections until the drain is over.
+                    let _ = stop_rx.wait_for(|stop| *stop).await;
+                });
+            })
+            .map_err(|source| ServicesError::Runtime { source });
+        match worker {
+            Ok(worker) => workers.push(worker),
+            Err(error) => {
+                let _ = failed_tx.send(error);
+                break;
+            }
+        }
+    }
+    drop(failed_tx);
+    let result = control.block_on(async {
+        let failure = tokio::select! {
+            () = shutdown => None,
+            Some(error) = failed_rx.recv() => Some(error),
+        };
+        info!("shutting down: stopped accepting, draining in-flight requests");
+        drain.drain(DRAIN_TIMEOUT).await;
+        failure.map_or(Ok(()), Err)
+    });
+    stop_tx.send_replace(true);
+    let mut panicked = false;
+    for worker in workers {
+        panicked |= worker.join().is_err();
+    }
+    match result {
+        Err(error) => Err(error),
+        Ok(()) if panicked => Err(ServicesError::WorkerPanicked),
+        Ok(()) => Ok(()),
+    }
+}
