@@ -87,6 +87,27 @@ pub struct LoadArgs {
     /// Write an HdrHistogram interval log (1 s intervals, nanoseconds) to FILE.
     #[arg(long, value_name = "FILE")]
     pub hlog: Option<PathBuf>,
+    /// HTTP/2 over TLS, negotiated by ALPN (needs an https:// URL).
+    #[arg(long, conflicts_with = "h2c")]
+    pub http2: bool,
+    /// HTTP/2 over cleartext by prior knowledge (needs an http:// URL).
+    #[arg(long)]
+    pub h2c: bool,
+    /// HTTP/2: concurrent streams per connection.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub streams: u32,
+    /// TLS: accept any server certificate (self-signed test targets).
+    #[arg(short = 'k', long)]
+    pub insecure: bool,
+    /// TLS: trust the CA certificate(s) in this PEM file instead of the system's.
+    #[arg(long, value_name = "PATH")]
+    pub cacert: Option<PathBuf>,
+    /// TLS: server name for SNI and verification [default: the URL's host].
+    #[arg(long, value_name = "NAME")]
+    pub sni: Option<String>,
+    /// TLS: a full handshake on every new connection instead of resuming sessions.
+    #[arg(long)]
+    pub no_tls_resume: bool,
     /// No live progress line on stderr.
     #[arg(short = 'q', long)]
     pub quiet: bool,

@@ -12,6 +12,7 @@ use gatebench_model::{LoadConfigRecord, Model};
 
 use crate::error::LoadgenError;
 use crate::request::{RequestBody, RequestTemplate};
+use crate::tls::TlsOptions;
 
 /// The arrival model: when requests are sent.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -36,18 +37,23 @@ pub struct StopRule {
     pub requests: Option<u64>,
 }
 
-/// The wire protocol.
+/// The HTTP version spoken on the wire. Whether it runs over TLS follows from the URL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Protocol {
     /// HTTP/1.1, one request at a time per connection.
     Http1,
+    /// HTTP/2: over TLS negotiated by ALPN (`https://`), or by prior knowledge over cleartext
+    /// (h2c, `http://`); several concurrent streams per connection.
+    Http2,
 }
 
 impl Protocol {
-    /// The ALPN-style name used in records.
-    pub fn name(self) -> &'static str {
-        match self {
-            Protocol::Http1 => "http/1.1",
+    /// The name used in records: `http/1.1`, `h2` (TLS) or `h2c` (cleartext).
+    pub fn name(self, tls: bool) -> &'static str {
+        match (self, tls) {
+            (Protocol::Http1, _) => "http/1.1",
+            (Protocol::Http2, true) => "h2",
+            (Protocol::Http2, false) => "h2c",
         }
     }
 }
@@ -82,6 +88,12 @@ pub struct LoadSpec {
     /// Check every response: 2xx, and when the request has a body, that the response body is
     /// the same bytes (the echo backend's contract).
     pub verify: bool,
+    /// HTTP version.
+    pub protocol: Protocol,
+    /// HTTP/2: concurrent streams per connection.
+    pub streams: u32,
+    /// TLS settings, used when the URL is `https://`.
+    pub tls: TlsOptions,
 }
 
 impl LoadSpec {
@@ -104,6 +116,9 @@ impl LoadSpec {
             connect_timeout: Duration::from_secs(3),
             keepalive: true,
             verify: false,
+            protocol: Protocol::Http1,
+            streams: 1,
+            tls: TlsOptions::default(),
         }
     }
 }
@@ -123,6 +138,8 @@ pub struct Target {
     pub path_and_query: String,
     /// The resolved address connections go to.
     pub addr: SocketAddr,
+    /// Whether the URL is `https://`.
+    pub tls: bool,
 }
 
 impl Target {
@@ -138,14 +155,10 @@ impl Target {
         })?;
         let default_port = match scheme {
             "http" => 80,
-            "https" => {
-                return Err(LoadgenError::config(format!(
-                    "invalid URL `{url}`: https is not supported yet (HTTP/1.1 over TCP only)"
-                )))
-            }
+            "https" => 443,
             other => {
                 return Err(LoadgenError::config(format!(
-                    "invalid URL `{url}`: unsupported scheme `{other}` (use http://)"
+                    "invalid URL `{url}`: unsupported scheme `{other}` (use http:// or https://)"
                 )))
             }
         };
@@ -191,6 +204,7 @@ impl Target {
             authority: authority.as_str().to_owned(),
             path_and_query,
             addr,
+            tls: scheme == "https",
         })
     }
 }
@@ -222,6 +236,10 @@ pub struct LoadConfig {
     pub keepalive: bool,
     /// Verify every response.
     pub verify: bool,
+    /// HTTP/2: concurrent streams per connection (1 for HTTP/1.1).
+    pub streams: u32,
+    /// TLS settings (used for `https://`).
+    pub tls: TlsOptions,
     /// The spec's header lines, for the record.
     headers: Vec<String>,
 }
@@ -273,7 +291,24 @@ impl LoadConfig {
                 .unwrap_or(1),
         }
         .min(spec.connections);
+        if spec.streams == 0 {
+            return Err(LoadgenError::config("--streams must be at least 1"));
+        }
+        if spec.protocol == Protocol::Http1 && spec.streams > 1 {
+            return Err(LoadgenError::config(
+                "--streams needs HTTP/2 (--http2 for https://, --h2c for http://)",
+            ));
+        }
         let target = Target::parse(&spec.url)?;
+        if !target.tls && (spec.tls.insecure || spec.tls.cacert.is_some() || spec.tls.sni.is_some()) {
+            return Err(LoadgenError::config(
+                "TLS options (--insecure, --cacert, --sni) need an https:// URL",
+            ));
+        }
+        // Fail on a bad CA file or server name now, not on the first connection.
+        if target.tls {
+            crate::tls::client(&spec.tls, &target.host, &[])?;
+        }
         let request = RequestTemplate::encode(
             &target,
             &spec.method,
@@ -284,7 +319,9 @@ impl LoadConfig {
         Ok(LoadConfig {
             target,
             request,
-            protocol: Protocol::Http1,
+            protocol: spec.protocol,
+            streams: spec.streams,
+            tls: spec.tls,
             connections: spec.connections,
             threads,
             arrival: spec.arrival,
@@ -303,13 +340,13 @@ impl LoadConfig {
         LoadConfigRecord {
             url: self.target.url.clone(),
             method: self.request.method().to_owned(),
-            protocol: self.protocol.name().to_owned(),
+            protocol: self.protocol.name(self.target.tls).to_owned(),
             model: match self.arrival {
                 Arrival::Closed => Model::Closed,
                 Arrival::Open { .. } => Model::Open,
             },
             connections: self.connections,
-            streams: 1,
+            streams: self.streams,
             threads: self.threads,
             rate: match self.arrival {
                 Arrival::Closed => None,
@@ -356,6 +393,7 @@ mod tests {
         for (url, want) in [
             ("127.0.0.1:80", "no scheme"),
             ("ftp://x/", "unsupported scheme"),
+            ("https://u:p@127.0.0.1/", "user info"),
             ("http://", "invalid URL"),
             ("http://u:p@127.0.0.1/", "user info"),
             ("not a url", "invalid URL"),

@@ -1,39 +1,97 @@
-//! Establishing connections to the target: TCP with a connect timeout, `TCP_NODELAY`, and the
-//! classification of connect failures.
+//! Establishing connections to the target: TCP with a connect timeout and `TCP_NODELAY`, then
+//! TLS where the URL says `https`, and the classification of every way that can fail.
 //!
-//! The transport is a value ([`Transport`]) so that TLS slots in here without touching the
-//! arrival model or the HTTP code: the HTTP/1.1 connection is generic over the stream.
+//! The transport is a value ([`Transport`]); the HTTP code is generic over the resulting
+//! [`Stream`], so HTTP/1.1 and HTTP/2 run unchanged over TCP or TLS.
 
 use std::io;
 use std::net::SocketAddr;
-use std::time::Duration;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use gatebench_model::Outcome;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::TlsConnector;
+
+use crate::tls::TlsClient;
 
 /// How bytes reach the target.
 #[derive(Debug, Clone)]
 pub(crate) enum Transport {
     /// Plain TCP.
     Tcp,
+    /// TLS over TCP.
+    Tls(TlsClient),
 }
 
-/// Opens one connection, within `timeout`.
+/// An established byte stream.
+#[derive(Debug)]
+pub(crate) enum Stream {
+    Tcp(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+/// What establishing the connection took.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Established {
+    /// TLS only: whether the session was resumed, and how long the handshake took.
+    pub tls: Option<(bool, Duration)>,
+    /// TLS only: the protocol the server chose by ALPN.
+    pub alpn_h2: bool,
+}
+
+/// Opens one connection, TCP connect and TLS handshake each within `timeout`.
 pub(crate) async fn connect(
     addr: SocketAddr,
     transport: &Transport,
     timeout: Duration,
-) -> Result<TcpStream, Outcome> {
+) -> Result<(Stream, Established), Outcome> {
+    let tcp = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
+        Err(_) => return Err(Outcome::ConnectTimeout),
+        Ok(Err(e)) => return Err(classify_connect(&e)),
+        Ok(Ok(s)) => s,
+    };
+    // Latency of small requests must not wait for Nagle's algorithm.
+    tcp.set_nodelay(true).map_err(|e| classify_connect(&e))?;
     match transport {
-        Transport::Tcp => {
-            let stream = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
-                Err(_) => return Err(Outcome::ConnectTimeout),
-                Ok(Err(e)) => return Err(classify_connect(&e)),
+        Transport::Tcp => Ok((
+            Stream::Tcp(tcp),
+            Established {
+                tls: None,
+                alpn_h2: false,
+            },
+        )),
+        Transport::Tls(client) => {
+            let t0 = Instant::now();
+            let connector = TlsConnector::from(client.config.clone());
+            let tls = match tokio::time::timeout(
+                timeout,
+                connector.connect(client.server_name.clone(), tcp),
+            )
+            .await
+            {
+                // A handshake that never completes (plain HTTP server, stalled peer) is a TLS
+                // failure, not a connect timeout: the TCP connection was established.
+                Err(_) => return Err(Outcome::TlsError),
+                Ok(Err(_)) => return Err(Outcome::TlsError),
                 Ok(Ok(s)) => s,
             };
-            // Latency of small requests must not wait for Nagle's algorithm.
-            stream.set_nodelay(true).map_err(|e| classify_connect(&e))?;
-            Ok(stream)
+            let (_, conn) = tls.get_ref();
+            let resumed = matches!(
+                conn.handshake_kind(),
+                Some(rustls::HandshakeKind::Resumed)
+            );
+            let alpn_h2 = conn.alpn_protocol() == Some(b"h2");
+            Ok((
+                Stream::Tls(Box::new(tls)),
+                Established {
+                    tls: Some((resumed, t0.elapsed())),
+                    alpn_h2,
+                },
+            ))
         }
     }
 }
@@ -44,5 +102,63 @@ pub(crate) fn classify_connect(e: &io::Error) -> Outcome {
         io::ErrorKind::ConnectionRefused => Outcome::ConnectRefused,
         io::ErrorKind::TimedOut => Outcome::ConnectTimeout,
         _ => Outcome::ConnectError,
+    }
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Stream::Tcp(s) => s.is_write_vectored(),
+            Stream::Tls(s) => s.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
     }
 }

@@ -14,6 +14,7 @@ use std::io;
 use gatebench_model::Outcome;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
+use crate::body::BodyCheck;
 use crate::request::RequestTemplate;
 
 /// Receive buffer per connection. Response heads must fit in it.
@@ -97,7 +98,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
         req: &RequestTemplate,
         verify: bool,
     ) -> Result<Answer, Failure> {
-        if let Err(e) = self.io.write_all(req.bytes()).await {
+        // flush: a no-op on TCP, pushes the records out on TLS.
+        let written = match self.io.write_all(req.bytes()).await {
+            Ok(()) => self.io.flush().await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = written {
             return Err(Failure {
                 outcome: classify_io(&e),
                 bytes_read: 0,
@@ -354,40 +360,6 @@ impl std::ops::Deref for LineBuf {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         &self.data[..self.len]
-    }
-}
-
-/// Compares a body, fed piece by piece, with the expected bytes.
-struct BodyCheck<'a> {
-    expected: Option<&'a [u8]>,
-    pos: usize,
-    equal: bool,
-}
-
-impl<'a> BodyCheck<'a> {
-    fn new(expected: Option<&'a [u8]>) -> Self {
-        BodyCheck {
-            expected,
-            pos: 0,
-            equal: true,
-        }
-    }
-
-    #[inline]
-    fn feed(&mut self, piece: &[u8]) {
-        let Some(exp) = self.expected else { return };
-        if self.equal {
-            let end = self.pos + piece.len();
-            self.equal = end <= exp.len() && &exp[self.pos..end] == piece;
-        }
-        self.pos += piece.len();
-    }
-
-    fn matches(&self) -> bool {
-        match self.expected {
-            None => true,
-            Some(exp) => self.equal && self.pos == exp.len(),
-        }
     }
 }
 

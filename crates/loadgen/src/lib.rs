@@ -14,8 +14,11 @@
 //! # Layout
 //! - [`config`]: what a caller asks for and its validation.
 //! - [`request`]: the request, encoded once; seed-004 JSON payloads.
-//! - `connect`: establishing connections and classifying connect failures.
+//! - `connect`: establishing connections (TCP, TLS) and classifying connect failures.
+//! - [`tls`]: the TLS client configuration (trust, ALPN, SNI, resumption).
 //! - `http1`: the lean HTTP/1.1 client on the hot path.
+//! - `http2`: the HTTP/2 client (h2), streams gated below the server's limit.
+//! - `body`: response-body verification shared by both.
 //! - `schedule`: arrival model × stop rule: who sends when.
 //! - `worker`: one thread, its runtime, its connections and statistics.
 //! - [`stats`]: histograms and counters, exact merging, summaries.
@@ -24,21 +27,25 @@
 //! - [`probe`](mod@probe): the correctness probe before the load.
 //! - [`limits`]: the open-files check.
 
+mod body;
 pub mod config;
 mod connect;
 pub mod error;
 pub mod hlog;
 mod http1;
+mod http2;
 pub mod limits;
 pub mod probe;
 pub mod request;
 pub mod run;
 mod schedule;
 pub mod stats;
+pub mod tls;
 mod worker;
 
-pub use config::{Arrival, LoadConfig, LoadSpec, StopRule};
+pub use config::{Arrival, LoadConfig, LoadSpec, Protocol, StopRule};
 pub use error::LoadgenError;
 pub use probe::probe;
 pub use request::RequestBody;
 pub use run::{run, IntervalView, RunOptions, RunOutput};
+pub use tls::TlsOptions;

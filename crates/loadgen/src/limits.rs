@@ -18,13 +18,13 @@ pub fn ensure_fd_limit(connections: u64) -> Result<(), LoadgenError> {
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
         return Ok(()); // cannot tell; let the run report connect errors if any
     }
-    let (soft, hard) = (lim.rlim_cur as u64, lim.rlim_max as u64);
+    let (soft, hard): (u64, u64) = (lim.rlim_cur, lim.rlim_max);
     if soft >= needed {
         return Ok(());
     }
     if hard >= needed {
         let raised = libc::rlimit {
-            rlim_cur: needed as libc::rlim_t,
+            rlim_cur: needed,
             rlim_max: lim.rlim_max,
         };
         // SAFETY: setrlimit reads the struct we own.

@@ -6,22 +6,25 @@ use std::time::Duration;
 
 use gatebench_model::Outcome;
 
-use crate::config::LoadConfig;
-use crate::connect::{connect, Transport};
+use crate::config::{LoadConfig, Protocol};
+use crate::connect::connect;
 use crate::error::LoadgenError;
-use crate::http1::H1Conn;
+use crate::http1::{Answer, Failure, H1Conn};
+use crate::http2;
+use crate::worker::transport;
 
 /// How long the probe waits for its answer at most.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Sends one request and checks the answer: a complete 2xx response, and with verification on,
-/// the expected body.
+/// Sends one request (same protocol, TLS settings and request as the load) and checks the
+/// answer: a complete 2xx response, and with verification on, the expected body.
 pub fn probe(config: &LoadConfig) -> Result<(), LoadgenError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| LoadgenError::Worker(e.to_string()))?;
-    rt.block_on(probe_async(config))
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&rt, probe_async(config))
 }
 
 async fn probe_async(config: &LoadConfig) -> Result<(), LoadgenError> {
@@ -29,27 +32,49 @@ async fn probe_async(config: &LoadConfig) -> Result<(), LoadgenError> {
         url: config.target.url.clone(),
         reason,
     };
-    let stream = connect(
-        config.target.addr,
-        &Transport::Tcp,
-        config.connect_timeout.min(PROBE_TIMEOUT),
-    )
-    .await
-    .map_err(|o| {
-        fail(format!(
-            "cannot connect to {}: {}",
-            config.target.addr,
-            o.label()
-        ))
-    })?;
-    let mut conn = H1Conn::new(stream);
-    let answer = tokio::time::timeout(
-        config.timeout.min(PROBE_TIMEOUT),
-        conn.exchange(&config.request, config.verify),
-    )
-    .await
-    .map_err(|_| fail("no response within the timeout".into()))?
-    .map_err(|f| fail(format!("no valid response: {}", f.outcome.label())))?;
+    let wait = config.connect_timeout.min(PROBE_TIMEOUT);
+    let (stream, est) = connect(config.target.addr, &transport(config), wait)
+        .await
+        .map_err(|o| {
+            let hint = if o == Outcome::TlsError && !config.tls.insecure {
+                " (a self-signed certificate? use --insecure or --cacert PATH; a plain HTTP port? use http://)"
+            } else {
+                ""
+            };
+            fail(format!("cannot connect to {}: {}{hint}", config.target.addr, o.label()))
+        })?;
+    let answer: Result<Answer, Failure> = match config.protocol {
+        Protocol::Http1 => {
+            let mut conn = H1Conn::new(stream);
+            tokio::time::timeout(
+                config.timeout.min(PROBE_TIMEOUT),
+                conn.exchange(&config.request, config.verify),
+            )
+            .await
+            .map_err(|_| fail("no response within the timeout".into()))?
+        }
+        Protocol::Http2 => {
+            if config.target.tls && !est.alpn_h2 {
+                return Err(fail(
+                    "the server did not agree to HTTP/2 (ALPN h2); drop --http2 to use HTTP/1.1"
+                        .into(),
+                ));
+            }
+            let conn = http2::handshake(stream, 1, wait)
+                .await
+                .map_err(|o| fail(format!("HTTP/2 handshake failed: {}", o.label())))?;
+            if !conn.acquire().await {
+                return Err(fail("the HTTP/2 connection closed at once".into()));
+            }
+            tokio::time::timeout(
+                config.timeout.min(PROBE_TIMEOUT),
+                conn.exchange(&config.request, config.verify),
+            )
+            .await
+            .map_err(|_| fail("no response within the timeout".into()))?
+        }
+    };
+    let answer = answer.map_err(|f| fail(format!("no valid response: {}", f.outcome.label())))?;
     match answer.outcome {
         Outcome::Ok => Ok(()),
         Outcome::BodyMismatch => Err(fail(

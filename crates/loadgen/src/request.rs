@@ -66,6 +66,17 @@ pub struct RequestTemplate {
     bytes: Bytes,
     body: Bytes,
     head_only: bool,
+    h2: H2Parts,
+}
+
+/// The same request in HTTP/2 form: pseudo-headers from method and URI, and the header fields
+/// that HTTP/2 allows (connection-specific fields are dropped, RFC 9113 §8.2.2; `Host` becomes
+/// `:authority`).
+#[derive(Clone, Debug)]
+pub(crate) struct H2Parts {
+    pub method: http::Method,
+    pub uri: http::Uri,
+    pub headers: http::HeaderMap,
 }
 
 impl RequestTemplate {
@@ -125,11 +136,13 @@ impl RequestTemplate {
         head.push_str("\r\n");
         let mut bytes = head.into_bytes();
         bytes.extend_from_slice(&body);
+        let h2 = h2_parts(target, method, &parsed, default_type, body.len())?;
         Ok(RequestTemplate {
             method: method.to_owned(),
             bytes: Bytes::from(bytes),
             body: Bytes::from(body),
             head_only: method == "HEAD",
+            h2,
         })
     }
 
@@ -157,6 +170,71 @@ impl RequestTemplate {
     pub fn head_only(&self) -> bool {
         self.head_only
     }
+
+    /// A new HTTP/2 request head (the body is sent apart).
+    pub(crate) fn h2_request(&self) -> http::Request<()> {
+        let mut req = http::Request::new(());
+        *req.method_mut() = self.h2.method.clone();
+        *req.uri_mut() = self.h2.uri.clone();
+        *req.headers_mut() = self.h2.headers.clone();
+        req
+    }
+}
+
+fn h2_parts(
+    target: &Target,
+    method: &str,
+    headers: &[(String, String)],
+    default_type: Option<&'static str>,
+    body_len: usize,
+) -> Result<H2Parts, LoadgenError> {
+    let bad = |what: String| LoadgenError::config(what);
+    let method = http::Method::from_bytes(method.as_bytes())
+        .map_err(|e| bad(format!("invalid method `{method}`: {e}")))?;
+    let mut authority = target.authority.clone();
+    let mut map = http::HeaderMap::new();
+    for (n, v) in headers {
+        let lower = n.to_ascii_lowercase();
+        match lower.as_str() {
+            "host" => authority = v.clone(),
+            "connection" | "keep-alive" | "proxy-connection" | "transfer-encoding" | "upgrade"
+            | "content-length" => {}
+            "te" if !v.eq_ignore_ascii_case("trailers") => {}
+            _ => {
+                let name = http::HeaderName::from_bytes(lower.as_bytes())
+                    .map_err(|e| bad(format!("invalid header name `{n}`: {e}")))?;
+                let value = http::HeaderValue::from_str(v)
+                    .map_err(|e| bad(format!("invalid value of header `{n}`: {e}")))?;
+                map.append(name, value);
+            }
+        }
+    }
+    if !map.contains_key(http::header::USER_AGENT) {
+        map.insert(
+            http::header::USER_AGENT,
+            http::HeaderValue::from_static(concat!("gatebench/", env!("CARGO_PKG_VERSION"))),
+        );
+    }
+    if let Some(t) = default_type {
+        if !map.contains_key(http::header::CONTENT_TYPE) {
+            map.insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static(t));
+        }
+    }
+    if body_len > 0 {
+        map.insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(body_len));
+    }
+    let scheme = if target.tls { "https" } else { "http" };
+    let uri = http::Uri::builder()
+        .scheme(scheme)
+        .authority(authority.as_str())
+        .path_and_query(target.path_and_query.as_str())
+        .build()
+        .map_err(|e| bad(format!("cannot build the HTTP/2 request URI: {e}")))?;
+    Ok(H2Parts {
+        method,
+        uri,
+        headers: map,
+    })
 }
 
 fn parse_header(line: &str) -> Result<(String, String), LoadgenError> {

@@ -151,7 +151,7 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
     let mut results: Vec<Option<WorkerResult>> = (0..threads).map(|_| None).collect();
     for msg in rx {
         match msg {
-            WorkerMsg::Interval(id, iv) => collector.interval(id, iv)?,
+            WorkerMsg::Interval(id, iv) => collector.interval(id, *iv)?,
             WorkerMsg::Done(id, r) => {
                 results[id] = Some(*r);
                 collector.done(id)?;
@@ -320,9 +320,10 @@ fn build(
         Arrival::Open { rate } => Some(rate),
     };
     let open = target.is_some();
-    let warmup =
-        (!config.warmup.is_zero()).then(|| phase_report(&warm, config.warmup, target, open));
-    let measurement = phase_report(&meas, meas_len, target, open);
+    let http2 = config.protocol == crate::config::Protocol::Http2;
+    let warmup = (!config.warmup.is_zero())
+        .then(|| phase_report(&warm, config.warmup, target, open, http2));
+    let measurement = phase_report(&meas, meas_len, target, open, http2);
 
     let wall = finished
         .saturating_duration_since(clock.start)
@@ -391,7 +392,13 @@ fn build(
     }
 }
 
-fn phase_report(s: &PhaseStats, len: Duration, target: Option<f64>, open: bool) -> PhaseReport {
+fn phase_report(
+    s: &PhaseStats,
+    len: Duration,
+    target: Option<f64>,
+    open: bool,
+    http2: bool,
+) -> PhaseReport {
     let secs = len.as_secs_f64().max(1e-9);
     let responses = s.outcomes.responses();
     let latency = summarize(&s.latency);
@@ -419,10 +426,11 @@ fn phase_report(s: &PhaseStats, len: Duration, target: Option<f64>, open: bool) 
             } else {
                 responses as f64 / s.conns.opened as f64
             },
-            tls_full_handshakes: 0,
-            tls_resumed_handshakes: 0,
+            tls_full_handshakes: s.conns.tls_full,
+            tls_resumed_handshakes: s.conns.tls_resumed,
             connect_time: (!s.connect_time.is_empty()).then(|| summarize(&s.connect_time)),
-            max_streams_in_use: None,
+            tls_handshake_time: (!s.tls_handshake.is_empty()).then(|| summarize(&s.tls_handshake)),
+            max_streams_in_use: http2.then_some(s.conns.max_streams),
         },
     }
 }

@@ -72,6 +72,12 @@ pub struct ConnCounters {
     pub reconnects: u64,
     /// Failed connection attempts.
     pub connect_failures: u64,
+    /// Full TLS handshakes.
+    pub tls_full: u64,
+    /// Resumed TLS handshakes.
+    pub tls_resumed: u64,
+    /// HTTP/2: the most streams open at once on one connection.
+    pub max_streams: u64,
 }
 
 impl ConnCounters {
@@ -79,6 +85,9 @@ impl ConnCounters {
         self.opened += o.opened;
         self.reconnects += o.reconnects;
         self.connect_failures += o.connect_failures;
+        self.tls_full += o.tls_full;
+        self.tls_resumed += o.tls_resumed;
+        self.max_streams = self.max_streams.max(o.max_streams);
     }
 }
 
@@ -93,8 +102,10 @@ pub struct PhaseStats {
     pub latency_uncorrected: LatencyHistogram,
     /// Open model: how late the generator itself sent against the schedule.
     pub send_lag: LatencyHistogram,
-    /// Time to establish connections.
+    /// Time to establish connections (TCP connect and, with TLS, the handshake).
     pub connect_time: LatencyHistogram,
+    /// TLS handshake time alone.
+    pub tls_handshake: LatencyHistogram,
     /// Requests written.
     pub sent: u64,
     /// Response bytes read.
@@ -113,6 +124,7 @@ impl Default for PhaseStats {
             latency_uncorrected: new_histogram(),
             send_lag: new_histogram(),
             connect_time: new_histogram(),
+            tls_handshake: new_histogram(),
             sent: 0,
             bytes_read: 0,
             bytes_written: 0,
@@ -129,6 +141,7 @@ impl PhaseStats {
         add(&mut self.latency_uncorrected, &other.latency_uncorrected);
         add(&mut self.send_lag, &other.send_lag);
         add(&mut self.connect_time, &other.connect_time);
+        add(&mut self.tls_handshake, &other.tls_handshake);
         self.sent += other.sent;
         self.bytes_read += other.bytes_read;
         self.bytes_written += other.bytes_written;

@@ -6,7 +6,7 @@
 //! send, read, record. Every permit ends in exactly one outcome, which is what makes the counts
 //! add up.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::Sender;
@@ -17,8 +17,10 @@ use gatebench_model::Outcome;
 use tokio::task::LocalSet;
 
 use crate::config::LoadConfig;
-use crate::connect::{connect, Transport};
+use crate::config::Protocol;
+use crate::connect::{connect, Established, Stream, Transport};
 use crate::http1::H1Conn;
+use crate::http2::{self, H2Conn};
 use crate::schedule::{Clock, Permit, Phase, Schedule};
 use crate::stats::{record, IntervalStats, PhaseStats};
 
@@ -26,7 +28,7 @@ use crate::stats::{record, IntervalStats, PhaseStats};
 #[derive(Debug)]
 pub(crate) enum WorkerMsg {
     /// One second of a worker's results.
-    Interval(usize, IntervalStats),
+    Interval(usize, Box<IntervalStats>),
     /// The worker finished.
     Done(usize, Box<WorkerResult>),
 }
@@ -65,6 +67,7 @@ struct Shared {
     config: Arc<LoadConfig>,
     schedule: Schedule,
     transport: Transport,
+    req_len: u64,
     phases: RefCell<[PhaseStats; 2]>,
     interval: RefCell<IntervalStats>,
 }
@@ -105,7 +108,8 @@ pub(crate) fn run(plan: WorkerPlan, tx: Sender<WorkerMsg>) -> WorkerResult {
     let shared = Rc::new(Shared {
         config: plan.config.clone(),
         schedule,
-        transport: Transport::Tcp,
+        transport: transport(&plan.config),
+        req_len: plan.config.request.bytes().len() as u64,
         phases: RefCell::new([PhaseStats::default(), PhaseStats::default()]),
         interval: RefCell::new(IntervalStats::new(0)),
     });
@@ -126,14 +130,17 @@ pub(crate) fn run(plan: WorkerPlan, tx: Sender<WorkerMsg>) -> WorkerResult {
                     index += 1;
                     iv.reset(index);
                     drop(iv);
-                    if tx.send(WorkerMsg::Interval(id, snapshot)).is_err() {
+                    if tx.send(WorkerMsg::Interval(id, Box::new(snapshot))).is_err() {
                         return;
                     }
                 }
             })
         };
         let slots: Vec<_> = (0..plan.connections)
-            .map(|_| tokio::task::spawn_local(slot(shared.clone())))
+            .map(|_| match plan.config.protocol {
+                Protocol::Http1 => tokio::task::spawn_local(h1_slot(shared.clone())),
+                Protocol::Http2 => tokio::task::spawn_local(h2_slot(shared.clone())),
+            })
             .collect();
         for s in slots {
             // A slot never panics by design; if one did, its permit would be lost, so surface it.
@@ -153,7 +160,7 @@ pub(crate) fn run(plan: WorkerPlan, tx: Sender<WorkerMsg>) -> WorkerResult {
         phases[i].outcomes.add(Outcome::NeverSent, *n);
         last.outcomes.add(Outcome::NeverSent, *n);
     }
-    let _ = tx.send(WorkerMsg::Interval(id, last));
+    let _ = tx.send(WorkerMsg::Interval(id, Box::new(last)));
     let cpu1 = thread_cpu();
     WorkerResult {
         phases,
@@ -172,34 +179,30 @@ fn backoff(failures: u32) -> Duration {
     Duration::from_millis(10u64 << (failures - 1).min(7)).min(Duration::from_secs(1))
 }
 
-/// One connection's loop.
-async fn slot(shared: Rc<Shared>) {
-    let config = shared.config.clone();
-    let clock = *shared.schedule.clock();
-    let mut conn: Option<H1Conn<tokio::net::TcpStream>> = None;
-    let mut had_conn = false;
-    let mut failures = 0u32;
-    let req = config.request.clone();
-    let req_len = req.bytes().len() as u64;
-    let timer = tokio::time::sleep(Duration::ZERO);
-    tokio::pin!(timer);
-    while let Some(Permit { due, phase }) = shared.schedule.next() {
-        // Back off after failures, but never past the end of the run.
+impl Shared {
+    /// Sleeps for the back-off after `failures`, never past the end of the run.
+    async fn back_off(&self, failures: u32) {
         let pause = backoff(failures);
         if !pause.is_zero() {
             let until = Instant::now() + pause;
-            let until = clock.deadline.map_or(until, |d| until.min(d));
+            let until = self.schedule.clock().deadline.map_or(until, |d| until.min(d));
             tokio::time::sleep_until(until.into()).await;
         }
-        // Open model: wait for the ticket, or measure from its due time if it is overdue.
-        let start = match due {
+    }
+
+    /// Open model: waits for the ticket's due time and returns the instant latency is measured
+    /// from — the due time if the ticket was already overdue (every connection was busy: the
+    /// wait is the target's), else the actual send (the timer's lateness is the generator's and
+    /// goes to the send-lag histogram). Closed model: now.
+    async fn start_of(&self, permit: Permit) -> Instant {
+        match permit.due {
             Some(due) => {
                 let now = Instant::now();
                 if due > now {
                     tokio::time::sleep_until(due.into()).await;
                     let actual = Instant::now();
                     record(
-                        &mut shared.phases.borrow_mut()[phase as usize].send_lag,
+                        &mut self.phases.borrow_mut()[permit.phase as usize].send_lag,
                         actual - due,
                     );
                     actual
@@ -208,55 +211,99 @@ async fn slot(shared: Rc<Shared>) {
                 }
             }
             None => Instant::now(),
-        };
-        let c = match conn.as_mut() {
-            Some(c) => c,
-            None => {
-                let t0 = Instant::now();
-                let limit = clock.deadline.map_or(config.connect_timeout, |d| {
-                    config.connect_timeout.min(d.saturating_duration_since(t0))
-                });
-                match connect(config.target.addr, &shared.transport, limit).await {
-                    Ok(stream) => {
-                        let mut phases = shared.phases.borrow_mut();
-                        let p = &mut phases[phase as usize];
-                        p.conns.opened += 1;
-                        if had_conn {
-                            p.conns.reconnects += 1;
-                        }
-                        record(&mut p.connect_time, t0.elapsed());
-                        had_conn = true;
-                        conn.insert(H1Conn::new(stream))
-                    }
-                    Err(mut outcome) => {
-                        let now = Instant::now();
-                        if outcome == Outcome::ConnectTimeout
-                            && clock.deadline.is_some_and(|d| now >= d)
-                            && limit < config.connect_timeout
-                        {
-                            // The run ended while connecting: not the target's fault.
-                            outcome = Outcome::InFlight;
-                        } else {
-                            shared.phases.borrow_mut()[phase as usize]
-                                .conns
-                                .connect_failures += 1;
-                            failures += 1;
-                        }
-                        shared.complete(phase, outcome, None);
-                        continue;
-                    }
+        }
+    }
+
+    /// Opens a connection (TCP, TLS) within the connect timeout, cut short by the run's end,
+    /// and records it. On failure, the permit's outcome.
+    async fn open_connection(&self, phase: Phase, had_conn: bool) -> Result<(Stream, Established), Outcome> {
+        let config = &self.config;
+        let deadline = self.schedule.clock().deadline;
+        let t0 = Instant::now();
+        let limit = deadline.map_or(config.connect_timeout, |d| {
+            config.connect_timeout.min(d.saturating_duration_since(t0))
+        });
+        match connect(config.target.addr, &self.transport, limit).await {
+            Ok((stream, est)) => {
+                let mut phases = self.phases.borrow_mut();
+                let p = &mut phases[phase as usize];
+                p.conns.opened += 1;
+                if had_conn {
+                    p.conns.reconnects += 1;
                 }
+                record(&mut p.connect_time, t0.elapsed());
+                if let Some((resumed, took)) = est.tls {
+                    if resumed {
+                        p.conns.tls_resumed += 1;
+                    } else {
+                        p.conns.tls_full += 1;
+                    }
+                    record(&mut p.tls_handshake, took);
+                }
+                Ok((stream, est))
             }
-        };
-        let sent_at = Instant::now();
-        let mut limit = sent_at + config.timeout;
-        let mut by_deadline = false;
-        if let Some(d) = clock.deadline {
-            if d < limit {
-                limit = d;
-                by_deadline = true;
+            Err(outcome) => {
+                if deadline.is_some_and(|d| Instant::now() >= d) && limit < config.connect_timeout
+                {
+                    // The run ended while connecting: not the target's fault.
+                    return Err(Outcome::InFlight);
+                }
+                self.phases.borrow_mut()[phase as usize].conns.connect_failures += 1;
+                Err(outcome)
             }
         }
+    }
+
+    /// The instant a request sent at `sent_at` gives up, and whether that is the run's end.
+    fn give_up_at(&self, sent_at: Instant) -> (Instant, bool) {
+        let limit = sent_at + self.config.timeout;
+        match self.schedule.clock().deadline {
+            Some(d) if d < limit => (d, true),
+            _ => (limit, false),
+        }
+    }
+
+    /// Records a request that was written (whatever came back).
+    fn count_sent(&self, phase: Phase, bytes_read: u64) {
+        let mut phases = self.phases.borrow_mut();
+        let p = &mut phases[phase as usize];
+        p.sent += 1;
+        p.bytes_written += self.req_len;
+        p.bytes_read += bytes_read;
+    }
+}
+
+/// One HTTP/1.1 connection's loop.
+async fn h1_slot(shared: Rc<Shared>) {
+    let config = shared.config.clone();
+    let mut conn: Option<H1Conn<Stream>> = None;
+    let mut had_conn = false;
+    let mut failures = 0u32;
+    let req = config.request.clone();
+    let timer = tokio::time::sleep(Duration::ZERO);
+    tokio::pin!(timer);
+    while let Some(permit) = shared.schedule.next() {
+        shared.back_off(failures).await;
+        let start = shared.start_of(permit).await;
+        let phase = permit.phase;
+        let c = match conn.as_mut() {
+            Some(c) => c,
+            None => match shared.open_connection(phase, had_conn).await {
+                Ok((stream, _)) => {
+                    had_conn = true;
+                    conn.insert(H1Conn::new(stream))
+                }
+                Err(outcome) => {
+                    if outcome != Outcome::InFlight {
+                        failures += 1;
+                    }
+                    shared.complete(phase, outcome, None);
+                    continue;
+                }
+            },
+        };
+        let sent_at = Instant::now();
+        let (limit, by_deadline) = shared.give_up_at(sent_at);
         timer.as_mut().reset(limit.into());
         let result = tokio::select! {
             biased;
@@ -264,15 +311,9 @@ async fn slot(shared: Rc<Shared>) {
             _ = &mut timer => None,
         };
         let done = Instant::now();
-        {
-            let mut phases = shared.phases.borrow_mut();
-            let p = &mut phases[phase as usize];
-            p.sent += 1;
-            p.bytes_written += req_len;
-        }
         match result {
             Some(Ok(answer)) => {
-                shared.phases.borrow_mut()[phase as usize].bytes_read += answer.bytes_read;
+                shared.count_sent(phase, answer.bytes_read);
                 shared.complete(phase, answer.outcome, Some((done - start, done - sent_at)));
                 failures = 0;
                 if !answer.reusable || !config.keepalive {
@@ -280,23 +321,190 @@ async fn slot(shared: Rc<Shared>) {
                 }
             }
             Some(Err(f)) => {
-                shared.phases.borrow_mut()[phase as usize].bytes_read += f.bytes_read;
+                shared.count_sent(phase, f.bytes_read);
                 shared.complete(phase, f.outcome, None);
                 failures += 1;
                 conn = None;
             }
             None => {
-                let outcome = if by_deadline {
-                    Outcome::InFlight
-                } else {
-                    Outcome::Timeout
-                };
+                shared.count_sent(phase, 0);
+                let outcome = if by_deadline { Outcome::InFlight } else { Outcome::Timeout };
                 shared.complete(phase, outcome, None);
                 // A connection with an unanswered request cannot carry the next one.
                 conn = None;
             }
         }
     }
+}
+
+/// Why a stream loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StreamEnd {
+    /// No more permits: the run is over for this worker.
+    Done,
+    /// The connection ended; the slot reconnects.
+    ConnectionLost,
+}
+
+/// One HTTP/2 connection: connects, runs `streams` stream loops on it, reconnects when it
+/// ends, until the schedule is exhausted.
+async fn h2_slot(shared: Rc<Shared>) {
+    let config = shared.config.clone();
+    let streams = config.streams;
+    let mut had_conn = false;
+    let mut failures = 0u32;
+    loop {
+        // The first permit pays for the connection attempt: if it fails, that request failed.
+        let Some(first) = shared.schedule.next() else { return };
+        shared.back_off(failures).await;
+        let start = shared.start_of(first).await;
+        let conn = match shared.open_connection(first.phase, had_conn).await {
+            Ok((stream, est)) => {
+                if config.target.tls && !est.alpn_h2 {
+                    // The server did not agree to HTTP/2: nothing can be sent.
+                    failures += 1;
+                    shared.complete(first.phase, Outcome::ProtocolError, None);
+                    continue;
+                }
+                match http2::handshake(stream, streams, config.connect_timeout).await {
+                    Ok(c) => c,
+                    Err(o) => {
+                        failures += 1;
+                        shared.complete(first.phase, o, None);
+                        continue;
+                    }
+                }
+            }
+            Err(outcome) => {
+                if outcome != Outcome::InFlight {
+                    failures += 1;
+                }
+                shared.complete(first.phase, outcome, None);
+                continue;
+            }
+        };
+        had_conn = true;
+        let answered = Rc::new(Cell::new(0u64));
+        let loops: Vec<_> = (0..streams)
+            .map(|i| {
+                let first = (i == 0).then_some((first, start));
+                tokio::task::spawn_local(h2_stream_loop(shared.clone(), conn.clone(), first, answered.clone()))
+            })
+            .collect();
+        let mut done = false;
+        for l in loops {
+            done |= l.await.expect("stream task panicked") == StreamEnd::Done;
+        }
+        {
+            let mut phases = shared.phases.borrow_mut();
+            let phase = shared.schedule.clock().phase_at(Instant::now()) as usize;
+            let p = &mut phases[phase];
+            p.conns.max_streams = p.conns.max_streams.max(conn.max_in_use());
+        }
+        failures = if answered.get() > 0 { 0 } else { failures + 1 };
+        if done {
+            return;
+        }
+    }
+}
+
+/// One stream slot of an HTTP/2 connection.
+async fn h2_stream_loop(
+    shared: Rc<Shared>,
+    conn: Rc<H2Conn>,
+    mut first: Option<(Permit, Instant)>,
+    answered: Rc<Cell<u64>>,
+) -> StreamEnd {
+    let config = shared.config.clone();
+    let req = config.request.clone();
+    let timer = tokio::time::sleep(Duration::ZERO);
+    tokio::pin!(timer);
+    loop {
+        let (permit, start) = match first.take() {
+            Some(p) => p,
+            None => {
+                if conn.is_dead() {
+                    return StreamEnd::ConnectionLost;
+                }
+                let Some(permit) = shared.schedule.next() else { return StreamEnd::Done };
+                (permit, shared.start_of(permit).await)
+            }
+        };
+        let phase = permit.phase;
+        let (limit, by_deadline) = shared.give_up_at(Instant::now());
+        timer.as_mut().reset(limit.into());
+        // Waiting for a free stream counts in the latency (from `start`), as the request waits.
+        let acquired = tokio::select! {
+            biased;
+            ok = conn.acquire() => Some(ok),
+            _ = &mut timer => None,
+        };
+        match acquired {
+            Some(true) => {}
+            Some(false) => {
+                // The connection died before this request could be sent.
+                shared.complete(phase, Outcome::GoAway, None);
+                return StreamEnd::ConnectionLost;
+            }
+            None => {
+                let outcome = if by_deadline { Outcome::InFlight } else { Outcome::Timeout };
+                shared.complete(phase, outcome, None);
+                continue;
+            }
+        }
+        let sent_at = Instant::now();
+        let result = tokio::select! {
+            biased;
+            r = conn.exchange(&req, config.verify) => Some(r),
+            _ = &mut timer => None,
+        };
+        conn.release();
+        let done = Instant::now();
+        match result {
+            Some(Ok(answer)) => {
+                shared.count_sent(phase, answer.bytes_read);
+                shared.complete(phase, answer.outcome, Some((done - start, done - sent_at)));
+                answered.set(answered.get() + 1);
+                if !config.keepalive {
+                    return StreamEnd::ConnectionLost;
+                }
+            }
+            Some(Err(f)) => {
+                shared.count_sent(phase, f.bytes_read);
+                shared.complete(phase, f.outcome, None);
+                if matches!(
+                    f.outcome,
+                    Outcome::GoAway | Outcome::Reset | Outcome::IoError | Outcome::Incomplete | Outcome::ProtocolError
+                ) || conn.is_dead()
+                {
+                    return StreamEnd::ConnectionLost;
+                }
+            }
+            None => {
+                // Dropping the response future resets the stream (RST_STREAM CANCEL); the
+                // connection itself stays usable.
+                shared.count_sent(phase, 0);
+                let outcome = if by_deadline { Outcome::InFlight } else { Outcome::Timeout };
+                shared.complete(phase, outcome, None);
+            }
+        }
+    }
+}
+
+/// The transport for this worker's connections. Each worker has its own TLS configuration and
+/// so its own session cache: nothing shared between threads.
+pub(crate) fn transport(config: &LoadConfig) -> Transport {
+    if !config.target.tls {
+        return Transport::Tcp;
+    }
+    let alpn: &[&[u8]] = match config.protocol {
+        Protocol::Http1 => &[b"http/1.1"],
+        Protocol::Http2 => &[b"h2"],
+    };
+    Transport::Tls(
+        crate::tls::client(&config.tls, &config.target.host, alpn)
+            .expect("the TLS configuration was validated by LoadConfig::try_new"),
+    )
 }
 
 /// This thread's (user, system) CPU seconds.

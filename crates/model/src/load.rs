@@ -83,6 +83,8 @@ pub struct ConnectionStats {
     pub tls_resumed_handshakes: u64,
     /// Time to establish a connection (TCP connect + TLS handshake).
     pub connect_time: Option<LatencySummary>,
+    /// TLS handshake time alone (full and resumed together).
+    pub tls_handshake_time: Option<LatencySummary>,
     /// HTTP/2: the most streams in use at once on one connection.
     pub max_streams_in_use: Option<u64>,
 }

@@ -23,9 +23,14 @@ pub fn render(r: &LoadReport) -> String {
         _ => "closed model".to_owned(),
     };
     let _ = writeln!(out, "{} {} {}", c.method, c.url, c.protocol);
+    let streams = if c.streams > 1 {
+        format!(" × {} streams", c.streams)
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
-        "  {model}, {} connections, {} threads, {stop}{}{}",
+        "  {model}, {} connections{streams}, {} threads, {stop}{}{}",
         c.connections,
         c.threads,
         if c.warmup_s > 0.0 {
@@ -139,6 +144,27 @@ fn phase(out: &mut String, m: &PhaseReport, model: Model) {
         );
     }
     out.push('\n');
+    if cs.tls_full_handshakes + cs.tls_resumed_handshakes > 0 {
+        let _ = write!(
+            out,
+            "TLS: {} full handshakes, {} resumed",
+            count(cs.tls_full_handshakes),
+            count(cs.tls_resumed_handshakes)
+        );
+        if let Some(h) = &cs.tls_handshake_time {
+            let _ = write!(
+                out,
+                ", handshake p50 {} p99 {} max {}",
+                duration_ms(h.at(50.0).unwrap_or(0.0)),
+                duration_ms(h.at(99.0).unwrap_or(0.0)),
+                duration_ms(h.max_ms)
+            );
+        }
+        out.push('\n');
+    }
+    if let Some(s) = cs.max_streams_in_use {
+        let _ = writeln!(out, "HTTP/2: at most {s} streams in use at once on a connection");
+    }
 }
 
 fn latency(out: &mut String, title: &str, l: &LatencySummary) {

@@ -1,8 +1,9 @@
 //! Macro benchmark of the echo backend's two threading designs under `wrk`.
 //!
-//! Runs the echo backend in this process, once as one multi-threaded tokio runtime with a single
-//! accept loop (what `echo::run_blocking` uses) and once as one current-thread runtime per
-//! thread accepting on the same socket, and drives each with
+//! Runs the echo backend in this process, once as `echo::serve` on one multi-threaded tokio
+//! runtime (work stealing, a single accept loop) and once as `echo::run_blocking` (thread per
+//! core: one current-thread runtime per thread, each accepting on the same socket), and drives
+//! each with
 //! `taskset -c 1 wrk -t1 -c100 -d5s` (GET, then a 1 KiB POST echo), alternating designs over
 //! several rounds so that drift on a shared machine hits both alike.
 //!
@@ -13,7 +14,8 @@
 //! ECHO_THREADS=2 cargo bench -p gatebench-services --bench echo_wrk            # 2 threads, unpinned
 //! ```
 //!
-//! Environment: `ECHO_THREADS` (default 1), `ECHO_ROUNDS` (default 3), `ECHO_SECS` (default 5).
+//! Environment: `ECHO_THREADS` (default 1), `ECHO_ROUNDS` (default 3), `ECHO_SECS` (default 5),
+//! `ECHO_CONNS` (wrk's `-c`, default 100).
 //!
 //! Last results (2-core shared VM, 2026-xx, release profile, requests/s, median of 3 rounds;
 //! see the crate report for the full table):
@@ -43,7 +45,10 @@ fn env_or(name: &str, default: u64) -> u64 {
 }
 
 /// Starts the backend on a thread; returns its port and a handle that stops it.
-fn start(design: Design, threads: usize) -> (u16, oneshot::Sender<()>, std::thread::JoinHandle<()>) {
+fn start(
+    design: Design,
+    threads: usize,
+) -> (u16, oneshot::Sender<()>, std::thread::JoinHandle<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("local addr").port();
     let (stop, stopped) = oneshot::channel::<()>();
@@ -56,37 +61,80 @@ fn start(design: Design, threads: usize) -> (u16, oneshot::Sender<()>, std::thre
     };
     let handle = std::thread::spawn(move || {
         let result = match design {
-            Design::MultiThread => echo::run_blocking(listener, config, shutdown),
-            Design::PerCore => echo::run_blocking_per_core(listener, config, shutdown),
+            // `serve` on a multi-threaded runtime is the work-stealing design.
+            Design::MultiThread => tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(threads)
+                .enable_all()
+                .build()
+                .expect("runtime")
+                .block_on(async {
+                    listener.set_nonblocking(true).expect("nonblocking");
+                    let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+                    echo::serve(listener, config, shutdown).await
+                }),
+            // `run_blocking` is thread per core.
+            Design::PerCore => echo::run_blocking(listener, config, shutdown),
         };
         result.expect("echo backend ran");
     });
     (port, stop, handle)
 }
 
-/// Runs wrk and returns its Requests/sec.
-fn wrk(port: u16, secs: u64, script: Option<&std::path::Path>) -> f64 {
+/// CPU time (user + system) this process has used so far, all threads, in seconds.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("read /proc/self/stat");
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    let rest = &stat[stat.rfind(')').expect("stat format") + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 =
+        fields[11].parse::<f64>().expect("utime") + fields[12].parse::<f64>().expect("stime");
+    // USER_HZ is 100 on every Linux configuration that matters here.
+    ticks / 100.0
+}
+
+/// One wrk run: requests per second and the server's CPU microseconds per request.
+struct Run {
+    rps: f64,
+    cpu_us_per_req: f64,
+}
+
+/// Runs wrk and measures this process's (the server's) CPU time while it runs.
+fn wrk(port: u16, conns: u64, secs: u64, script: Option<&std::path::Path>) -> Run {
+    let cpu_before = cpu_seconds();
     let mut cmd = Command::new("taskset");
-    cmd.args(["-c", "1", "wrk", "-t1", "-c100"])
+    cmd.args(["-c", "1", "wrk", "-t1"])
+        .arg(format!("-c{conns}"))
         .arg(format!("-d{secs}s"))
         .arg(format!("http://127.0.0.1:{port}/"));
     if let Some(script) = script {
         cmd.arg("-s").arg(script);
     }
     let out = cmd.output().expect("taskset and wrk are installed");
+    let cpu = cpu_seconds() - cpu_before;
     let text = String::from_utf8_lossy(&out.stdout);
+    let requests: Option<f64> = text
+        .lines()
+        .find(|l| l.contains(" requests in "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|v| v.parse().ok());
     let rps = text
         .lines()
         .find_map(|l| l.strip_prefix("Requests/sec:"))
         .and_then(|v| v.trim().parse().ok());
-    match rps {
-        Some(rps) => {
+    match (rps, requests) {
+        (Some(rps), Some(requests)) => {
             if text.contains("Non-2xx") || text.contains("Socket errors") {
                 eprintln!("wrk reported errors:\n{text}");
             }
-            rps
+            Run {
+                rps,
+                cpu_us_per_req: cpu * 1e6 / requests,
+            }
         }
-        None => panic!("unexpected wrk output:\n{text}\n{}", String::from_utf8_lossy(&out.stderr)),
+        _ => panic!(
+            "unexpected wrk output:\n{text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
     }
 }
 
@@ -107,6 +155,7 @@ fn main() {
     let threads = env_or("ECHO_THREADS", 1) as usize;
     let rounds = env_or("ECHO_ROUNDS", 3);
     let secs = env_or("ECHO_SECS", 5);
+    let conns = env_or("ECHO_CONNS", 100);
     let script = std::env::temp_dir().join(format!("echo-wrk-post-{}.lua", std::process::id()));
     std::fs::write(
         &script,
@@ -117,28 +166,37 @@ fn main() {
     )
     .expect("write the wrk script");
     let designs = [Design::MultiThread, Design::PerCore];
-    let mut results = vec![(Vec::new(), Vec::new()); designs.len()];
+    let mut results = vec![[Vec::new(), Vec::new(), Vec::new(), Vec::new()]; designs.len()];
     for round in 0..rounds {
         for (i, design) in designs.iter().enumerate() {
             let (port, stop, handle) = start(*design, threads);
             std::thread::sleep(Duration::from_millis(200));
-            let get = wrk(port, secs, None);
-            let post = wrk(port, secs, Some(&script));
+            let get = wrk(port, conns, secs, None);
+            let post = wrk(port, conns, secs, Some(&script));
             let _ = stop.send(());
             handle.join().expect("server thread");
-            println!("round {round} {design:?}: GET {get:.0} req/s, POST 1 KiB {post:.0} req/s");
-            results[i].0.push(get);
-            results[i].1.push(post);
+            println!(
+                "round {round} {design:?}: GET {:.0} req/s {:.1} CPU-us/req, POST 1 KiB {:.0} req/s {:.1} CPU-us/req",
+                get.rps, get.cpu_us_per_req, post.rps, post.cpu_us_per_req
+            );
+            results[i][0].push(get.rps);
+            results[i][1].push(get.cpu_us_per_req);
+            results[i][2].push(post.rps);
+            results[i][3].push(post.cpu_us_per_req);
         }
     }
     std::fs::remove_file(&script).ok();
-    println!("threads={threads}, median of {rounds} rounds of {secs}s, wrk -t1 -c100 on CPU 1:");
-    for (design, (get, post)) in designs.iter().zip(results) {
+    println!(
+        "threads={threads}, median of {rounds} rounds of {secs}s, wrk -t1 -c{conns} on CPU 1:"
+    );
+    for (design, [get, get_cpu, post, post_cpu]) in designs.iter().zip(results) {
         println!(
-            "  {:<12} GET {:>8.0} req/s   POST 1 KiB {:>8.0} req/s",
+            "  {:<12} GET {:>7.0} req/s {:>5.1} CPU-us/req   POST 1 KiB {:>7.0} req/s {:>5.1} CPU-us/req",
             format!("{design:?}"),
             median(get),
-            median(post)
+            median(get_cpu),
+            median(post),
+            median(post_cpu)
         );
     }
 }

@@ -122,7 +122,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             if let Some(pos) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
                 break pos;
             }
-            assert!(self.fill().await, "connection closed before a response head");
+            assert!(
+                self.fill().await,
+                "connection closed before a response head"
+            );
         };
         let text = String::from_utf8(self.buf[..head_end].to_vec()).unwrap();
         self.buf.drain(..head_end + 4);
@@ -364,7 +367,10 @@ mod http1 {
             .await;
         assert_eq!(answer.status, 200);
         assert_eq!(answer.body, b"ok");
-        assert!(started.elapsed() < Duration::from_secs(2), "no delay on /health");
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "no delay on /health"
+        );
         server.stop().await.unwrap();
     }
 }
@@ -382,7 +388,10 @@ mod delay {
             let answer = conn.request(&raw).await;
             let took = started.elapsed();
             assert_eq!(answer.status, 200);
-            assert!(took >= delay, "answered after {took:?}, before the {delay:?} delay");
+            assert!(
+                took >= delay,
+                "answered after {took:?}, before the {delay:?} delay"
+            );
             assert!(took < delay + Duration::from_secs(3), "took {took:?}");
         }
         server.stop().await.unwrap();
@@ -404,7 +413,10 @@ mod delay {
         }
         let took = started.elapsed();
         assert!(took >= delay);
-        assert!(took < Duration::from_secs(3), "20 delayed requests took {took:?}");
+        assert!(
+            took < Duration::from_secs(3),
+            "20 delayed requests took {took:?}"
+        );
         server.stop().await.unwrap();
     }
 }
@@ -444,8 +456,8 @@ mod limits {
     async fn chunked_body_over_the_limit_gets_413() {
         let server = Server::start(small_limit()).await;
         let mut conn = server.connect().await;
-        let mut raw = b"POST / HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n"
-            .to_vec();
+        let mut raw =
+            b"POST / HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
         for _ in 0..3 {
             raw.extend_from_slice(b"200\r\n");
             raw.extend_from_slice(&[b'b'; 0x200]);
@@ -479,9 +491,15 @@ mod shutdown {
         let answer = conn.answer(false).await;
         assert_eq!(answer.status, 200);
         assert_eq!(answer.body, b"finish me");
-        assert!(conn.closed().await, "the drained connection is closed after its answer");
+        assert!(
+            conn.closed().await,
+            "the drained connection is closed after its answer"
+        );
         server.stop().await.unwrap();
-        assert!(started.elapsed() < Duration::from_secs(4), "drain did not wait for its timeout");
+        assert!(
+            started.elapsed() < Duration::from_secs(4),
+            "drain did not wait for its timeout"
+        );
         assert!(
             TcpStream::connect(addr).await.is_err(),
             "no longer accepting after shutdown"
@@ -506,8 +524,8 @@ mod shutdown {
     }
 
     #[test]
-    fn run_blocking_serves_on_its_own_runtime_and_returns_on_shutdown() {
-        for per_core in [false, true] {
+    fn run_blocking_serves_on_its_own_threads_and_returns_on_shutdown() {
+        {
             let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             let addr = listener.local_addr().unwrap();
             let (stop, stopped) = oneshot::channel::<()>();
@@ -518,13 +536,7 @@ mod shutdown {
             let shutdown = async {
                 let _ = stopped.await;
             };
-            let server = std::thread::spawn(move || {
-                if per_core {
-                    echo::run_blocking_per_core(listener, config, shutdown)
-                } else {
-                    echo::run_blocking(listener, config, shutdown)
-                }
-            });
+            let server = std::thread::spawn(move || echo::run_blocking(listener, config, shutdown));
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -579,10 +591,8 @@ mod support_h2 {
     /// the config and the certificate's PEM for the client to trust.
     pub fn tls_config(http2: bool, tag: &str) -> (EchoConfig, String) {
         let cert = generate_self_signed().unwrap();
-        let dir = std::env::temp_dir().join(format!(
-            "gatebench-echo-test-{}-{tag}",
-            std::process::id()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("gatebench-echo-test-{}-{tag}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("cert.pem"), &cert.cert_pem).unwrap();
         std::fs::write(dir.join("key.pem"), &cert.key_pem).unwrap();
@@ -799,7 +809,9 @@ mod h2 {
     async fn h2c_by_prior_knowledge_and_http1_share_the_port() {
         let server = Server::start(h2c()).await;
         let mut h2 = H2::handshake(TcpStream::connect(server.addr).await.unwrap()).await;
-        let answer = h2.request("POST", b"{\"a\":1}", Some("application/json")).await;
+        let answer = h2
+            .request("POST", b"{\"a\":1}", Some("application/json"))
+            .await;
         assert_eq!(answer.version, http::Version::HTTP_2);
         assert_eq!(answer.status, 200);
         assert_eq!(answer.body, b"{\"a\":1}");
@@ -827,7 +839,10 @@ mod h2 {
             let took = started.elapsed();
             assert_eq!(answer.status, 200);
             assert!(took >= delay, "{method} answered after {took:?}");
-            assert!(took < delay + Duration::from_secs(3), "{method} took {took:?}");
+            assert!(
+                took < delay + Duration::from_secs(3),
+                "{method} took {took:?}"
+            );
         }
         server.stop().await.unwrap();
     }

@@ -29,6 +29,7 @@
 //! - `script`: what each [`Behavior`] does with one connection.
 //! - `request`: the minimal request framing (head, `Content-Length`, body).
 
+pub mod h2;
 mod request;
 mod script;
 mod server;

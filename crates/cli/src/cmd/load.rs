@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use gatebench_loadgen::{
-    Arrival, IntervalView, LoadConfig, LoadSpec, RequestBody, RunOptions, StopRule,
+    Arrival, IntervalView, LoadConfig, LoadSpec, Protocol, RequestBody, RunOptions, StopRule,
+    TlsOptions,
 };
 
 use crate::cli::LoadArgs;
@@ -114,6 +115,21 @@ fn spec(args: &LoadArgs) -> Result<LoadSpec> {
     s.connect_timeout = args.connect_timeout;
     s.keepalive = !args.no_keepalive;
     s.verify = args.verify;
+    let https = args.url.trim_start().to_ascii_lowercase().starts_with("https://");
+    if args.http2 && !https {
+        anyhow::bail!("--http2 negotiates HTTP/2 over TLS and needs an https:// URL; use --h2c for cleartext HTTP/2");
+    }
+    if args.h2c && https {
+        anyhow::bail!("--h2c is cleartext HTTP/2 and needs an http:// URL; use --http2 for HTTPS");
+    }
+    s.protocol = if args.http2 || args.h2c { Protocol::Http2 } else { Protocol::Http1 };
+    s.streams = args.streams;
+    s.tls = TlsOptions {
+        insecure: args.insecure,
+        cacert: args.cacert.clone(),
+        sni: args.sni.clone(),
+        no_resume: args.no_tls_resume,
+    };
     Ok(s)
 }
 
@@ -133,9 +149,17 @@ fn banner(c: &LoadConfig) -> String {
     } else {
         format!(" after {} warm-up", humantime::format_duration(c.warmup))
     };
+    let streams = if c.streams > 1 {
+        format!(" × {} streams", c.streams)
+    } else {
+        String::new()
+    };
     format!(
-        "Running {stop}{warm} @ {} ({model}, {} connections, {} threads)",
-        c.target.url, c.connections, c.threads
+        "Running {stop}{warm} @ {} ({model}, {}, {} connections{streams}, {} threads)",
+        c.target.url,
+        c.protocol.name(c.target.tls),
+        c.connections,
+        c.threads
     )
 }
 

@@ -6,4 +6,5 @@ mod support;
 mod accounting;
 mod errors;
 mod models;
+mod protocols;
 mod schema;

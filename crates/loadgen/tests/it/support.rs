@@ -1,6 +1,8 @@
 //! Shared helpers: an in-process echo backend and a quick way to run a load.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use gatebench_loadgen::{Arrival, LoadConfig, LoadSpec, RunOptions, RunOutput, StopRule};
@@ -15,14 +17,17 @@ pub struct Echo {
 
 impl Echo {
     pub fn start(delay: Duration) -> Echo {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let config = EchoConfig {
+        Echo::start_with(EchoConfig {
             delay,
             threads: 1,
             ..EchoConfig::default()
-        };
+        })
+    }
+
+    pub fn start_with(config: EchoConfig) -> Echo {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
             gatebench_services::echo::run_blocking(listener, config, async move {
                 let _ = rx.await;
@@ -39,6 +44,28 @@ impl Echo {
     pub fn url(&self) -> String {
         format!("http://{}/", self.addr)
     }
+
+    pub fn https_url(&self) -> String {
+        format!("https://{}/", self.addr)
+    }
+}
+
+/// A self-signed certificate for localhost written to a fresh temp directory:
+/// (directory, cert path, key path).
+pub fn self_signed_files() -> (PathBuf, PathBuf, PathBuf) {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let cert = gatebench_services::tls::generate_self_signed().unwrap();
+    let dir = std::env::temp_dir().join(format!(
+        "gatebench-it-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::SeqCst)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let c = dir.join("cert.pem");
+    let k = dir.join("key.pem");
+    std::fs::write(&c, cert.cert_pem).unwrap();
+    std::fs::write(&k, cert.key_pem).unwrap();
+    (dir, c, k)
 }
 
 impl Drop for Echo {
