@@ -19,6 +19,10 @@ pub enum Command {
     Load(LoadArgs),
     /// Run a built-in reference service.
     Serve(ServeArgs),
+    /// Run a benchmark suite (the built-in default, or a suite file) into a results directory.
+    Run(crate::cmd::run::RunArgs),
+    /// Re-render the summaries of a results directory.
+    Report(crate::cmd::report::ReportArgs),
 }
 
 /// `gatebench load URL`.
@@ -37,19 +41,19 @@ pub struct LoadArgs {
     #[arg(short = 'c', long, default_value_t = 10, value_name = "N")]
     pub connections: u32,
     /// Measurement duration (e.g. 30s, 2m). Default 10s unless -n is given.
-    #[arg(short = 'd', long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(short = 'd', long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub duration: Option<std::time::Duration>,
     /// Number of requests to send in the measurement (instead of, or with, a duration).
     #[arg(short = 'n', long, value_name = "N")]
     pub requests: Option<u64>,
     /// Target rate in requests/s: switches to the open model.
-    #[arg(short = 'R', long, value_name = "RPS")]
+    #[arg(short = 'R', long, value_name = "RPS", allow_negative_numbers = true)]
     pub rate: Option<f64>,
     /// Worker threads [default: the cores this process may use].
     #[arg(short = 't', long, value_name = "N")]
     pub threads: Option<u32>,
     /// Warm-up before the measurement; measured and reported apart.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub warmup: Option<std::time::Duration>,
     /// HTTP method.
     #[arg(short = 'm', long, default_value = "GET")]
@@ -70,10 +74,10 @@ pub struct LoadArgs {
     #[arg(long)]
     pub no_keepalive: bool,
     /// Per-request timeout.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration, allow_hyphen_values = true)]
     pub timeout: std::time::Duration,
     /// TCP connect timeout.
-    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration, allow_hyphen_values = true)]
     pub connect_timeout: std::time::Duration,
     /// Check every response: 2xx, and the body equals the request body (an echo).
     #[arg(long)]
@@ -126,7 +130,7 @@ pub struct ServeArgs {
     #[arg(short = 'p', long, default_value_t = 8688)]
     pub port: u16,
     /// Delay before every response (e.g. 20ms); never blocks a thread.
-    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration, allow_hyphen_values = true)]
     pub delay: std::time::Duration,
     /// Bytes answered to GET and other requests without a body.
     #[arg(long, value_name = "N", default_value_t = 13)]
@@ -165,6 +169,9 @@ pub enum Service {
 /// Parses a human duration (`10s`, `1m30s`, `250ms`); a bare number is seconds.
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     let s = s.trim();
+    if s.starts_with('-') {
+        return Err(format!("`{s}` is not a valid duration (it must not be negative)"));
+    }
     if let Ok(secs) = s.parse::<f64>() {
         if secs.is_finite() && secs >= 0.0 {
             return Ok(std::time::Duration::from_secs_f64(secs));

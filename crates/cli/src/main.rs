@@ -26,6 +26,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Load(args) => cmd::load::run(args),
         Command::Serve(args) => cmd::serve::run(args),
+        Command::Run(args) => cmd::run::run(args),
+        Command::Report(args) => cmd::report::run(args),
     };
     match result {
         Ok(code) => code,
@@ -57,13 +59,17 @@ fn argument_error(e: clap::Error) -> ExitCode {
             ExitCode::from(2)
         }
         _ => {
+            // clap's message, up to its usage section, folded onto one line.
             let rendered = e.render().to_string();
-            let first = rendered
+            let message: Vec<&str> = rendered
                 .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("invalid arguments")
-                .trim_start_matches("error: ");
-            eprintln!("gatebench: {first} (see --help)");
+                .take_while(|l| !l.starts_with("Usage:"))
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with("tip:"))
+                .collect();
+            let message = message.join(" ");
+            let message = message.trim_start_matches("error: ");
+            eprintln!("gatebench: {message} (see --help)");
             ExitCode::from(2)
         }
     }

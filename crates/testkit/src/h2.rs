@@ -203,7 +203,7 @@ async fn raw_goaway(mut sock: tokio::net::TcpStream, c: &Counters) -> std::io::R
                 // Let the client read it before the connection goes.
                 let mut rest = [0u8; 4096];
                 let _ = tokio::time::timeout(Duration::from_millis(200), async {
-                    while sock.read(&mut rest).await.map_or(false, |n| n > 0) {}
+                    while sock.read(&mut rest).await.is_ok_and(|n| n > 0) {}
                 })
                 .await;
                 return Ok(());

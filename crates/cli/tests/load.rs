@@ -1,0 +1,244 @@
+//! `gatebench load` and `gatebench serve echo` as a user runs them: the real binary, a real echo
+//! backend child process on a free loopback port, exit statuses, one-line errors, outputs.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_gatebench");
+
+/// `gatebench serve echo --port 0` as a child; killed (by PID) when dropped.
+struct EchoChild {
+    child: Child,
+    url: String,
+}
+
+impl EchoChild {
+    fn start(extra: &[&str]) -> EchoChild {
+        let mut child = Command::new(BIN)
+            .args(["serve", "echo", "--port", "0", "--threads", "1"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn gatebench serve echo");
+        let stdout = child.stdout.take().unwrap();
+        let mut url = String::new();
+        for line in BufReader::new(stdout).lines() {
+            let line = line.unwrap();
+            if let Some(i) = line.find("listening on ") {
+                url = line[i + "listening on ".len()..]
+                    .split_whitespace()
+                    .next()
+                    .unwrap()
+                    .to_owned();
+                break;
+            }
+        }
+        assert!(!url.is_empty(), "the echo backend printed its address");
+        EchoChild { child, url }
+    }
+}
+
+impl Drop for EchoChild {
+    fn drop(&mut self) {
+        // SIGTERM, as a user's Ctrl-C would: the backend drains and exits 0.
+        unsafe { libc_kill(self.child.id() as i32, 15) };
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "echo exited with {status} on SIGTERM");
+    }
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+fn gatebench(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("run gatebench")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn bad_arguments_exit_2_with_one_line_before_any_load() {
+    let body_missing = "/nonexistent/gatebench/body.bin";
+    for (args, want) in [
+        (vec!["load", "not a url"], "invalid URL"),
+        (vec!["load", "ftp://127.0.0.1/"], "unsupported scheme"),
+        (vec!["load", "http://127.0.0.1:1/", "-R", "0"], "--rate"),
+        (vec!["load", "http://127.0.0.1:1/", "-d", "-5s"], "-5s"),
+        (vec!["load", "http://127.0.0.1:1/", "-d", "soon"], "soon"),
+        (
+            vec!["load", "http://127.0.0.1:1/", "-c", "0"],
+            "--connections",
+        ),
+        (
+            vec!["load", "http://127.0.0.1:1/", "--body-file", body_missing],
+            "cannot read body file",
+        ),
+        (
+            vec!["load", "http://127.0.0.1:1/", "--payload-size", "5"],
+            "too small",
+        ),
+        (
+            vec!["load", "http://127.0.0.1:1/", "-H", "NoColon"],
+            "invalid header",
+        ),
+        (
+            vec!["load", "http://127.0.0.1:1/", "--http2"],
+            "needs an https:// URL",
+        ),
+        (
+            vec!["load", "http://127.0.0.1:1/", "--streams", "4"],
+            "--streams needs HTTP/2",
+        ),
+        (
+            vec![
+                "load",
+                "http://127.0.0.1:1/",
+                "--json",
+                "/nonexistent/dir/x.json",
+                "--no-probe",
+            ],
+            "cannot create --json file",
+        ),
+        (
+            vec![
+                "load",
+                "https://127.0.0.1:1/",
+                "--cacert",
+                "/nonexistent.pem",
+            ],
+            "--cacert",
+        ),
+        (vec!["load"], "URL"),
+    ] {
+        let o = gatebench(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: expected `{want}` in {err}");
+        assert_eq!(
+            err.trim_end().lines().count(),
+            1,
+            "{args:?}: one line, got {err}"
+        );
+        assert!(
+            o.stdout.is_empty(),
+            "{args:?}: nothing measured, nothing printed"
+        );
+    }
+}
+
+#[test]
+fn probe_refuses_a_wrong_target_with_exit_1() {
+    let echo = EchoChild::start(&[]);
+    // The echo answers GET with 13 bytes, not with the request body: verification fails.
+    let o = gatebench(&[
+        "load", &echo.url, "-c", "1", "-d", "1s", "--verify", "-m", "POST", "--body", "x", "-H",
+        "X: y",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "echoing POST passes: {}",
+        stderr(&o)
+    );
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    let o = gatebench(&["load", &format!("http://{dead}/"), "-d", "1s"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("connection refused") || stderr(&o).contains("connect refused"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn json_on_stdout_text_on_stderr_and_a_readable_hlog() {
+    let echo = EchoChild::start(&[]);
+    let dir = std::env::temp_dir().join(format!("gatebench-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let hlog = dir.join("latency.hlog");
+    let o = gatebench(&[
+        "load",
+        &echo.url,
+        "-c",
+        "2",
+        "-d",
+        "2s",
+        "-R",
+        "200",
+        "--json",
+        "-",
+        "--hlog",
+        hlog.to_str().unwrap(),
+        "-m",
+        "POST",
+        "--payload-size",
+        "50",
+        "--verify",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).expect("stdout is the JSON record");
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["config"]["model"], "open");
+    let ok = v["measurement"]["outcomes"]["ok"].as_u64().unwrap();
+    assert!((350..=410).contains(&ok), "200 req/s for 2 s: {ok}");
+    assert!(
+        stderr(&o).contains("Requests/sec"),
+        "the text report went to stderr"
+    );
+    // The interval log: standard header, one line per second, readable by HdrHistogram's reader.
+    let text = std::fs::read(&hlog).unwrap();
+    let s = String::from_utf8_lossy(&text);
+    assert!(s.contains("#[Histogram log format version 1.3]"), "{s}");
+    assert!(s.contains("\"StartTimestamp\",\"Interval_Length\""), "{s}");
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    let intervals = IntervalLogIterator::new(&text)
+        .filter_map(|e| match e.unwrap() {
+            LogEntry::Interval(i) if i.tag().is_none() => Some(i.duration()),
+            _ => None,
+        })
+        .count();
+    assert!(
+        (2..=3).contains(&intervals),
+        "{intervals} one-second intervals in a 2 s run"
+    );
+    assert!(
+        s.contains("Tag=uncorrected"),
+        "open model logs the uncorrected histogram too"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn serve_echo_over_tls_prints_its_certificate() {
+    let echo = EchoChild::start(&["--tls", "--http2"]);
+    assert!(echo.url.starts_with("https://"), "{}", echo.url);
+    let o = gatebench(&[
+        "load",
+        &echo.url,
+        "-k",
+        "--http2",
+        "--streams",
+        "4",
+        "-c",
+        "1",
+        "-d",
+        "1s",
+        "-q",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains(" h2\n"), "{out}");
+    assert!(out.contains("TLS: 1 full handshakes"), "{out}");
+}

@@ -1,0 +1,181 @@
+//! The `gatebench load --json` record against the committed JSON Schema
+//! (`schema/load-report.schema.json`, draft 2020-12): records of real closed- and open-model runs
+//! validate, and records a reader must refuse are rejected for the expected reason.
+//!
+//! This checks the record's shape, not its figures: whether the counts add up and the rates are
+//! right is for the accounting tests. The validator is `boon`; compiling the schema also checks it
+//! against the draft 2020-12 meta-schema.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use boon::{Compiler, ErrorKind, SchemaIndex, Schemas, ValidationError};
+use gatebench_loadgen::Arrival;
+use gatebench_model::Model;
+use serde_json::{json, Value};
+
+use crate::support;
+
+const SCHEMA_PATH: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../schema/load-report.schema.json"
+);
+
+/// The committed schema, compiled.
+struct Schema {
+    schemas: Schemas,
+    index: SchemaIndex,
+}
+
+impl Schema {
+    fn load() -> Schema {
+        let path = std::fs::canonicalize(SCHEMA_PATH)
+            .unwrap_or_else(|e| panic!("finding the schema at {SCHEMA_PATH}: {e}"));
+        let path = path.to_str().expect("the schema path is UTF-8");
+        let mut schemas = Schemas::new();
+        let index = Compiler::new()
+            .compile(path, &mut schemas)
+            .unwrap_or_else(|e| panic!("compiling {path}:\n{e:#}"));
+        Schema { schemas, index }
+    }
+
+    /// Panics with every violation (instance path, schema path, message) and the record.
+    fn assert_valid(&self, record: &Value) {
+        if let Err(e) = self.schemas.validate(record, self.index) {
+            panic!(
+                "the record does not match {SCHEMA_PATH}:\n{e:#}\n\nrecord:\n{}",
+                serde_json::to_string_pretty(record).expect("a Value encodes")
+            );
+        }
+    }
+
+    /// Asserts that `record` is rejected, and among the reasons is a violation at `at` (a JSON
+    /// pointer into the record) for which `expected` holds.
+    fn assert_rejected(&self, record: &Value, at: &str, expected: impl Fn(&ErrorKind) -> bool) {
+        let Err(e) = self.schemas.validate(record, self.index) else {
+            panic!("the schema accepted a record it must reject (expected a violation at `{at}`)");
+        };
+        let mut leaves = Vec::new();
+        collect_leaves(&e, &mut leaves);
+        assert!(
+            leaves
+                .iter()
+                .any(|l| l.instance_location.to_string() == at && expected(&l.kind)),
+            "rejected, but not for the expected reason at `{at}`:\n{e:#}"
+        );
+    }
+}
+
+/// The innermost violations: the ones that name the offending value.
+fn collect_leaves<'a, 's, 'v>(
+    e: &'a ValidationError<'s, 'v>,
+    out: &mut Vec<&'a ValidationError<'s, 'v>>,
+) {
+    if e.causes.is_empty() {
+        out.push(e);
+    }
+    for c in &e.causes {
+        collect_leaves(c, out);
+    }
+}
+
+/// The record of a real closed-model run (2 connections, 300 ms) against the in-process echo
+/// backend. Shared by the tests that mutate it, so the load runs once.
+fn closed_record() -> &'static Value {
+    static RECORD: OnceLock<Value> = OnceLock::new();
+    RECORD.get_or_init(|| {
+        let echo = support::Echo::start(Duration::ZERO);
+        let out = support::run(support::spec(&echo.url(), 2, Duration::from_millis(300)));
+        let r = &out.report;
+        assert_eq!(r.config.model, Model::Closed);
+        assert!(
+            r.measurement.requests > 0,
+            "the run must have done some work"
+        );
+        assert!(r.warmup.is_none());
+        assert!(r.measurement.latency_uncorrected.is_none());
+        assert!(r.self_check.send_lag.is_none());
+        serde_json::to_value(r).expect("the report encodes as JSON")
+    })
+}
+
+#[test]
+fn closed_model_record_matches_schema() {
+    Schema::load().assert_valid(closed_record());
+}
+
+#[test]
+fn open_model_record_with_warmup_matches_schema() {
+    let echo = support::Echo::start(Duration::ZERO);
+    let mut spec = support::spec(&echo.url(), 2, Duration::from_millis(300));
+    spec.arrival = Arrival::Open { rate: 200.0 };
+    spec.warmup = Duration::from_millis(200);
+    let out = support::run(spec);
+    let r = &out.report;
+    // The nullable fields the closed run leaves null are all set here.
+    assert_eq!(r.config.model, Model::Open);
+    assert_eq!(r.config.rate, Some(200.0));
+    let warmup = r.warmup.as_ref().expect("a warm-up phase");
+    assert!(warmup.requests > 0 && r.measurement.requests > 0);
+    assert!(warmup.latency_uncorrected.is_some());
+    assert!(r.measurement.latency_uncorrected.is_some());
+    assert_eq!(r.measurement.target_rps, Some(200.0));
+    assert!(r.self_check.send_lag.is_some());
+    assert!(r.self_check.schedule_kept_percent.is_some());
+    let record = serde_json::to_value(r).expect("the report encodes as JSON");
+    Schema::load().assert_valid(&record);
+}
+
+#[test]
+fn schema_rejects_unknown_fields() {
+    let schema = Schema::load();
+    let is_extra = |name: &'static str| move |k: &ErrorKind| matches!(k, ErrorKind::AdditionalProperties { got } if got == &[name]);
+
+    let mut top = closed_record().clone();
+    top["git_sha"] = json!("0123abc");
+    schema.assert_rejected(&top, "", is_extra("git_sha"));
+
+    // Nested objects are closed too: a misspelt or invented figure is not silently accepted.
+    let mut nested = closed_record().clone();
+    nested["measurement"]["latency"]["p99_ms"] = json!(1.5);
+    schema.assert_rejected(&nested, "/measurement/latency", is_extra("p99_ms"));
+}
+
+#[test]
+fn schema_rejects_a_missing_outcome_class() {
+    let mut record = closed_record().clone();
+    let outcomes = record["measurement"]["outcomes"]
+        .as_object_mut()
+        .expect("outcomes is an object");
+    assert_eq!(
+        outcomes.len(),
+        20,
+        "every class is present in a real record"
+    );
+    outcomes.remove("goaway").expect("`goaway` is a class");
+    Schema::load().assert_rejected(
+        &record,
+        "/measurement/outcomes",
+        |k| matches!(k, ErrorKind::Required { want } if want == &["goaway"]),
+    );
+}
+
+#[test]
+fn schema_rejects_another_schema_version() {
+    let mut record = closed_record().clone();
+    record["schema_version"] = json!(2);
+    Schema::load().assert_rejected(
+        &record,
+        "/schema_version",
+        |k| matches!(k, ErrorKind::Const { want } if **want == json!(1)),
+    );
+}
+
+#[test]
+fn schema_rejects_open_model_figures_in_a_closed_record() {
+    let mut record = closed_record().clone();
+    record["measurement"]["latency_uncorrected"] = record["measurement"]["latency"].clone();
+    Schema::load().assert_rejected(&record, "/measurement/latency_uncorrected", |k| {
+        matches!(k, ErrorKind::Type { .. })
+    });
+}
