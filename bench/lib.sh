@@ -1,0 +1,504 @@
+# shellcheck shell=bash
+# Shared helpers for the macro-benchmark scripts under bench/.
+#
+# Source it from a script that has `set -euo pipefail`:
+#
+#   here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+#   # shellcheck source=bench/lib.sh
+#   source "$here/lib.sh"
+#   gb_init            # cd to the repo root, make a temp dir, trap EXIT for cleanup
+#
+# Conventions: every function is prefixed `gb_`; messages go to stderr; everything a
+# script starts is registered with gb_track_pid and stopped by PID on exit (never by name).
+# See bench/README.md for the method these helpers implement.
+
+# ---------------------------------------------------------------------------
+# Logging, errors, repo root, temp dir, cleanup
+# ---------------------------------------------------------------------------
+
+gb_log() { printf '[bench %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+gb_die() {
+  gb_log "error: $*"
+  exit 1
+}
+
+# Absolute path of the repository root (the parent of bench/).
+GB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+GB_TMP=""
+GB_PIDS=()
+
+# cd to the repo root, create $GB_TMP and install the cleanup trap.
+gb_init() {
+  cd "$GB_ROOT" || exit 1
+  GB_TMP=$(mktemp -d "${TMPDIR:-/tmp}/gatebench-bench.XXXXXX")
+  # /usr/bin/time and the generators must be able to write here even if the
+  # server's workers drop privileges; the server itself only reads its config.
+  chmod 755 "$GB_TMP"
+  trap gb_cleanup EXIT
+  gb_apply_nice
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+}
+
+# Register a PID to be stopped on exit (SIGTERM, then SIGKILL after 5 s).
+gb_track_pid() { GB_PIDS+=("$1"); }
+
+gb_pid_alive() { [[ -n "${1:-}" ]] && kill -0 "$1" 2>/dev/null; }
+
+# Stop one PID: SIGTERM, wait up to 5 s, then SIGKILL.
+gb_stop_pid() {
+  local pid=$1 i
+  gb_pid_alive "$pid" || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 50; i++)); do
+    gb_pid_alive "$pid" || break
+    sleep 0.1
+  done
+  if gb_pid_alive "$pid"; then
+    gb_log "pid $pid did not stop on SIGTERM; sending SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
+}
+
+gb_cleanup() {
+  local rc=$? i
+  trap - EXIT INT TERM
+  for ((i = ${#GB_PIDS[@]} - 1; i >= 0; i--)); do
+    gb_stop_pid "${GB_PIDS[i]}"
+  done
+  if [[ -n $GB_AUTOGROUP_NICE0 ]]; then
+    echo "$GB_AUTOGROUP_NICE0" >/proc/self/autogroup 2>/dev/null || true
+  fi
+  if [[ -n "$GB_TMP" && -d "$GB_TMP" ]]; then
+    if [[ $rc -ne 0 && -n "${KEEP_TMP:-}" ]]; then
+      gb_log "keeping $GB_TMP (KEEP_TMP set)"
+    else
+      rm -rf "$GB_TMP"
+    fi
+  fi
+  exit "$rc"
+}
+
+# ---------------------------------------------------------------------------
+# Installing what a script needs (Debian packages, crates.io binaries)
+# ---------------------------------------------------------------------------
+
+GB_APT_UPDATED=0
+
+# gb_apt_install PKG... — `apt-get update` once per script, then install.
+gb_apt_install() {
+  command -v apt-get >/dev/null || gb_die "apt-get not found; install $* by hand"
+  local log="${GB_TMP:-${TMPDIR:-/tmp}}/apt.log"
+  if [[ $GB_APT_UPDATED -eq 0 ]]; then
+    gb_log "apt-get update"
+    apt-get update -qq >>"$log" 2>&1 || { tail -n 20 "$log" >&2; gb_die "apt-get update failed"; }
+    GB_APT_UPDATED=1
+  fi
+  gb_log "apt-get install $*"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" \
+    >>"$log" 2>&1 || { tail -n 20 "$log" >&2; gb_die "apt-get install $* failed"; }
+}
+
+# gb_need_cmd CMD [DEBIAN_PACKAGE] — install the package if CMD is not on PATH.
+gb_need_cmd() {
+  local cmd=$1 pkg=${2:-$1}
+  command -v "$cmd" >/dev/null && return 0
+  gb_apt_install "$pkg"
+  command -v "$cmd" >/dev/null || gb_die "$cmd still missing after installing $pkg"
+}
+
+# gb_need_cargo_bin CMD [CRATE] — `cargo install CRATE --locked` if CMD is missing
+# (into cargo's default bin dir, which is added to PATH).
+gb_need_cargo_bin() {
+  local cmd=$1 crate=${2:-$1} bindir="${CARGO_HOME:-$HOME/.cargo}/bin"
+  case ":$PATH:" in *":$bindir:"*) ;; *) PATH="$bindir:$PATH" ;; esac
+  command -v "$cmd" >/dev/null && return 0
+  command -v cargo >/dev/null || gb_die "$cmd missing and cargo not found"
+  gb_log "cargo install $crate --locked (a few minutes)"
+  cargo install "$crate" --locked >&2
+  command -v "$cmd" >/dev/null || gb_die "$cmd still missing after cargo install $crate"
+}
+
+# /usr/bin/time (GNU time, for -f "%e %U %S"); the bash keyword `time` is not enough.
+gb_need_gnu_time() {
+  [[ -x /usr/bin/time ]] || gb_apt_install time
+  [[ -x /usr/bin/time ]] || gb_die "/usr/bin/time still missing"
+}
+
+# The two cores this method uses: server on one, generator on the other.
+gb_need_two_cores() {
+  gb_need_cmd taskset util-linux
+  local n
+  n=$(nproc)
+  [[ $n -ge 2 ]] || gb_die "need at least 2 cores for pinning, have $n"
+}
+
+# gatebench binary: $GATEBENCH (default target/release/gatebench, relative to the repo
+# root); built with `cargo build --release -p gatebench` if missing. Sets GATEBENCH.
+gb_need_gatebench() {
+  GATEBENCH=${GATEBENCH:-target/release/gatebench}
+  [[ $GATEBENCH == /* ]] || GATEBENCH="$GB_ROOT/$GATEBENCH"
+  if [[ ! -x $GATEBENCH ]]; then
+    gb_log "$GATEBENCH missing; cargo build --release -p gatebench"
+    (cd "$GB_ROOT" && cargo build --release -p gatebench >&2)
+  fi
+  [[ -x $GATEBENCH ]] || gb_die "gatebench binary not found at $GATEBENCH"
+}
+
+# ---------------------------------------------------------------------------
+# Durations, ports, HTTP on loopback
+# ---------------------------------------------------------------------------
+
+# gb_duration_secs 10s|10|2m — prints whole seconds; dies on anything else.
+gb_duration_secs() {
+  local d=$1
+  if [[ $d =~ ^([0-9]+)s?$ ]]; then
+    echo "${BASH_REMATCH[1]}"
+  elif [[ $d =~ ^([0-9]+)m$ ]]; then
+    echo $((BASH_REMATCH[1] * 60))
+  else
+    gb_die "duration '$d': use N, Ns or Nm"
+  fi
+}
+
+# A free TCP port on 127.0.0.1 (the kernel picks it; tiny race until the server binds).
+gb_free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'
+}
+
+# gb_http_get PORT PATH — body of an HTTP/1.0 GET to 127.0.0.1:PORT (bash /dev/tcp, no
+# curl needed). Prints the body only; fails if the connection cannot be made.
+gb_http_get() {
+  local port=$1 path=$2 line in_body=0 fd
+  exec {fd}<>"/dev/tcp/127.0.0.1/$port" || return 1
+  printf 'GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' "$path" >&"$fd"
+  while IFS= read -r line || [[ -n $line ]]; do
+    line=${line%$'\r'}
+    if [[ $in_body -eq 1 ]]; then
+      printf '%s\n' "$line"
+    elif [[ -z $line ]]; then
+      in_body=1
+    fi
+  done <&"$fd"
+  exec {fd}>&-
+}
+
+# gb_wait_port PORT [SECONDS] — wait until something accepts on 127.0.0.1:PORT.
+gb_wait_port() {
+  local port=$1 secs=${2:-10} i
+  for ((i = 0; i < secs * 10; i++)); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  gb_die "nothing listening on 127.0.0.1:$port after ${secs}s"
+}
+
+# ---------------------------------------------------------------------------
+# Process accounting
+# ---------------------------------------------------------------------------
+
+GB_CLK_TCK=$(getconf CLK_TCK)
+
+# gb_proc_cpu_secs PID — user+system CPU seconds the process has used so far
+# (fields 14 and 15 of /proc/PID/stat, after the parenthesised comm).
+gb_proc_cpu_secs() {
+  local stat rest
+  stat=$(<"/proc/$1/stat")
+  rest=${stat##*) }
+  # rest starts at field 3 (state); utime is field 14, stime field 15.
+  awk -v tck="$GB_CLK_TCK" '{ printf "%.2f\n", ($12 + $13) / tck }' <<<"$rest"
+}
+
+# gb_core_jiffies CORE — "busy total softirq" jiffies of one core from /proc/stat (busy =
+# user nice system irq softirq steal; total adds idle and iowait; softirq = irq softirq).
+# Busy includes the softirq time of loopback TCP, which no process is charged for, and
+# whatever else ran on the core.
+gb_core_jiffies() {
+  awk -v c="cpu$1" '$1 == c {
+    busy = $2 + $3 + $4 + $7 + $8 + $9
+    print busy, busy + $5 + $6, $7 + $8
+  }' /proc/stat
+}
+
+# gb_core_busy SNAP0 SNAP1 — fraction of the interval the core was busy, from two
+# gb_core_jiffies snapshots.
+gb_core_busy() {
+  awk -v a="$1" -v b="$2" 'BEGIN {
+    split(a, x, " "); split(b, y, " ")
+    dt = y[2] - x[2]
+    if (dt > 0) printf "%.3f\n", (y[1] - x[1]) / dt; else print "NA"
+  }'
+}
+
+# gb_core_softirq SNAP0 SNAP1 — fraction of the interval spent in irq + softirq.
+gb_core_softirq() {
+  awk -v a="$1" -v b="$2" 'BEGIN {
+    split(a, x, " "); split(b, y, " ")
+    dt = y[2] - x[2]
+    if (dt > 0) printf "%.3f\n", (y[3] - x[3]) / dt; else print "NA"
+  }'
+}
+
+# gb_warn_if_busy CORE... — sample the cores for 1 s and warn if any was more than 10 %
+# busy before the benchmark starts (someone else's build skews absolute numbers; ratios
+# of interleaved runs suffer less). The per-run core-busy columns show it run by run.
+gb_warn_if_busy() {
+  local c snap=() busy
+  for c in "$@"; do snap+=("$(gb_core_jiffies "$c")"); done
+  sleep 1
+  local i=0
+  for c in "$@"; do
+    busy=$(gb_core_busy "${snap[i]}" "$(gb_core_jiffies "$c")")
+    if awk -v b="$busy" 'BEGIN { exit !(b != "NA" && b > 0.10) }'; then
+      gb_log "warning: core $c was $(awk -v b="$busy" 'BEGIN { printf "%.0f", b * 100 }') % busy before the benchmark; other load will skew the numbers"
+    fi
+    i=$((i + 1))
+  done
+}
+
+# gb_children PID — direct children of PID, one per line.
+gb_children() {
+  local f="/proc/$1/task/$1/children"
+  if [[ -r $f ]]; then
+    tr ' ' '\n' <"$f" | sed '/^$/d'
+  else
+    ps -o pid= --ppid "$1" | tr -d ' '
+  fi
+}
+
+# gb_now — wall-clock seconds with nanoseconds, for elapsed times.
+gb_now() { date +%s.%N; }
+
+# Niceness for everything measured (server and generators): NICE in the environment, 0 by
+# default. As root, a negative value (e.g. NICE=-10) lets a benchmark win the cores from
+# other builds on a shared machine.
+GB_NICE=${NICE:-0}
+[[ $GB_NICE =~ ^-?[0-9]+$ ]] || { echo "NICE must be an integer" >&2; exit 1; }
+
+GB_AUTOGROUP_NICE0=""
+
+# With the kernel's autogroup scheduling on (kernel.sched_autogroup_enabled = 1), nice only
+# ranks processes within one session, and every session (each other engineer's shell) gets
+# an equal share. So a non-zero NICE is also set on this session's autogroup, and put
+# back on exit. Called by gb_init.
+gb_apply_nice() {
+  [[ $GB_NICE -ne 0 ]] || return 0
+  local ag=/proc/self/autogroup cur
+  [[ -r $ag && "$(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null)" == 1 ]] || return 0
+  cur=$(awk '{ print $NF }' "$ag")
+  if echo "$GB_NICE" >"$ag" 2>/dev/null; then
+    GB_AUTOGROUP_NICE0=$cur
+    gb_log "NICE=$GB_NICE: this session's autogroup nice $cur -> $GB_NICE (restored on exit)"
+  else
+    gb_log "warning: cannot set the autogroup nice; NICE=$GB_NICE only ranks this session's processes"
+  fi
+}
+
+# gb_timed OUT CORE TIMEOUT_S CMD... — run CMD pinned to CORE under GNU time and a hard
+# timeout. Writes "elapsed user sys" (seconds) to OUT; returns CMD's exit status.
+gb_timed() {
+  local out=$1 core=$2 tmo=$3
+  shift 3
+  timeout -k 5 "$tmo" nice -n "$GB_NICE" taskset -c "$core" \
+    /usr/bin/time -f '%e %U %S' -o "$out" "$@"
+}
+
+# ---------------------------------------------------------------------------
+# nginx as the server under test (or the origin)
+# ---------------------------------------------------------------------------
+
+# Debian's nginx package starts a system nginx on port 80 when installed. Stop it by the
+# PID in /run/nginx.pid (checked to be an nginx process), never by name.
+gb_stop_system_nginx() {
+  local pidfile=/run/nginx.pid pid comm
+  [[ -r $pidfile ]] || return 0
+  pid=$(tr -d ' \n' <"$pidfile")
+  [[ $pid =~ ^[0-9]+$ ]] || return 0
+  gb_pid_alive "$pid" || return 0
+  comm=$(cat "/proc/$pid/comm" 2>/dev/null || true)
+  [[ $comm == nginx ]] || return 0
+  gb_log "stopping the system nginx (pid $pid from $pidfile)"
+  kill -QUIT "$pid" 2>/dev/null || true
+  local i
+  for ((i = 0; i < 50; i++)); do
+    gb_pid_alive "$pid" || return 0
+    sleep 0.1
+  done
+  kill -TERM "$pid" 2>/dev/null || true
+}
+
+# Install nginx if missing (then stop the system nginx it starts). Sets GB_NGINX.
+gb_need_nginx() {
+  GB_NGINX=$(command -v nginx || true)
+  [[ -n $GB_NGINX ]] || { [[ -x /usr/sbin/nginx ]] && GB_NGINX=/usr/sbin/nginx; } || true
+  if [[ -z $GB_NGINX ]]; then
+    gb_apt_install nginx
+    GB_NGINX=/usr/sbin/nginx
+    [[ -x $GB_NGINX ]] || gb_die "nginx missing after apt-get install nginx"
+  fi
+  gb_stop_system_nginx
+}
+
+# gb_nginx_hello_conf DIR PORT [WORKERS] — write DIR/nginx.conf: 127.0.0.1:PORT, a fixed
+# 13-byte "Hello, world!" on every path, keep-alive that outlives any run, no access log,
+# and stub_status on /nginx_status. Extra server-level directives can be appended
+# later via DIR/extra.conf (included, empty by default).
+gb_nginx_hello_conf() {
+  local dir=$1 port=$2 workers=${3:-1}
+  mkdir -p "$dir/temp"
+  : >"$dir/extra.conf"
+  cat >"$dir/nginx.conf" <<EOF
+# Written by bench/lib.sh (gb_nginx_hello_conf).
+daemon off;
+worker_processes $workers;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events {
+    worker_connections 20000;
+}
+http {
+    access_log off;
+    server_tokens off;
+    default_type text/plain;
+    keepalive_timeout 75s;
+    keepalive_requests 1000000;
+    client_body_temp_path $dir/temp/body;
+    proxy_temp_path $dir/temp/proxy;
+    fastcgi_temp_path $dir/temp/fastcgi;
+    uwsgi_temp_path $dir/temp/uwsgi;
+    scgi_temp_path $dir/temp/scgi;
+    server {
+        listen 127.0.0.1:$port;
+        location = /nginx_status {
+            stub_status;
+        }
+        location / {
+            return 200 "Hello, world!";
+        }
+        include $dir/extra.conf;
+    }
+}
+EOF
+}
+
+# gb_nginx_start DIR CORE PORT — start nginx (foreground master, tracked by PID) with
+# DIR/nginx.conf pinned to CORE; wait for PORT. Sets GB_NGINX_PID (master) and
+# GB_NGINX_WORKERS (array of worker PIDs).
+gb_nginx_start() {
+  local dir=$1 core=$2 port=$3 i
+  "$GB_NGINX" -t -q -p "$dir" -e "$dir/error.log" -c "$dir/nginx.conf" \
+    || gb_die "nginx -t failed for $dir/nginx.conf"
+  nice -n "$GB_NICE" taskset -c "$core" "$GB_NGINX" -p "$dir" -e "$dir/error.log" -c "$dir/nginx.conf" \
+    </dev/null >"$dir/stdout.log" 2>&1 &
+  GB_NGINX_PID=$!
+  gb_track_pid "$GB_NGINX_PID"
+  gb_wait_port "$port" 10
+  GB_NGINX_WORKERS=()
+  for ((i = 0; i < 50; i++)); do
+    mapfile -t GB_NGINX_WORKERS < <(gb_children "$GB_NGINX_PID")
+    [[ ${#GB_NGINX_WORKERS[@]} -gt 0 ]] && break
+    sleep 0.1
+  done
+  [[ ${#GB_NGINX_WORKERS[@]} -gt 0 ]] || gb_die "nginx (pid $GB_NGINX_PID) has no workers"
+  gb_log "nginx pid $GB_NGINX_PID, workers ${GB_NGINX_WORKERS[*]}, core $core, port $port"
+}
+
+# gb_nginx_requests PORT — nginx's count of requests served so far (stub_status), minus
+# the status request itself, so before/after differences count only the load.
+gb_nginx_requests() {
+  local body n
+  body=$(gb_http_get "$1" /nginx_status) || gb_die "stub_status on port $1 unreachable"
+  # Third line: " accepts handled requests" as three numbers.
+  n=$(awk 'NR == 3 { print $3 }' <<<"$body")
+  [[ $n =~ ^[0-9]+$ ]] || gb_die "cannot parse stub_status: $body"
+  echo $((n - 1))
+}
+
+# gb_nginx_workers_cpu — summed CPU seconds of the nginx workers (GB_NGINX_WORKERS).
+gb_nginx_workers_cpu() {
+  local pid total=0 s
+  for pid in "${GB_NGINX_WORKERS[@]}"; do
+    s=$(gb_proc_cpu_secs "$pid")
+    total=$(awk -v a="$total" -v b="$s" 'BEGIN { printf "%.2f", a + b }')
+  done
+  echo "$total"
+}
+
+# ---------------------------------------------------------------------------
+# Results: files, medians, the summary table
+# ---------------------------------------------------------------------------
+
+# gb_results_file NAME — bench/results/NAME-<date>.tsv (directory created).
+gb_results_file() {
+  mkdir -p "$GB_ROOT/bench/results"
+  echo "$GB_ROOT/bench/results/$1-$(date +%Y-%m-%dT%H%M%S).tsv"
+}
+
+# gb_median NUMBER... — median of the arguments (empty or "NA" ones ignored).
+gb_median() {
+  printf '%s\n' "$@" | python3 -c '
+import statistics, sys
+xs = [float(x) for x in sys.stdin.read().split() if x not in ("", "NA")]
+print(f"{statistics.median(xs):.6g}" if xs else "NA")'
+}
+
+# gb_summarize TSV [BASELINE] — Markdown table of medians per tool from a per-run TSV
+# with the columns the bench scripts write (tool, ok, stub_rps, tool_rps, gen_cpu_per_100k,
+# gen_util, server_util, server_core_busy, gen_core_busy, server_core_other,
+# gen_core_other; missing ones show as n/a), and each tool's ratios to BASELINE's medians
+# (default wrk). Runs with ok != 1 are left out. "core busy with the benchmark" is
+# core busy − other load: the measured process plus the (soft)irq time its traffic causes.
+gb_summarize() {
+  python3 - "$1" "${2:-wrk}" <<'PY'
+import csv, statistics, sys
+
+path, base = sys.argv[1], sys.argv[2]
+with open(path) as f:
+    rows = list(csv.DictReader(f, delimiter="\t"))
+tools = list(dict.fromkeys(r["tool"] for r in rows))
+
+def med(tool, col):
+    xs = [float(r[col]) for r in rows
+          if r["tool"] == tool and r.get("ok") == "1" and r.get(col) not in (None, "", "NA")]
+    return statistics.median(xs) if xs else None
+
+def fmt(x, spec):
+    return "n/a" if x is None else format(x, spec)
+
+def ratio(a, b):
+    return None if a is None or not b else a / b
+
+# The benchmark's own share of a core: busy minus other processes' load.
+for r in rows:
+    for side in ("server", "gen"):
+        busy, other = r.get(f"{side}_core_busy"), r.get(f"{side}_core_other")
+        ok = busy not in (None, "", "NA") and other not in (None, "", "NA")
+        r[f"{side}_core_own"] = f"{float(busy) - float(other):.3f}" if ok else "NA"
+
+cols = ["stub_rps", "tool_rps", "gen_cpu_per_100k", "gen_util", "server_util",
+        "server_core_own", "gen_core_own", "server_core_other", "gen_core_other"]
+stats = {}
+for t in tools:
+    mine = [r for r in rows if r["tool"] == t]
+    stats[t] = {c: med(t, c) for c in cols}
+    stats[t]["runs"] = f"{sum(r.get('ok') == '1' for r in mine)}/{len(mine)}"
+
+b = stats.get(base, {})
+print("| tool | runs ok | req/s (server-counted) | req/s (tool-reported) "
+      f"| generator CPU-s per 100k req | req/s ÷ {base} | CPU per req ÷ {base} "
+      "| process CPU: nginx / generator | core busy with the benchmark: server / generator "
+      "| other load: server / generator |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+for t in tools:
+    s = stats[t]
+    pair = lambda a, c: f"{fmt(s[a], '.2f')} / {fmt(s[c], '.2f')}"
+    print(f"| {t} | {s['runs']} | {fmt(s['stub_rps'], ',.0f')} | {fmt(s['tool_rps'], ',.0f')} "
+          f"| {fmt(s['gen_cpu_per_100k'], '.3f')} "
+          f"| {fmt(ratio(s['stub_rps'], b.get('stub_rps')), '.3f')} "
+          f"| {fmt(ratio(s['gen_cpu_per_100k'], b.get('gen_cpu_per_100k')), '.3f')} "
+          f"| {pair('server_util', 'gen_util')} "
+          f"| {pair('server_core_own', 'gen_core_own')} "
+          f"| {pair('server_core_other', 'gen_core_other')} |")
+PY
+}

@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# gatebench's load generator against wrk and oha: HTTP/1.1 keep-alive, 100 connections,
+# one generator thread, a one-core nginx returning a fixed 13-byte body.
+#
+#   bench/loadgen-vs-peers.sh                      # gatebench, wrk, oha; 5 runs × 10 s each
+#   RUNS=3 DURATION=5s bench/loadgen-vs-peers.sh
+#   TOOLS="wrk oha" bench/loadgen-vs-peers.sh      # leave a tool out
+#
+# Environment: RUNS (5), DURATION (10s), WARMUP (2s, one unrecorded run per tool first; 0: none),
+# CONNS (100), TOOLS ("gatebench wrk oha"), BASELINE (wrk, the tool ratios are taken to),
+# SERVER_CORE (0), GEN_CORE (1), GATEBENCH (target/release/gatebench, built if missing),
+# NICE (0; e.g. -10 as root gives server and generators priority over other builds).
+#
+# nginx runs pinned to SERVER_CORE, every generator to GEN_CORE; runs are interleaved
+# (A B C A B C …). Requests/s are counted by nginx's stub_status as well as taken from
+# each tool's own report; generator CPU comes from /usr/bin/time, nginx's from /proc.
+# Raw per-run data: bench/results/loadgen-vs-peers-<date>.tsv; Markdown on stdout.
+# See bench/README.md for the method.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
+
+RUNS=${RUNS:-5}
+DURATION=${DURATION:-10s}
+WARMUP=${WARMUP:-2s}
+CONNS=${CONNS:-100}
+TOOLS=${TOOLS:-gatebench wrk oha}
+BASELINE=${BASELINE:-wrk}
+SERVER_CORE=${SERVER_CORE:-0}
+GEN_CORE=${GEN_CORE:-1}
+
+[[ $RUNS =~ ^[1-9][0-9]*$ ]] || gb_die "RUNS must be a positive integer, got '$RUNS'"
+[[ $CONNS =~ ^[1-9][0-9]*$ ]] || gb_die "CONNS must be a positive integer, got '$CONNS'"
+dur_s=$(gb_duration_secs "$DURATION")
+warm_s=$(gb_duration_secs "$WARMUP")
+[[ $dur_s -ge 1 ]] || gb_die "DURATION must be at least 1s"
+read -r -a tools <<<"$TOOLS"
+[[ ${#tools[@]} -ge 1 ]] || gb_die "TOOLS is empty"
+for t in "${tools[@]}"; do
+  case $t in gatebench | wrk | oha) ;; *) gb_die "unknown tool '$t' (gatebench, wrk, oha)" ;; esac
+done
+
+gb_init
+
+# --- what we need ------------------------------------------------------------------------
+gb_need_two_cores
+gb_need_gnu_time
+gb_need_cmd python3 python3
+gb_need_cmd timeout coreutils
+gb_need_nginx
+for t in "${tools[@]}"; do
+  case $t in
+    wrk) gb_need_cmd wrk wrk ;;
+    oha) gb_need_cargo_bin oha oha ;;
+    gatebench) gb_need_gatebench ;;
+  esac
+done
+
+tool_version() {
+  case $1 in
+    wrk) wrk -v 2>&1 | head -n1 | awk '{ print $1, $2 }' ;;
+    oha) oha --version 2>&1 | head -n1 ;;
+    gatebench) "$GATEBENCH" --version 2>&1 | head -n1 ;;
+  esac
+}
+
+# --- the server ----------------------------------------------------------------------------
+port=$(gb_free_port)
+srv="$GB_TMP/nginx"
+gb_nginx_hello_conf "$srv" "$port" 1
+gb_nginx_start "$srv" "$SERVER_CORE" "$port"
+url="http://127.0.0.1:$port/"
+body=$(gb_http_get "$port" /)
+[[ $body == "Hello, world!" ]] || gb_die "unexpected body from nginx: '$body'"
+
+# --- one run of one tool ---------------------------------------------------------------------
+# run_tool TOOL SECONDS OUT_PREFIX — runs the generator pinned to GEN_CORE under
+# /usr/bin/time; sets rc, tool_rps and tool_ok (responses the tool counted as 200).
+run_tool() {
+  local tool=$1 secs=$2 out=$3 tmo=$(($2 + 30))
+  rc=0
+  case $tool in
+    wrk)
+      gb_timed "$out.time" "$GEN_CORE" "$tmo" \
+        wrk -t1 -c"$CONNS" -d"${secs}s" "$url" >"$out.out" 2>"$out.err" || rc=$?
+      ;;
+    oha)
+      gb_timed "$out.time" "$GEN_CORE" "$tmo" \
+        oha -c "$CONNS" -z "${secs}s" --worker-threads 1 --no-tui --output-format json "$url" \
+        >"$out.out" 2>"$out.err" || rc=$?
+      ;;
+    gatebench)
+      gb_timed "$out.time" "$GEN_CORE" "$tmo" \
+        "$GATEBENCH" load "$url" -c "$CONNS" -d "${secs}s" --threads 1 -q --json "$out.json" \
+        >"$out.out" 2>"$out.err" || rc=$?
+      ;;
+  esac
+  tool_rps=NA
+  tool_ok=NA
+  [[ $rc -eq 0 ]] || return 0
+  case $tool in
+    wrk)
+      # "1234567 requests in 10.00s, …", "Requests/sec: 123456.78",
+      # "Non-2xx or 3xx responses: N" (only when there were some).
+      tool_rps=$(awk '/^Requests\/sec:/ { print $2 }' "$out.out")
+      tool_ok=$(awk '/ requests in / { n = $1 } /^  Non-2xx or 3xx responses:/ { bad = $NF }
+                     END { if (n != "") print n - bad }' "$out.out")
+      ;;
+    oha)
+      read -r tool_rps tool_ok < <(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(d["summary"]["requestsPerSec"], d.get("statusCodeDistribution", {}).get("200", 0))' "$out.out") || true
+      ;;
+    gatebench)
+      read -r tool_rps tool_ok < <(python3 -c '
+import json, sys
+m = json.load(open(sys.argv[1]))["measurement"]
+print(m["throughput_rps"], m["outcomes"]["ok"])' "$out.json") || true
+      ;;
+  esac
+  if [[ $tool_rps =~ ^[0-9.]+$ ]]; then tool_rps=$(printf '%.1f' "$tool_rps"); else tool_rps=NA; fi
+  [[ -n $tool_ok ]] || tool_ok=NA
+}
+
+# --- warm-up, then the interleaved runs --------------------------------------------------------
+# Rows go to a temp file first, to bench/results/ only when every run has been made.
+results=$(gb_results_file loadgen-vs-peers)
+tsv="$GB_TMP/runs.tsv"
+printf '%s\n' "run	tool	ok	exit	duration_s	elapsed_s	served	stub_rps	tool_rps	tool_ok	gen_user_s	gen_sys_s	gen_cpu_s	gen_cpu_per_100k	gen_util	server_cpu_s	server_util	server_core_busy	gen_core_busy	server_core_other	gen_core_other" >"$tsv"
+
+gb_warn_if_busy "$SERVER_CORE" "$GEN_CORE"
+for t in "${tools[@]}"; do
+  [[ $warm_s -gt 0 ]] || break
+  gb_log "warm-up: $t for ${warm_s}s"
+  run_tool "$t" "$warm_s" "$GB_TMP/warmup-$t"
+  [[ $rc -eq 0 ]] || gb_log "warm-up of $t exited $rc: $(tail -n3 "$GB_TMP/warmup-$t.err")"
+done
+
+for ((run = 1; run <= RUNS; run++)); do
+  for t in "${tools[@]}"; do
+    out="$GB_TMP/run$run-$t"
+    before=$(gb_nginx_requests "$port")
+    srv_cpu0=$(gb_nginx_workers_cpu)
+    sj0=$(gb_core_jiffies "$SERVER_CORE")
+    gj0=$(gb_core_jiffies "$GEN_CORE")
+    run_tool "$t" "$dur_s" "$out"
+    sj1=$(gb_core_jiffies "$SERVER_CORE")
+    gj1=$(gb_core_jiffies "$GEN_CORE")
+    after=$(gb_nginx_requests "$port")
+    srv_cpu1=$(gb_nginx_workers_cpu)
+    # GNU time's last line is "elapsed user sys" (a line before it says why the command
+    # failed, if it did).
+    elapsed=NA user=NA sys=NA
+    if [[ -s $out.time ]]; then read -r elapsed user sys < <(tail -n1 "$out.time"); fi
+    ok=1
+    if [[ $rc -ne 0 || $tool_rps == NA || $elapsed == NA ]]; then
+      ok=0
+      gb_log "run $run $t failed (exit $rc): $(tail -n3 "$out.err" | tr '\n' ' ')"
+    fi
+    row=$(awk -v run="$run" -v tool="$t" -v ok="$ok" -v rc="$rc" -v dur="$dur_s" \
+      -v el="$elapsed" -v served=$((after - before)) -v trps="$tool_rps" -v tok="$tool_ok" \
+      -v u="$user" -v s="$sys" -v c0="$srv_cpu0" -v c1="$srv_cpu1" \
+      -v sbusy="$(gb_core_busy "$sj0" "$sj1")" -v gbusy="$(gb_core_busy "$gj0" "$gj1")" \
+      -v ssirq="$(gb_core_softirq "$sj0" "$sj1")" -v gsirq="$(gb_core_softirq "$gj0" "$gj1")" 'BEGIN {
+        OFS = "\t"
+        sother = "NA"; gother = "NA"
+        if (el == "NA" || el + 0 <= 0) { rps = "NA"; gcore = "NA"; score = "NA" }
+        else {
+          rps = sprintf("%.0f", served / el)
+          score = sprintf("%.3f", (c1 - c0) / el)
+          gcore = (u == "NA") ? "NA" : sprintf("%.3f", (u + s) / el)
+          # What else used the cores: busy minus the measured process minus (soft)irq.
+          if (sbusy != "NA") sother = sprintf("%.3f", max0(sbusy - score - ssirq))
+          if (gbusy != "NA" && gcore != "NA") gother = sprintf("%.3f", max0(gbusy - gcore - gsirq))
+        }
+        cpu = (u == "NA") ? "NA" : sprintf("%.2f", u + s)
+        per = (u == "NA" || served <= 0) ? "NA" : sprintf("%.4f", (u + s) / served * 100000)
+        print run, tool, ok, rc, dur, el, served, rps, trps, tok, u, s, cpu, per, gcore,
+              sprintf("%.2f", c1 - c0), score, sbusy, gbusy, sother, gother
+      }
+      function max0(x) { return x < 0 ? 0 : x }')
+    printf '%s\n' "$row" >>"$tsv"
+    IFS=$'\t' read -r -a f <<<"$row"
+    gb_log "run $run/$RUNS $t: ${f[7]} req/s served (tool says ${f[8]}); generator ${f[14]} of a core," \
+      "nginx worker ${f[16]}; core $SERVER_CORE busy ${f[17]} (other load ${f[19]}), core $GEN_CORE busy ${f[18]} (other load ${f[20]})"
+  done
+done
+
+cp "$tsv" "$results"
+
+# --- report ----------------------------------------------------------------------------------------
+report() {
+  echo "## gatebench load vs wrk vs oha — HTTP/1.1 keep-alive, $CONNS connections, 1 generator thread"
+  echo
+  echo "$(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) cores ($(uname -r)); nginx $("$GB_NGINX" -v 2>&1 | sed 's|.*/||') with 1 worker on core $SERVER_CORE, 13-byte body;"
+  echo "generators on core $GEN_CORE; $RUNS interleaved runs × ${dur_s}s each after a ${warm_s}s warm-up; medians;"
+  echo "NICE=$GB_NICE (0: the benchmark shares the cores with other processes on equal terms)."
+  for t in "${tools[@]}"; do echo "- $t: $(tool_version "$t")"; done
+  echo
+  gb_summarize "$results" "$BASELINE"
+  echo
+  echo "req/s (server-counted) = nginx stub_status requests during the run ÷ the generator's wall time."
+  echo "CPU per 100k = generator user+sys CPU-s ÷ requests served × 100,000. process CPU = CPU-s ÷ wall s."
+  echo "core busy with the benchmark = the core's busy time (/proc/stat) less other load: the process plus"
+  echo "the loopback (soft)irq time no process is charged for. ≈ 1.00 on the server core: nginx was the"
+  echo "bottleneck; ≈ 1.00 on the generator core with the server below it: the generator was."
+  echo "other load = core busy − the measured process − (soft)irq: other processes (e.g. someone's build);"
+  echo "near 0 is clean, except on a side with idle time, where other work only filled the idle time."
+  echo "Raw runs: ${results#"$GB_ROOT"/}"
+}
+report | tee "${results%.tsv}.md"
