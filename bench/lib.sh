@@ -502,3 +502,177 @@ for t in tools:
           f"| {pair('server_core_other', 'gen_core_other')} |")
 PY
 }
+
+# ---------------------------------------------------------------------------
+# TLS and HTTP/2 listeners, a snapshot of the gatebench binary
+# ---------------------------------------------------------------------------
+
+# gb_self_signed_cert DIR — write DIR/cert.pem and DIR/key.pem: a self-signed ECDSA P-256
+# certificate for 127.0.0.1 and localhost (subjectAltName), valid 2 days. Installs openssl
+# if missing. Clients connect with -k / --insecure (or trust DIR/cert.pem).
+gb_self_signed_cert() {
+  local dir=$1
+  gb_need_cmd openssl openssl
+  mkdir -p "$dir"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+    -subj "/CN=127.0.0.1" -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
+    -keyout "$dir/key.pem" -out "$dir/cert.pem" >"$dir/openssl.log" 2>&1 \
+    || { cat "$dir/openssl.log" >&2; gb_die "openssl req -x509 failed"; }
+}
+
+# gb_nginx_add_listen DIR PORT [PARAMS…] — add `listen 127.0.0.1:PORT PARAMS;` to the server
+# written by gb_nginx_hello_conf (via DIR/extra.conf). nginx 1.22 spellings: `http2` (a
+# cleartext listener then speaks h2c by prior knowledge only, no HTTP/1.1), `ssl`, `ssl http2`
+# (ALPN offers h2 and http/1.1). The server's first listener stays plain HTTP/1.1, for
+# stub_status. Call gb_nginx_add_tls once when any listener has `ssl`.
+gb_nginx_add_listen() {
+  local dir=$1 port=$2
+  shift 2
+  echo "listen 127.0.0.1:$port${*:+ $*};" >>"$dir/extra.conf"
+}
+
+# gb_nginx_add_tls DIR CERT KEY — certificate and key for the server's `ssl` listeners;
+# a session cache, so a tool that reconnects may resume.
+gb_nginx_add_tls() {
+  cat >>"$1/extra.conf" <<EOT
+ssl_certificate $2;
+ssl_certificate_key $3;
+ssl_session_cache shared:gbSSL:1m;
+EOT
+}
+
+# gb_snapshot_gatebench — after gb_need_gatebench: copy the binary into $GB_TMP and point
+# GATEBENCH at the copy, so a rebuild by someone else cannot swap it mid-run. The original
+# path stays in GATEBENCH_SRC (exported, for reports).
+gb_snapshot_gatebench() {
+  export GATEBENCH_SRC=$GATEBENCH
+  cp "$GATEBENCH" "$GB_TMP/gatebench" || gb_die "cannot copy $GATEBENCH"
+  GATEBENCH="$GB_TMP/gatebench"
+}
+
+# gb_gatebench_json FILE — "throughput_rps ok" from a `gatebench load --json` record.
+gb_gatebench_json() {
+  python3 -c '
+import json, sys
+m = json.load(open(sys.argv[1]))["measurement"]
+print(m["throughput_rps"], m["outcomes"]["ok"])' "$1"
+}
+
+# ---------------------------------------------------------------------------
+# One measured run (for scripts other than loadgen-vs-peers.sh, which has it inline)
+# ---------------------------------------------------------------------------
+
+# The per-run TSV columns gb_measured_run writes (gb_summarize reads them by name).
+gb_runs_tsv_header() {
+  printf '%s\n' "run	tool	ok	exit	duration_s	elapsed_s	served	stub_rps	tool_rps	tool_ok	gen_user_s	gen_sys_s	gen_cpu_s	gen_cpu_per_100k	gen_util	server_cpu_s	server_util	server_core_busy	gen_core_busy	server_core_other	gen_core_other"
+}
+
+# gb_measured_run RUN TOOL DUR_S STATUS_PORT OUT RUNFN — one measured run of TOOL, as in
+# loadgen-vs-peers.sh: nginx's stub_status count (on STATUS_PORT) and worker CPU and both
+# cores' /proc/stat times before and after `RUNFN TOOL DUR_S OUT`. RUNFN must run the
+# generator with `gb_timed "$OUT.time" "$GEN_CORE" …` and set the globals rc (exit status),
+# tool_rps and tool_ok (the tool's own req/s and 2xx count, or NA). Uses SERVER_CORE (0)
+# and GEN_CORE (1) and GB_NGINX_WORKERS. Prints one TSV row (gb_runs_tsv_header columns)
+# on stdout and a progress line on stderr. ok = 0 when the tool failed or reported no 2xx.
+gb_measured_run() {
+  local run=$1 tool=$2 dur_s=$3 sport=$4 out=$5 runfn=$6
+  local sc=${SERVER_CORE:-0} gc=${GEN_CORE:-1}
+  local before after c0 c1 sj0 sj1 gj0 gj1 elapsed=NA user=NA sys=NA ok=1 row
+  local -a f
+  before=$(gb_nginx_requests "$sport")
+  c0=$(gb_nginx_workers_cpu)
+  sj0=$(gb_core_jiffies "$sc")
+  gj0=$(gb_core_jiffies "$gc")
+  "$runfn" "$tool" "$dur_s" "$out"
+  sj1=$(gb_core_jiffies "$sc")
+  gj1=$(gb_core_jiffies "$gc")
+  after=$(gb_nginx_requests "$sport")
+  c1=$(gb_nginx_workers_cpu)
+  # GNU time's last line is "elapsed user sys" (a line before it says why the command
+  # failed, if it did).
+  if [[ -s $out.time ]]; then read -r elapsed user sys < <(tail -n1 "$out.time"); fi
+  tool_rps=${tool_rps:-NA} tool_ok=${tool_ok:-NA}
+  if [[ $rc -ne 0 || $tool_rps == NA || $elapsed == NA || $tool_ok == 0 ]]; then
+    ok=0
+    gb_log "run $run $tool failed (exit $rc, tool 2xx ${tool_ok:-NA}): $(tail -n3 "$out.err" 2>/dev/null | tr '\n' ' ')"
+  fi
+  row=$(awk -v run="$run" -v tool="$tool" -v ok="$ok" -v rc="$rc" -v dur="$dur_s" \
+    -v el="$elapsed" -v served=$((after - before)) -v trps="$tool_rps" -v tok="$tool_ok" \
+    -v u="$user" -v s="$sys" -v c0="$c0" -v c1="$c1" \
+    -v sbusy="$(gb_core_busy "$sj0" "$sj1")" -v gbusy="$(gb_core_busy "$gj0" "$gj1")" \
+    -v ssirq="$(gb_core_softirq "$sj0" "$sj1")" -v gsirq="$(gb_core_softirq "$gj0" "$gj1")" 'BEGIN {
+      OFS = "\t"
+      sother = "NA"; gother = "NA"
+      if (el == "NA" || el + 0 <= 0) { rps = "NA"; gcore = "NA"; score = "NA" }
+      else {
+        rps = sprintf("%.0f", served / el)
+        score = sprintf("%.3f", (c1 - c0) / el)
+        gcore = (u == "NA") ? "NA" : sprintf("%.3f", (u + s) / el)
+        # What else used the cores: busy minus the measured process minus (soft)irq.
+        if (sbusy != "NA") sother = sprintf("%.3f", max0(sbusy - score - ssirq))
+        if (gbusy != "NA" && gcore != "NA") gother = sprintf("%.3f", max0(gbusy - gcore - gsirq))
+      }
+      cpu = (u == "NA") ? "NA" : sprintf("%.2f", u + s)
+      per = (u == "NA" || served <= 0) ? "NA" : sprintf("%.4f", (u + s) / served * 100000)
+      print run, tool, ok, rc, dur, el, served, rps, trps, tok, u, s, cpu, per, gcore,
+            sprintf("%.2f", c1 - c0), score, sbusy, gbusy, sother, gother
+    }
+    function max0(x) { return x < 0 ? 0 : x }')
+  IFS=$'\t' read -r -a f <<<"$row"
+  gb_log "run $run $tool: ${f[7]} req/s served (tool says ${f[8]}); generator ${f[14]} of a core," \
+    "nginx worker ${f[16]}; core $sc busy ${f[17]} (other load ${f[19]}), core $gc busy ${f[18]} (other load ${f[20]})"
+  printf '%s\n' "$row"
+}
+
+# gb_report_notes — the legend printed under a gb_summarize table.
+gb_report_notes() {
+  cat <<'EOT'
+req/s (server-counted) = nginx stub_status requests during the run ÷ the generator's wall time.
+CPU per 100k = generator user+sys CPU-s ÷ requests served × 100,000. process CPU = CPU-s ÷ wall s.
+core busy with the benchmark = the core's busy time (/proc/stat) less other load: the process plus
+the loopback (soft)irq time no process is charged for. ≈ 1.00 on the server core: nginx was the
+bottleneck; ≈ 1.00 on the generator core with the server below it: the generator was.
+other load = core busy − the measured process − (soft)irq: other processes (e.g. someone's build);
+near 0 is clean, except on a side with idle time, where other work only filled the idle time.
+EOT
+}
+
+# gb_paired_ratios TSV [BASELINE] — for each tool, its ratios to BASELINE (default wrk) within
+# each run (same run number: the two ran back to back), then the median and range over the
+# runs, as Markdown lines. On a noisy shared machine these paired ratios move less than the
+# ratio of medians, because drift between runs cancels within a pair. Runs with ok != 1
+# are left out.
+gb_paired_ratios() {
+  python3 - "$1" "${2:-wrk}" <<'PY'
+import csv, statistics, sys
+
+path, base = sys.argv[1], sys.argv[2]
+with open(path) as f:
+    rows = [r for r in csv.DictReader(f, delimiter="\t") if r.get("ok") == "1"]
+runs = {}
+for r in rows:
+    runs.setdefault(r["run"], {})[r["tool"]] = r
+tools = [t for t in dict.fromkeys(r["tool"] for r in rows) if t != base]
+
+def ratios(tool, col):
+    out = []
+    for by in runs.values():
+        a, b = by.get(tool, {}).get(col), by.get(base, {}).get(col)
+        try:
+            if float(b) > 0:
+                out.append(float(a) / float(b))
+        except (TypeError, ValueError):
+            pass
+    return out
+
+def show(xs):
+    if not xs:
+        return "n/a"
+    return f"{statistics.median(xs):.3f} ({min(xs):.3f}–{max(xs):.3f}, {len(xs)} pairs)"
+
+for t in tools:
+    print(f"- paired per-run ratios {t} ÷ {base}, median (range): "
+          f"req/s (server-counted) {show(ratios(t, 'stub_rps'))}; "
+          f"CPU per request {show(ratios(t, 'gen_cpu_per_100k'))}")
+PY
+}

@@ -16,7 +16,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Load one URL (what wrk, wrk2, oha or hey are used for).
-    Load(LoadArgs),
+    Load(Box<LoadArgs>),
     /// Run a built-in reference service.
     Serve(ServeArgs),
     /// Run a benchmark suite (the built-in default, or a suite file) into a results directory.
@@ -170,13 +170,17 @@ pub enum Service {
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     let s = s.trim();
     if s.starts_with('-') {
-        return Err(format!("`{s}` is not a valid duration (it must not be negative)"));
+        return Err(format!(
+            "`{s}` is not a valid duration (it must not be negative)"
+        ));
     }
     if let Ok(secs) = s.parse::<f64>() {
         if secs.is_finite() && secs >= 0.0 {
             return Ok(std::time::Duration::from_secs_f64(secs));
         }
-        return Err(format!("`{s}` is not a valid duration (it must not be negative)"));
+        return Err(format!(
+            "`{s}` is not a valid duration (it must not be negative)"
+        ));
     }
     humantime::parse_duration(s).map_err(|e| format!("`{s}` is not a valid duration ({e})"))
 }

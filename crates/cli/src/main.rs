@@ -24,7 +24,7 @@ fn main() -> ExitCode {
     };
     init_logging(matches!(cli.command, Command::Serve(_)));
     let result = match cli.command {
-        Command::Load(args) => cmd::load::run(args),
+        Command::Load(args) => cmd::load::run(*args),
         Command::Serve(args) => cmd::serve::run(args),
         Command::Run(args) => cmd::run::run(args),
         Command::Report(args) => cmd::report::run(args),
@@ -80,7 +80,8 @@ fn argument_error(e: clap::Error) -> ExitCode {
 fn init_logging(service: bool) {
     use tracing_subscriber::EnvFilter;
     let default = if service { "info" } else { "warn" };
-    let filter = EnvFilter::try_from_env("GATEBENCH_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    let filter =
+        EnvFilter::try_from_env("GATEBENCH_LOG").unwrap_or_else(|_| EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -16,7 +16,9 @@ extern "C" fn on_signal(_: libc::c_int) {
 /// Installs handlers for SIGINT and SIGTERM that set the returned flag. A second Ctrl-C after the
 /// first still interrupts at once (the default action is restored after the first).
 pub fn interrupt_flag() -> Arc<AtomicBool> {
-    let flag = FLAG.get_or_init(|| Arc::new(AtomicBool::new(false))).clone();
+    let flag = FLAG
+        .get_or_init(|| Arc::new(AtomicBool::new(false)))
+        .clone();
     for sig in [libc::SIGINT, libc::SIGTERM] {
         // SAFETY: installing a handler that only performs an atomic store; SA_RESETHAND restores
         // the default so a second signal terminates.

@@ -34,4 +34,3 @@ impl<'a> BodyCheck<'a> {
         }
     }
 }
-

@@ -300,7 +300,8 @@ impl LoadConfig {
             ));
         }
         let target = Target::parse(&spec.url)?;
-        if !target.tls && (spec.tls.insecure || spec.tls.cacert.is_some() || spec.tls.sni.is_some()) {
+        if !target.tls && (spec.tls.insecure || spec.tls.cacert.is_some() || spec.tls.sni.is_some())
+        {
             return Err(LoadgenError::config(
                 "TLS options (--insecure, --cacert, --sni) need an https:// URL",
             ));

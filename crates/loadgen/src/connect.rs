@@ -80,10 +80,7 @@ pub(crate) async fn connect(
                 Ok(Ok(s)) => s,
             };
             let (_, conn) = tls.get_ref();
-            let resumed = matches!(
-                conn.handshake_kind(),
-                Some(rustls::HandshakeKind::Resumed)
-            );
+            let resumed = matches!(conn.handshake_kind(), Some(rustls::HandshakeKind::Resumed));
             let alpn_h2 = conn.alpn_protocol() == Some(b"h2");
             Ok((
                 Stream::Tls(Box::new(tls)),

@@ -50,12 +50,12 @@ pub(crate) async fn handshake(
         .initial_window_size(STREAM_WINDOW)
         .initial_connection_window_size(CONNECTION_WINDOW)
         .enable_push(false);
-    let (sender, mut connection) =
-        match tokio::time::timeout(timeout, builder.handshake(io)).await {
-            Err(_) => return Err(Outcome::Timeout),
-            Ok(Err(e)) => return Err(classify(&e)),
-            Ok(Ok(pair)) => pair,
-        };
+    let (sender, mut connection) = match tokio::time::timeout(timeout, builder.handshake(io)).await
+    {
+        Err(_) => return Err(Outcome::Timeout),
+        Ok(Err(e)) => return Err(classify(&e)),
+        Ok(Ok(pair)) => pair,
+    };
     let mut ping = connection
         .ping_pong()
         .expect("ping_pong is taken once, right after the handshake");
@@ -102,7 +102,9 @@ impl H2Conn {
             if self.dead.get() {
                 return false;
             }
-            let limit = self.streams.min(self.sender.current_max_send_streams().max(1));
+            let limit = self
+                .streams
+                .min(self.sender.current_max_send_streams().max(1));
             if self.in_use.get() < limit {
                 let n = self.in_use.get() + 1;
                 self.in_use.set(n);

@@ -217,11 +217,17 @@ fn h2_parts(
     }
     if let Some(t) = default_type {
         if !map.contains_key(http::header::CONTENT_TYPE) {
-            map.insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static(t));
+            map.insert(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static(t),
+            );
         }
     }
     if body_len > 0 {
-        map.insert(http::header::CONTENT_LENGTH, http::HeaderValue::from(body_len));
+        map.insert(
+            http::header::CONTENT_LENGTH,
+            http::HeaderValue::from(body_len),
+        );
     }
     let scheme = if target.tls { "https" } else { "http" };
     let uri = http::Uri::builder()

@@ -321,8 +321,8 @@ fn build(
     };
     let open = target.is_some();
     let http2 = config.protocol == crate::config::Protocol::Http2;
-    let warmup = (!config.warmup.is_zero())
-        .then(|| phase_report(&warm, config.warmup, target, open, http2));
+    let warmup =
+        (!config.warmup.is_zero()).then(|| phase_report(&warm, config.warmup, target, open, http2));
     let measurement = phase_report(&meas, meas_len, target, open, http2);
 
     let wall = finished

@@ -208,7 +208,13 @@ mod tests {
 
     #[test]
     fn open_tickets_are_evenly_spaced_and_stop_at_the_deadline() {
-        let s = Schedule::open(clock(0, Some(1000)), None, 1000.0, Duration::ZERO, no_stop());
+        let s = Schedule::open(
+            clock(0, Some(1000)),
+            None,
+            1000.0,
+            Duration::ZERO,
+            no_stop(),
+        );
         let mut n = 0;
         let mut last = None;
         while let Some(p) = s.next() {

@@ -85,9 +85,9 @@ fn roots(opts: &TlsOptions) -> Result<RootCertStore, LoadgenError> {
             )));
         }
         for c in certs {
-            store.add(c).map_err(|e| {
-                LoadgenError::config(format!("--cacert {}: {e}", path.display()))
-            })?;
+            store
+                .add(c)
+                .map_err(|e| LoadgenError::config(format!("--cacert {}: {e}", path.display())))?;
         }
     } else {
         // Unreadable individual system certificates are skipped, as every client does.

@@ -130,7 +130,10 @@ pub(crate) fn run(plan: WorkerPlan, tx: Sender<WorkerMsg>) -> WorkerResult {
                     index += 1;
                     iv.reset(index);
                     drop(iv);
-                    if tx.send(WorkerMsg::Interval(id, Box::new(snapshot))).is_err() {
+                    if tx
+                        .send(WorkerMsg::Interval(id, Box::new(snapshot)))
+                        .is_err()
+                    {
                         return;
                     }
                 }
@@ -185,7 +188,11 @@ impl Shared {
         let pause = backoff(failures);
         if !pause.is_zero() {
             let until = Instant::now() + pause;
-            let until = self.schedule.clock().deadline.map_or(until, |d| until.min(d));
+            let until = self
+                .schedule
+                .clock()
+                .deadline
+                .map_or(until, |d| until.min(d));
             tokio::time::sleep_until(until.into()).await;
         }
     }
@@ -216,7 +223,11 @@ impl Shared {
 
     /// Opens a connection (TCP, TLS) within the connect timeout, cut short by the run's end,
     /// and records it. On failure, the permit's outcome.
-    async fn open_connection(&self, phase: Phase, had_conn: bool) -> Result<(Stream, Established), Outcome> {
+    async fn open_connection(
+        &self,
+        phase: Phase,
+        had_conn: bool,
+    ) -> Result<(Stream, Established), Outcome> {
         let config = &self.config;
         let deadline = self.schedule.clock().deadline;
         let t0 = Instant::now();
@@ -243,12 +254,13 @@ impl Shared {
                 Ok((stream, est))
             }
             Err(outcome) => {
-                if deadline.is_some_and(|d| Instant::now() >= d) && limit < config.connect_timeout
-                {
+                if deadline.is_some_and(|d| Instant::now() >= d) && limit < config.connect_timeout {
                     // The run ended while connecting: not the target's fault.
                     return Err(Outcome::InFlight);
                 }
-                self.phases.borrow_mut()[phase as usize].conns.connect_failures += 1;
+                self.phases.borrow_mut()[phase as usize]
+                    .conns
+                    .connect_failures += 1;
                 Err(outcome)
             }
         }
@@ -304,6 +316,12 @@ async fn h1_slot(shared: Rc<Shared>) {
         };
         let sent_at = Instant::now();
         let (limit, by_deadline) = shared.give_up_at(sent_at);
+        if by_deadline && sent_at >= limit {
+            // The run ended while its connection was being opened: in flight, like a connect
+            // cut short by the end.
+            shared.complete(phase, Outcome::InFlight, None);
+            continue;
+        }
         timer.as_mut().reset(limit.into());
         let result = tokio::select! {
             biased;
@@ -328,7 +346,11 @@ async fn h1_slot(shared: Rc<Shared>) {
             }
             None => {
                 shared.count_sent(phase, 0);
-                let outcome = if by_deadline { Outcome::InFlight } else { Outcome::Timeout };
+                let outcome = if by_deadline {
+                    Outcome::InFlight
+                } else {
+                    Outcome::Timeout
+                };
                 shared.complete(phase, outcome, None);
                 // A connection with an unanswered request cannot carry the next one.
                 conn = None;
@@ -355,7 +377,9 @@ async fn h2_slot(shared: Rc<Shared>) {
     let mut failures = 0u32;
     loop {
         // The first permit pays for the connection attempt: if it fails, that request failed.
-        let Some(first) = shared.schedule.next() else { return };
+        let Some(first) = shared.schedule.next() else {
+            return;
+        };
         shared.back_off(failures).await;
         let start = shared.start_of(first).await;
         let conn = match shared.open_connection(first.phase, had_conn).await {
@@ -388,7 +412,12 @@ async fn h2_slot(shared: Rc<Shared>) {
         let loops: Vec<_> = (0..streams)
             .map(|i| {
                 let first = (i == 0).then_some((first, start));
-                tokio::task::spawn_local(h2_stream_loop(shared.clone(), conn.clone(), first, answered.clone()))
+                tokio::task::spawn_local(h2_stream_loop(
+                    shared.clone(),
+                    conn.clone(),
+                    first,
+                    answered.clone(),
+                ))
             })
             .collect();
         let mut done = false;
@@ -409,6 +438,11 @@ async fn h2_slot(shared: Rc<Shared>) {
 }
 
 /// One stream slot of an HTTP/2 connection.
+///
+/// Closed model: the slot first waits for a free stream, then takes a permit, so a user never
+/// holds a request that cannot be sent. Open model: the ticket is taken first and waiting for a
+/// free stream counts in its latency (the request is due; the target's stream limit delays it).
+/// Nothing is sent once the request's give-up instant has passed.
 async fn h2_stream_loop(
     shared: Rc<Shared>,
     conn: Rc<H2Conn>,
@@ -416,47 +450,67 @@ async fn h2_stream_loop(
     answered: Rc<Cell<u64>>,
 ) -> StreamEnd {
     let config = shared.config.clone();
+    let open = shared.schedule_is_open();
     let req = config.request.clone();
     let timer = tokio::time::sleep(Duration::ZERO);
     tokio::pin!(timer);
     loop {
-        let (permit, start) = match first.take() {
-            Some(p) => p,
-            None => {
+        let (permit, start, limit, by_deadline) = match first.take() {
+            Some((permit, start)) => {
+                let (limit, by_deadline) = shared.give_up_at(start.max(Instant::now()));
+                timer.as_mut().reset(limit.into());
+                if !acquire_before(&conn, &mut timer).await {
+                    // The connection was opened for this request: it cannot be lost silently.
+                    let outcome = stream_wait_outcome(&conn, by_deadline);
+                    shared.complete(permit.phase, outcome, None);
+                    return StreamEnd::ConnectionLost;
+                }
+                (permit, start, limit, by_deadline)
+            }
+            None if open => {
                 if conn.is_dead() {
                     return StreamEnd::ConnectionLost;
                 }
-                let Some(permit) = shared.schedule.next() else { return StreamEnd::Done };
-                (permit, shared.start_of(permit).await)
+                let Some(permit) = shared.schedule.next() else {
+                    return StreamEnd::Done;
+                };
+                let start = shared.start_of(permit).await;
+                let (limit, by_deadline) = shared.give_up_at(start.max(Instant::now()));
+                timer.as_mut().reset(limit.into());
+                if !acquire_before(&conn, &mut timer).await {
+                    let outcome = stream_wait_outcome(&conn, by_deadline);
+                    shared.complete(permit.phase, outcome, None);
+                    if conn.is_dead() {
+                        return StreamEnd::ConnectionLost;
+                    }
+                    continue;
+                }
+                (permit, start, limit, by_deadline)
+            }
+            None => {
+                if !conn.acquire().await {
+                    return StreamEnd::ConnectionLost;
+                }
+                let Some(permit) = shared.schedule.next() else {
+                    conn.release();
+                    return StreamEnd::Done;
+                };
+                let start = Instant::now();
+                let (limit, by_deadline) = shared.give_up_at(start);
+                timer.as_mut().reset(limit.into());
+                (permit, start, limit, by_deadline)
             }
         };
         let phase = permit.phase;
-        let (limit, by_deadline) = shared.give_up_at(Instant::now());
-        timer.as_mut().reset(limit.into());
-        // Waiting for a free stream counts in the latency (from `start`), as the request waits.
-        let acquired = tokio::select! {
-            biased;
-            ok = conn.acquire() => Some(ok),
-            _ = &mut timer => None,
-        };
-        match acquired {
-            Some(true) => {}
-            Some(false) => {
-                // The connection died before this request could be sent.
-                shared.complete(phase, Outcome::GoAway, None);
-                return StreamEnd::ConnectionLost;
-            }
-            None => {
-                let outcome = if by_deadline { Outcome::InFlight } else { Outcome::Timeout };
-                shared.complete(phase, outcome, None);
-                continue;
-            }
-        }
         let sent_at = Instant::now();
-        let result = tokio::select! {
-            biased;
-            r = conn.exchange(&req, config.verify) => Some(r),
-            _ = &mut timer => None,
+        let result = if sent_at >= limit {
+            None
+        } else {
+            tokio::select! {
+                biased;
+                r = conn.exchange(&req, config.verify) => Some(r),
+                _ = &mut timer => None,
+            }
         };
         conn.release();
         let done = Instant::now();
@@ -474,20 +528,62 @@ async fn h2_stream_loop(
                 shared.complete(phase, f.outcome, None);
                 if matches!(
                     f.outcome,
-                    Outcome::GoAway | Outcome::Reset | Outcome::IoError | Outcome::Incomplete | Outcome::ProtocolError
+                    Outcome::GoAway
+                        | Outcome::Reset
+                        | Outcome::IoError
+                        | Outcome::Incomplete
+                        | Outcome::ProtocolError
                 ) || conn.is_dead()
                 {
                     return StreamEnd::ConnectionLost;
                 }
             }
+            None if sent_at >= limit => {
+                // A stream was free but the time was up before sending (a late timer wake-up at
+                // the run's end is the generator's, not the target's): nothing was sent.
+                let outcome = if by_deadline {
+                    Outcome::InFlight
+                } else {
+                    Outcome::Timeout
+                };
+                shared.complete(phase, outcome, None);
+            }
             None => {
                 // Dropping the response future resets the stream (RST_STREAM CANCEL); the
                 // connection itself stays usable.
                 shared.count_sent(phase, 0);
-                let outcome = if by_deadline { Outcome::InFlight } else { Outcome::Timeout };
+                let outcome = if by_deadline {
+                    Outcome::InFlight
+                } else {
+                    Outcome::Timeout
+                };
                 shared.complete(phase, outcome, None);
             }
         }
+    }
+}
+
+/// Waits for a free stream until `timer` fires. `false` when the timer fired first or the
+/// connection died; a stream acquired is held by the caller.
+async fn acquire_before(conn: &H2Conn, timer: &mut std::pin::Pin<&mut tokio::time::Sleep>) -> bool {
+    // A free stream is taken even if the timer has fired meanwhile; the caller then checks the
+    // time before sending anything.
+    tokio::select! {
+        biased;
+        ok = conn.acquire() => ok,
+        _ = timer.as_mut() => false,
+    }
+}
+
+/// The class of a request that never got a stream: the connection died (GOAWAY), or its time
+/// ran out — at the run's end it was never sent, otherwise it timed out waiting.
+fn stream_wait_outcome(conn: &H2Conn, by_deadline: bool) -> Outcome {
+    if conn.is_dead() {
+        Outcome::GoAway
+    } else if by_deadline {
+        Outcome::NeverSent
+    } else {
+        Outcome::Timeout
     }
 }
 

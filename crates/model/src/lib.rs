@@ -10,16 +10,21 @@
 //! - [`outcome`]: the classes every scheduled request ends in.
 //! - [`latency`]: latency summaries (mean, stddev, percentile spectrum).
 //! - [`load`]: the record of one `gatebench load` run (one suite cell).
+//! - [`suite`]: the records of a suite run: manifest, environment, one record per cell.
 
 pub mod latency;
 pub mod load;
 pub mod outcome;
+pub mod suite;
 
 pub use latency::{LatencySummary, Percentile, PERCENTILES};
 pub use load::{
     ConnectionStats, LoadConfigRecord, LoadReport, Model, PhaseReport, SelfCheck, ToolInfo,
 };
 pub use outcome::{Outcome, OutcomeCounts};
+pub use suite::{
+    CellParams, CellRecord, CellStatus, Environment, ProcessRecord, ResourceSummary, RunManifest,
+};
 
 /// Version of the on-disk JSON formats. Bumped whenever a field changes meaning or goes away;
 /// readers refuse records of another version rather than misread them.

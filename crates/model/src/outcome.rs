@@ -50,8 +50,9 @@ pub enum Outcome {
     GoAway,
     /// Sent, and still outstanding when the run (or phase) ended. Neither success nor failure.
     InFlight,
-    /// Open model only: its intended send time passed within the run, but no connection was free
-    /// to send it before the run ended (the backlog).
+    /// Open model: its due time passed within the run, but no connection or HTTP/2 stream was
+    /// free to send it before the run ended (the backlog). Counts as an error: the target did
+    /// not keep up with the asked rate on the connections it was given.
     NeverSent,
 }
 

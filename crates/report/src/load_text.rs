@@ -19,7 +19,9 @@ pub fn render(r: &LoadReport) -> String {
         (None, None) => String::new(),
     };
     let model = match (c.model, c.rate) {
-        (Model::Open, Some(rate_)) => format!("open model at {} req/s", count(rate_.round() as u64)),
+        (Model::Open, Some(rate_)) => {
+            format!("open model at {} req/s", count(rate_.round() as u64))
+        }
         _ => "closed model".to_owned(),
     };
     let _ = writeln!(out, "{} {} {}", c.method, c.url, c.protocol);
@@ -102,7 +104,11 @@ fn phase(out: &mut String, m: &PhaseReport, model: Model) {
     };
     latency(out, title, &m.latency);
     if let Some(u) = &m.latency_uncorrected {
-        latency(out, "Latency from the actual send (uncorrected, hides stalls)", u);
+        latency(
+            out,
+            "Latency from the actual send (uncorrected, hides stalls)",
+            u,
+        );
     }
     let _ = writeln!(
         out,
@@ -112,7 +118,11 @@ fn phase(out: &mut String, m: &PhaseReport, model: Model) {
     out.push('\n');
     let _ = writeln!(out, "Outcomes ({} scheduled)", count(m.requests));
     for (o, n) in m.outcomes.nonzero() {
-        let pct = if m.requests == 0 { 0.0 } else { 100.0 * n as f64 / m.requests as f64 };
+        let pct = if m.requests == 0 {
+            0.0
+        } else {
+            100.0 * n as f64 / m.requests as f64
+        };
         let _ = writeln!(out, "  {:<24}{:>14}  {:>7.3}%", o.label(), count(n), pct);
     }
     let _ = writeln!(out, "  Error %: {:.3}", m.error_percent);
@@ -163,7 +173,10 @@ fn phase(out: &mut String, m: &PhaseReport, model: Model) {
         out.push('\n');
     }
     if let Some(s) = cs.max_streams_in_use {
-        let _ = writeln!(out, "HTTP/2: at most {s} streams in use at once on a connection");
+        let _ = writeln!(
+            out,
+            "HTTP/2: at most {s} streams in use at once on a connection"
+        );
     }
 }
 

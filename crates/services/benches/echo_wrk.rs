@@ -17,12 +17,25 @@
 //! Environment: `ECHO_THREADS` (default 1), `ECHO_ROUNDS` (default 3), `ECHO_SECS` (default 5),
 //! `ECHO_CONNS` (wrk's `-c`, default 100).
 //!
-//! Last results (2-core shared VM, 2026-xx, release profile, requests/s, median of 3 rounds;
-//! see the crate report for the full table):
+//! Last results: 2-core VM shared with other builds (load average 3.5-5 throughout, so
+//! throughput swung up to 5x between rounds; the server's CPU time per request is the steadier
+//! figure), release profile, 2026-11-21, medians:
 //!
 //! ```text
-//! filled in below after measuring
+//! threads=1 (taskset -c 0), 3 rounds of 5 s, -c100:
+//!   MultiThread  GET  60818 req/s  7.5 CPU-us/req   POST 1 KiB  97536 req/s   8.3 CPU-us/req
+//!   PerCore      GET  67976 req/s  7.4 CPU-us/req   POST 1 KiB  61040 req/s   8.9 CPU-us/req
+//! threads=2 (unpinned), 7 rounds of 3 s, -c100:
+//!   MultiThread  GET  17405 req/s  9.7 CPU-us/req   POST 1 KiB  18330 req/s  12.2 CPU-us/req
+//!   PerCore      GET  22225 req/s  9.0 CPU-us/req   POST 1 KiB  23016 req/s   9.8 CPU-us/req
+//! threads=2, 3 rounds of 5 s, -c100, an earlier quieter moment:
+//!   MultiThread  GET  66054 req/s  7.7 CPU-us/req   POST 1 KiB  57485 req/s  10.8 CPU-us/req
+//!   PerCore      GET 102420 req/s  7.9 CPU-us/req   POST 1 KiB  97194 req/s   9.2 CPU-us/req
 //! ```
+//!
+//! With one thread the two designs cost the same per request; with two, thread per core costs
+//! less (no work stealing, no cross-thread wake-ups) and served more in most rounds, so it is
+//! what `run_blocking` uses.
 
 use std::net::TcpListener;
 use std::process::Command;

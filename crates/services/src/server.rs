@@ -100,9 +100,9 @@ impl Protocols {
         let mut h1 = http1::Builder::new();
         h1.timer(TokioTimer::new())
             .header_read_timeout(HEADER_READ_TIMEOUT)
-            .keep_alive(true)
-            // Flush pipelined responses together: fewer writes under wrk-style pipelining.
-            .pipeline_flush(true);
+            // Not `pipeline_flush(true)`: with it, hyper 1.12 never flushes the 400 it writes
+            // for an unparsable request head, and the client sees a bare close.
+            .keep_alive(true);
         let mut h2 = http2::Builder::new(TokioExecutor::new());
         h2.timer(TokioTimer::new())
             .max_concurrent_streams(options.h2_max_streams);
@@ -110,8 +110,7 @@ impl Protocols {
         auto.http1()
             .timer(TokioTimer::new())
             .header_read_timeout(HEADER_READ_TIMEOUT)
-            .keep_alive(true)
-            .pipeline_flush(true);
+            .keep_alive(true);
         auto.http2()
             .timer(TokioTimer::new())
             .max_concurrent_streams(options.h2_max_streams);

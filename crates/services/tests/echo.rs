@@ -555,6 +555,37 @@ mod shutdown {
         }
     }
 
+    #[test]
+    fn run_blocking_drains_an_in_flight_delayed_request() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let config = EchoConfig {
+            threads: 2,
+            delay: Duration::from_millis(500),
+            ..EchoConfig::default()
+        };
+        let server = std::thread::spawn(move || {
+            echo::run_blocking(listener, config, async {
+                let _ = stopped.await;
+            })
+        });
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let mut conn = Conn::new(TcpStream::connect(addr).await.unwrap());
+            conn.send(&post("/", None, b"in flight")).await;
+            tokio::time::sleep(Duration::from_millis(150)).await;
+            stop.send(()).unwrap();
+            let answer = conn.answer(false).await;
+            assert_eq!(answer.status, 200);
+            assert_eq!(answer.body, b"in flight");
+        });
+        server.join().unwrap().unwrap();
+    }
+
     #[tokio::test]
     async fn invalid_configuration_is_refused_before_serving() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -569,6 +600,160 @@ mod shutdown {
         .await
         .unwrap_err();
         assert!(err.to_string().contains("threads"), "{err}");
+    }
+}
+
+mod parsing {
+    use super::*;
+
+    /// Sends `raw` on a fresh connection; returns the status and whether the server then closed.
+    async fn refused(server: &Server, raw: &[u8]) -> (u16, bool) {
+        let mut conn = server.connect().await;
+        let answer = conn.request(raw).await;
+        (answer.status, conn.closed().await)
+    }
+
+    #[tokio::test]
+    async fn host_rules_of_rfc_9112() {
+        let server = Server::start(config()).await;
+        for raw in [
+            &b"GET / HTTP/1.1\r\n\r\n"[..],
+            b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n",
+        ] {
+            let what = String::from_utf8_lossy(raw);
+            assert_eq!(refused(&server, raw).await, (400, true), "{what}");
+        }
+        // HTTP/1.0 needs no Host.
+        let mut conn = server.connect().await;
+        assert_eq!(conn.request(b"GET / HTTP/1.0\r\n\r\n").await.status, 200);
+        server.stop().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn malformed_framing_gets_400_and_close_never_a_hang() {
+        let server = Server::start(config()).await;
+        for raw in [
+            &b"GET foo bar\r\n\r\n"[..],
+            b"GET / HTTP/1.1\r\nHost : a\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: a\r\nX: \x01\r\n\r\n",
+            b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: +5\r\n\r\nhello",
+            b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello",
+            b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n",
+            b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+            b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n",
+        ] {
+            let what = String::from_utf8_lossy(raw);
+            assert_eq!(refused(&server, raw).await, (400, true), "{what}");
+        }
+        server.stop().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn too_many_header_fields_get_431() {
+        let server = Server::start(config()).await;
+        let mut raw = b"GET / HTTP/1.1\r\nHost: a\r\n".to_vec();
+        for i in 0..120 {
+            raw.extend_from_slice(format!("X-{i}: a\r\n").as_bytes());
+        }
+        raw.extend_from_slice(b"\r\n");
+        assert_eq!(refused(&server, &raw).await, (431, true));
+        server.stop().await.unwrap();
+    }
+}
+
+mod accept {
+    use super::*;
+
+    const CHILD_ENV: &str = "GATEBENCH_ECHO_EMFILE_CHILD";
+
+    /// Runs [`out_of_descriptors_child`] in a child process: it lowers the descriptor limit,
+    /// which must not affect the other tests of this binary.
+    #[test]
+    fn accept_backs_off_when_out_of_descriptors_and_recovers() {
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "accept::out_of_descriptors_child",
+                "--exact",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD_ENV, "1")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "child failed:\n{stdout}\n{stderr}");
+        assert!(stdout.contains("1 passed"), "child ran no test:\n{stdout}");
+    }
+
+    fn cpu_time() -> Duration {
+        // getrusage needs no descriptor, unlike reading /proc while none are left.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        assert_eq!(unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) }, 0);
+        let tv = |t: libc::timeval| {
+            Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+        };
+        tv(usage.ru_utime) + tv(usage.ru_stime)
+    }
+
+    #[tokio::test]
+    #[ignore = "run in a child process by accept_backs_off_when_out_of_descriptors_and_recovers"]
+    async fn out_of_descriptors_child() {
+        if std::env::var_os(CHILD_ENV).is_none() {
+            // Run with `--ignored` by hand: lowering the limit here would starve other tests.
+            return;
+        }
+        let server = Server::start(config()).await;
+        let mut existing = server.connect().await;
+        assert_eq!(existing.request(GET).await.status, 200);
+
+        // Lower the limit just above the descriptors in use, then use up the rest.
+        let highest = std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u64>().ok())
+            .max()
+            .unwrap();
+        let limit = libc::rlimit {
+            rlim_cur: highest + 16,
+            rlim_max: libc::RLIM_INFINITY,
+        };
+        let mut old = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut old) }, 0);
+        let limit = libc::rlimit {
+            rlim_max: old.rlim_max,
+            ..limit
+        };
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) }, 0);
+        let mut fillers = Vec::new();
+        while let Ok(file) = std::fs::File::open("/dev/null") {
+            fillers.push(file);
+        }
+        // One descriptor for the client; the server's accept then finds none (EMFILE).
+        fillers.pop();
+        let mut pending = server.connect().await;
+        pending.send(GET).await;
+
+        let cpu_before = cpu_time();
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        // Existing connections keep being served while accept is paused.
+        assert_eq!(existing.request(GET).await.status, 200);
+        let cpu = cpu_time() - cpu_before;
+        assert!(
+            cpu < Duration::from_millis(300),
+            "accept loop spun: {cpu:?} CPU in 1.5 s"
+        );
+
+        // Descriptors come back: the waiting connection is accepted and answered.
+        drop(fillers);
+        let answer = pending.answer(false).await;
+        assert_eq!(answer.status, 200);
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &old) }, 0);
+        server.stop().await.unwrap();
     }
 }
 

@@ -75,13 +75,18 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
         eprintln!("gatebench: interrupted; the report covers what was measured until then");
     }
     if let Some(out) = json_out.as_mut() {
-        let json = serde_json::to_string_pretty(&output.report).context("encoding the JSON record")?;
+        let json =
+            serde_json::to_string_pretty(&output.report).context("encoding the JSON record")?;
         out.write_line(&json).context("writing the JSON record")?;
     }
     if let Some(mut h) = hlog_out {
         h.flush().context("writing the interval log")?;
     }
-    Ok(if interrupted { ExitCode::from(130) } else { ExitCode::SUCCESS })
+    Ok(if interrupted {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn spec(args: &LoadArgs) -> Result<LoadSpec> {
@@ -115,14 +120,22 @@ fn spec(args: &LoadArgs) -> Result<LoadSpec> {
     s.connect_timeout = args.connect_timeout;
     s.keepalive = !args.no_keepalive;
     s.verify = args.verify;
-    let https = args.url.trim_start().to_ascii_lowercase().starts_with("https://");
+    let https = args
+        .url
+        .trim_start()
+        .to_ascii_lowercase()
+        .starts_with("https://");
     if args.http2 && !https {
         anyhow::bail!("--http2 negotiates HTTP/2 over TLS and needs an https:// URL; use --h2c for cleartext HTTP/2");
     }
     if args.h2c && https {
         anyhow::bail!("--h2c is cleartext HTTP/2 and needs an http:// URL; use --http2 for HTTPS");
     }
-    s.protocol = if args.http2 || args.h2c { Protocol::Http2 } else { Protocol::Http1 };
+    s.protocol = if args.http2 || args.h2c {
+        Protocol::Http2
+    } else {
+        Protocol::Http1
+    };
     s.streams = args.streams;
     s.tls = TlsOptions {
         insecure: args.insecure,

@@ -1,4 +1,6 @@
 //! One module per subcommand.
 
 pub mod load;
+pub mod report;
+pub mod run;
 pub mod serve;

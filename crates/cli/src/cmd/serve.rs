@@ -49,14 +49,24 @@ fn echo(args: ServeArgs) -> Result<ExitCode> {
     };
     let listener = TcpListener::bind((args.host.as_str(), args.port))
         .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;
-    let addr = listener.local_addr().context("reading the listening address")?;
-    let scheme = if config.tls.is_some() { "https" } else { "http" };
+    let addr = listener
+        .local_addr()
+        .context("reading the listening address")?;
+    let scheme = if config.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
     println!(
         "echo listening on {scheme}://{addr}/ (delay {}, GET answers {} bytes, {} threads{})",
         humantime::format_duration(config.delay),
         config.get_size,
         config.threads,
-        if config.http2 { ", HTTP/1.1 and HTTP/2" } else { ", HTTP/1.1" }
+        if config.http2 {
+            ", HTTP/1.1 and HTTP/2"
+        } else {
+            ", HTTP/1.1"
+        }
     );
     gatebench_services::echo::run_blocking(listener, config, signal::shutdown_signal())
         .context("echo backend failed")?;

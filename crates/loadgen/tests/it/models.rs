@@ -7,7 +7,7 @@ use gatebench_loadgen::{Arrival, RequestBody, StopRule};
 use gatebench_model::Outcome;
 use gatebench_testkit::{Behavior, TestServer};
 
-use crate::support::{assert_counts_add_up, run, spec, Echo};
+use crate::support::{assert_counts_add_up, run, run_alone, spec, Echo};
 
 #[test]
 fn closed_model_against_echo() {
@@ -37,7 +37,7 @@ fn open_model_rate_is_accurate() {
     let echo = Echo::start(Duration::ZERO);
     let mut s = spec(&echo.url(), 20, Duration::from_secs(5));
     s.arrival = Arrival::Open { rate: 1000.0 };
-    let out = run(s);
+    let out = run_alone(s);
     let m = &out.report.measurement;
     let sent = m.requests - m.outcomes.get(Outcome::NeverSent);
     assert!(
@@ -60,7 +60,7 @@ fn open_model_rate_is_accurate() {
 fn latency_is_calibrated_against_a_known_delay() {
     // The echo holds every response 20 ms: p50 must read between 20 and 22 ms.
     let echo = Echo::start(Duration::from_millis(20));
-    let out = run(spec(&echo.url(), 4, Duration::from_millis(1500)));
+    let out = run_alone(spec(&echo.url(), 4, Duration::from_millis(1500)));
     let l = &out.report.measurement.latency;
     let p50 = l.at(50.0).unwrap();
     assert!((20.0..22.0).contains(&p50), "p50 {p50} ms");
@@ -83,7 +83,7 @@ fn stalled_target_shows_in_the_corrected_tail_only() {
     });
     let mut s = spec(&server.url(), 2, Duration::from_millis(3500));
     s.arrival = Arrival::Open { rate: 200.0 };
-    let out = run(s);
+    let out = run_alone(s);
     let m = &out.report.measurement;
     let corrected = m.latency.at(99.0).unwrap();
     let uncorrected = m.latency_uncorrected.as_ref().unwrap().at(99.0).unwrap();

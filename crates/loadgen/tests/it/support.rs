@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::RwLock;
 use std::time::Duration;
 
 use gatebench_loadgen::{Arrival, LoadConfig, LoadSpec, RunOptions, RunOutput, StopRule};
@@ -92,8 +93,24 @@ pub fn spec(url: &str, c: u32, d: Duration) -> LoadSpec {
     s
 }
 
-/// Validates and runs `spec` with no outputs.
+/// Tests share the machine; tests whose assertions depend on timing (rate, calibrated latency,
+/// a stall) run alone, so a neighbour saturating both cores cannot bend their figures. Ordinary
+/// runs hold the lock shared, timing runs exclusively.
+static MACHINE: RwLock<()> = RwLock::new(());
+
+/// Validates and runs `spec` with no outputs, sharing the machine with other tests.
 pub fn run(spec: LoadSpec) -> RunOutput {
+    let _shared = MACHINE.read().unwrap_or_else(|e| e.into_inner());
+    run_now(spec)
+}
+
+/// Like [`run`], with no other load of this test binary running at the same time.
+pub fn run_alone(spec: LoadSpec) -> RunOutput {
+    let _alone = MACHINE.write().unwrap_or_else(|e| e.into_inner());
+    run_now(spec)
+}
+
+fn run_now(spec: LoadSpec) -> RunOutput {
     let config = LoadConfig::try_new(spec).expect("valid spec");
     gatebench_loadgen::run(config, RunOptions::default()).expect("run")
 }

@@ -1,0 +1,304 @@
+//! `gatebench run [SUITE]`: runs a benchmark suite — the built-in default, or a suite file —
+//! into a results directory, with a progress line, and prints the summary table.
+//!
+//! The plan and its estimated time are printed first (and only, with `--estimate`). Summaries
+//! are rewritten after every cell, so an interrupted run still has one. Exit status: 0 every
+//! cell ran, 1 a cell failed (a process did not start, a wrong answer), 2 bad input, 130
+//! interrupted.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use gatebench_model::{CellRecord, CellStatus};
+use gatebench_report::fmt::rate;
+use gatebench_report::summary::{self, Phase as SummaryPhase};
+use gatebench_runner::cell::{CellEvent, Phase};
+use gatebench_runner::driver::NetDriver;
+use gatebench_runner::launch::SystemLauncher;
+use gatebench_runner::matrix::format_estimate;
+use gatebench_runner::pin::Placement;
+use gatebench_runner::results::{self, ResultsDir};
+use gatebench_runner::suite::Intensity;
+use gatebench_runner::{Observer, Plan, Progress, RunSettings, Suite};
+
+use crate::cmd::report::write_summaries;
+use crate::signal;
+
+/// `gatebench run [SUITE]`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Without SUITE, runs the built-in default suite: seed 004's eight \
+scenarios, a round-robin balancer over five echo back-ends and the echo back-end alone, on the \
+built-in services, in about four minutes. Suite files are described in docs/suite-format.md; \
+examples/ has seed 004's published parameters and nginx/HAProxy side by side.\n\nExit status: 0 \
+every cell ran, 1 a cell failed, 2 bad input or another error, 130 interrupted."
+)]
+pub struct RunArgs {
+    /// Suite file (TOML). Without it, the built-in default suite.
+    pub suite: Option<PathBuf>,
+    /// Results directory [default: results/<YYYYmmdd-HHMMSS>].
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Print the plan and its estimated time, run nothing.
+    #[arg(long)]
+    pub estimate: bool,
+    /// Only cells whose id or scenario name matches GLOB (repeatable; `*` and `?`).
+    #[arg(long, value_name = "GLOB")]
+    pub include: Vec<String>,
+    /// No cell whose id or scenario name matches GLOB (repeatable).
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+}
+
+/// Runs the subcommand.
+pub fn run(args: RunArgs) -> Result<ExitCode> {
+    let suite = match &args.suite {
+        Some(p) => Suite::load(p)?,
+        None => Suite::builtin(),
+    };
+    let plan = Plan::new(&suite, &args.include, &args.exclude)?;
+    print!("{}", plan_text(&suite, &plan, args.suite.is_none()));
+    if args.estimate || suite.estimate_only {
+        return Ok(ExitCode::SUCCESS);
+    }
+    let (placement, warning) = Placement::new(suite.pin);
+    if let Some(w) = warning {
+        eprintln!("gatebench: warning: {w}");
+    }
+    let out_dir = args.out.clone().unwrap_or_else(results::default_dir);
+    let dir = ResultsDir::create(&out_dir)?;
+    gatebench_runner::prepare(&suite, &plan, &dir)?;
+    println!("Results: {}\n", out_dir.display());
+
+    let stop = signal::interrupt_flag();
+    let settings = RunSettings {
+        exe: std::env::current_exe().context("finding the gatebench executable")?,
+        stop: stop.clone(),
+        placement,
+    };
+    let mut observer = Display {
+        live: std::io::stderr().is_terminal(),
+        suite: suite.name.clone(),
+        planned: plan.cells.len(),
+        phase: Phase::Starting,
+        rps: 0.0,
+        errors: 0,
+    };
+    let run = gatebench_runner::run_suite(
+        &suite,
+        &plan,
+        &dir,
+        &settings,
+        &mut SystemLauncher,
+        &mut NetDriver,
+        &mut observer,
+    )?;
+    let missing = plan.cells.len() - run.records.len();
+    write_summaries(&dir, &suite.name, &run.records, missing)?;
+    println!();
+    print!(
+        "{}",
+        summary::table(&run.records, SummaryPhase::Measurement)
+    );
+    println!(
+        "\n{} cells, {} failed. Summaries: {}/summary.md (.csv, .json; warm-up apart)",
+        run.records.len(),
+        run.failed(),
+        out_dir.display()
+    );
+    if run.interrupted {
+        eprintln!(
+            "gatebench: interrupted: {} of {} cells done; re-render later with `gatebench report {}`",
+            run.records.len(),
+            plan.cells.len(),
+            out_dir.display()
+        );
+        return Ok(ExitCode::from(130));
+    }
+    Ok(if run.failed() > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The plan: what runs, over which matrix, for how long.
+fn plan_text(suite: &Suite, plan: &Plan, builtin: bool) -> String {
+    let mut s = String::new();
+    let join = |v: Vec<String>| v.join(", ");
+    let m = &suite.matrix;
+    let intensities = join(
+        m.intensities
+            .iter()
+            .map(|i| match i {
+                Intensity::Users(u) => u.to_string(),
+                Intensity::Rate(r) => format!("{r} req/s"),
+            })
+            .collect(),
+    );
+    let load_axis = if matches!(m.intensities.first(), Some(Intensity::Rate(_))) {
+        "rates"
+    } else {
+        "users"
+    };
+    let mut per_scenario: BTreeMap<usize, usize> = BTreeMap::new();
+    for c in &plan.cells {
+        *per_scenario.entry(c.scenario).or_default() += 1;
+    }
+    s.push_str(&format!(
+        "Suite \"{}\"{}: {} cells in {} scenarios{}\n",
+        suite.name,
+        if builtin { " (built-in)" } else { "" },
+        plan.cells.len(),
+        per_scenario.len(),
+        if plan.cells.len() < plan.expanded {
+            format!(" ({} of {} after filters)", plan.cells.len(), plan.expanded)
+        } else {
+            String::new()
+        }
+    ));
+    s.push_str(&format!(
+        "  {load_axis} {intensities} · sizes {} B · delays {} · {} repeat(s) · {} order{}\n",
+        join(m.sizes.iter().map(u64::to_string).collect()),
+        join(
+            m.delays
+                .iter()
+                .map(|d| humantime::format_duration(*d).to_string())
+                .collect()
+        ),
+        suite.repeats,
+        suite.order.name(),
+        if suite.pin { " · pinned" } else { "" }
+    ));
+    s.push_str(&format!(
+        "  each cell: {} warm-up + {} measurement, plus about 1s to start and stop\n",
+        humantime::format_duration(suite.warmup),
+        humantime::format_duration(suite.duration)
+    ));
+    let width = suite
+        .scenarios
+        .iter()
+        .map(|s| s.name.len())
+        .max()
+        .unwrap_or(0);
+    for (i, sc) in suite.scenarios.iter().enumerate() {
+        let Some(n) = per_scenario.get(&i) else {
+            continue;
+        };
+        let protos = join(sc.protocols.iter().map(|p| p.name().to_owned()).collect());
+        s.push_str(&format!(
+            "    {:<width$}  {n:>3} cells  {}  ({protos})\n",
+            sc.name, sc.title
+        ));
+    }
+    s.push_str(&format!(
+        "Estimated time: {}\n",
+        format_estimate(plan.estimate)
+    ));
+    s
+}
+
+/// The progress display on stderr: a live line on a terminal, one line per cell otherwise.
+struct Display {
+    live: bool,
+    suite: String,
+    planned: usize,
+    phase: Phase,
+    rps: f64,
+    errors: u64,
+}
+
+impl Display {
+    fn line(&self, p: &Progress<'_>) {
+        let live = if matches!(self.phase, Phase::WarmingUp | Phase::Measuring) {
+            format!(" · {} req/s · {} errors", rate(self.rps), self.errors)
+        } else {
+            String::new()
+        };
+        let mut e = std::io::stderr().lock();
+        let _ = write!(
+            e,
+            "\r\x1b[2K[{}/{} · {} left] {} · {}{live}",
+            p.index,
+            p.total,
+            format_estimate(p.left),
+            p.cell.id,
+            self.phase.name()
+        );
+        let _ = e.flush();
+    }
+}
+
+impl Observer for Display {
+    fn setup_started(&mut self, scenario: &str, command: &str) {
+        eprintln!("setup of {scenario}: {command}");
+    }
+
+    fn setup_finished(&mut self, scenario: &str, result: &Result<(), String>) {
+        if let Err(e) = result {
+            eprintln!("gatebench: setup of {scenario} failed (its cells will fail): {e}");
+        }
+    }
+
+    fn cell_started(&mut self, p: &Progress<'_>) {
+        self.phase = Phase::Starting;
+        self.rps = 0.0;
+        self.errors = 0;
+        if self.live {
+            self.line(p);
+        } else {
+            eprintln!(
+                "[{}/{} · {} left] {} ({})",
+                p.index,
+                p.total,
+                format_estimate(p.left),
+                p.cell.id,
+                p.title
+            );
+        }
+    }
+
+    fn cell_event(&mut self, p: &Progress<'_>, e: &CellEvent<'_>) {
+        match e {
+            CellEvent::Phase(ph) => self.phase = *ph,
+            CellEvent::Interval(v) => {
+                self.rps = v.rps;
+                self.errors = v.total_errors;
+            }
+        }
+        if self.live {
+            self.line(p);
+        }
+    }
+
+    fn cell_finished(
+        &mut self,
+        p: &Progress<'_>,
+        record: &CellRecord,
+        results: &ResultsDir,
+        all: &[CellRecord],
+    ) -> Result<(), String> {
+        if self.live {
+            eprint!("\r\x1b[2K");
+        }
+        let outcome = match (&record.status, &record.load) {
+            (CellStatus::Ok, Some(l)) => format!(
+                "ok · {} req/s · {} errors{}",
+                rate(l.measurement.throughput_rps),
+                l.measurement.outcomes.errors(),
+                if l.valid { "" } else { " · generator-bound" }
+            ),
+            _ => format!(
+                "FAILED: {}",
+                record.reason.as_deref().unwrap_or("no reason recorded")
+            ),
+        };
+        eprintln!("[{}/{}] {}: {outcome}", p.index, p.total, record.cell.id);
+        write_summaries(results, &self.suite, all, self.planned - all.len())
+            .map_err(|e| format!("{e:#}"))
+    }
+}

@@ -1,0 +1,174 @@
+//! End to end: `gatebench run` on the tiny example suite with the real binary (a real echo
+//! back-end child, real load), then `gatebench report` on its results, and the exit statuses
+//! of bad input.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const SEED_004_HEADER: &str = "| Scenario Name | Concurrent Users | Message Size (Bytes) | \
+Back-end Service Delay (ms) | Error % | Throughput (Requests/sec) | Average Response Time (ms) | \
+Standard Deviation of Response Time (ms) | 99th Percentile of Response Time (ms) |";
+
+fn gatebench(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gatebench"))
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("running gatebench")
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("gatebench-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn the_tiny_suite_runs_end_to_end_and_reports() {
+    let tmp = temp_dir("tiny");
+    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tiny.toml");
+    let out_dir = tmp.join("out");
+    let out = gatebench(
+        &[
+            "run",
+            suite.to_str().unwrap(),
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &tmp,
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{stdout}\n{stderr}",
+        out.status
+    );
+    // The plan and its estimate come first, the table at the end.
+    let plan = stdout
+        .find("Estimated time: ")
+        .expect("the plan is printed");
+    let table = stdout
+        .find(SEED_004_HEADER)
+        .expect("the summary table is printed");
+    assert!(plan < table);
+    assert!(
+        stderr.contains("[1/1] backend-alone_u2_s50_d0_r1: ok"),
+        "{stderr}"
+    );
+
+    let md = std::fs::read_to_string(out_dir.join("summary.md")).unwrap();
+    let measurement = md.split("## Warm-up").next().unwrap();
+    assert!(measurement.contains(SEED_004_HEADER), "{md}");
+    let rows: Vec<&str> = measurement
+        .lines()
+        .filter(|l| l.starts_with("| Echo back-end alone"))
+        .collect();
+    assert_eq!(rows.len(), 1, "{md}");
+    let cols: Vec<&str> = rows[0].split('|').map(str::trim).collect();
+    // | name | users | size | delay | error % | throughput | …
+    assert_eq!(&cols[2..6], ["2", "50", "0", "0.00"], "{}", rows[0]);
+    let throughput: f64 = cols[6].parse().unwrap();
+    assert!(throughput > 0.0, "{}", rows[0]);
+    assert!(md.contains("## Warm-up (not part of the results)"));
+
+    let cells: Vec<PathBuf> = std::fs::read_dir(out_dir.join("cells"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(cells.len(), 1);
+    for f in [
+        "record.json",
+        "latency.hlog",
+        "samples.csv",
+        "backend-1.log",
+    ] {
+        assert!(cells[0].join(f).is_file(), "{f} in {}", cells[0].display());
+    }
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cells[0].join("record.json")).unwrap())
+            .unwrap();
+    assert_eq!(record["status"], "ok");
+    assert_eq!(record["processes"][0]["stopped"], "terminated");
+    for f in [
+        "suite.toml",
+        "environment.json",
+        "run.json",
+        "summary.csv",
+        "summary.json",
+    ] {
+        assert!(out_dir.join(f).is_file(), "{f}");
+    }
+
+    // `report` re-renders the same table from the cells.
+    std::fs::remove_file(out_dir.join("summary.md")).unwrap();
+    let rep = gatebench(&["report", out_dir.to_str().unwrap()], &tmp);
+    assert!(rep.status.success(), "{}", text(&rep.stderr));
+    assert!(text(&rep.stdout).contains(rows[0]));
+    assert!(std::fs::read_to_string(out_dir.join("summary.md"))
+        .unwrap()
+        .contains(rows[0]));
+
+    // A directory that is not a results directory is refused with exit status 2.
+    let bad = gatebench(&["report", tmp.to_str().unwrap()], &tmp);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad.stderr).contains("not a gatebench results directory"));
+    let _ = std::fs::remove_dir_all(tmp);
+}
+
+#[test]
+fn bad_suites_exit_2_with_one_line_naming_the_key() {
+    let tmp = temp_dir("bad");
+    std::fs::write(
+        tmp.join("suite.toml"),
+        "[suite]\nwarmpu = \"5s\"\n[[scenario]]\nname = \"x\"\nsut = { command = \"x\" }\n",
+    )
+    .unwrap();
+    let out = gatebench(&["run", "suite.toml"], &tmp);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("gatebench: suite.toml: unknown key \"warmpu\" in [suite]"),
+        "{err}"
+    );
+    assert!(
+        !tmp.join("results").exists(),
+        "nothing is written for a bad suite"
+    );
+    let _ = std::fs::remove_dir_all(tmp);
+}
+
+#[test]
+fn the_default_suite_estimate_runs_nothing_and_fits_in_five_minutes() {
+    let tmp = temp_dir("estimate");
+    let out = gatebench(&["run", "--estimate"], &tmp);
+    assert!(out.status.success());
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("40 cells in 10 scenarios"), "{stdout}");
+    for name in [
+        "backend-alone",
+        "passthrough-h1c-h1c",
+        "passthrough-h1-h1",
+        "transform-h1c",
+        "transform-h1",
+        "passthrough-h2-h2",
+        "passthrough-h2-h1",
+        "passthrough-h2-h1c",
+        "downgrade",
+        "balance-5",
+    ] {
+        assert!(stdout.contains(name), "{name} in the plan:\n{stdout}");
+    }
+    let est = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("Estimated time: "))
+        .unwrap();
+    assert!(est.starts_with("4m ") || est.starts_with("3m "), "{est}");
+    assert!(!tmp.join("results").exists());
+    let _ = std::fs::remove_dir_all(tmp);
+}

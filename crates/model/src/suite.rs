@@ -1,0 +1,165 @@
+//! The records of a suite run: what a results directory holds besides the load records.
+//!
+//! A results directory (documented in `docs/results-format.md`) has one [`RunManifest`]
+//! (`run.json`), one [`Environment`] (`environment.json`) and one [`CellRecord`] per finished
+//! cell (`cells/<id>/record.json`). Every type carries [`crate::SCHEMA_VERSION`] or sits in a
+//! file that does, so a reader of another version refuses instead of misreading.
+//!
+//! These are plain data: expanding a suite, running cells and rendering summaries live in
+//! `gatebench-runner` and `gatebench-report`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{LoadReport, ToolInfo};
+
+/// What `run.json` says: this directory is a gatebench results directory, of which version,
+/// and which cells the run planned (so an interrupted run is reported as incomplete).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunManifest {
+    /// [`crate::SCHEMA_VERSION`] of the writer.
+    pub schema_version: u32,
+    /// Always [`RunManifest::KIND`].
+    pub kind: String,
+    /// The tool that wrote it.
+    pub tool: ToolInfo,
+    /// The suite's name.
+    pub suite: String,
+    /// Start of the run, Unix milliseconds.
+    pub started_at_unix_ms: u64,
+    /// The cell ids the run planned, in run order.
+    pub planned_cells: Vec<String>,
+    /// The estimated length of the whole run, seconds.
+    pub estimated_s: f64,
+}
+
+impl RunManifest {
+    /// The value of [`RunManifest::kind`].
+    pub const KIND: &'static str = "gatebench-results";
+}
+
+/// The machine and build a run happened on (`environment.json`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Environment {
+    /// [`crate::SCHEMA_VERSION`] of the writer.
+    pub schema_version: u32,
+    /// CPU model name (`/proc/cpuinfo`), or `unknown`.
+    pub cpu_model: String,
+    /// Online logical CPUs of the machine.
+    pub cores: u32,
+    /// Logical CPUs this process was allowed to use.
+    pub cores_available: u32,
+    /// Kernel name and release (`uname -sr`).
+    pub kernel: String,
+    /// Machine architecture (`uname -m`).
+    pub arch: String,
+    /// gatebench's version.
+    pub gatebench_version: String,
+    /// Short git revision of the source gatebench was built from (`-dirty` when it had
+    /// uncommitted changes), or `unknown`.
+    pub git_revision: String,
+}
+
+/// The parameters of one cell: one point of the suite's matrix.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CellParams {
+    /// Stable, filesystem-safe id, e.g. `passthrough-h1c-h1c_u100_s50_d0_r1`.
+    pub id: String,
+    /// The scenario's short name.
+    pub scenario: String,
+    /// The scenario's title as printed in summaries ("Passthrough HTTP service (h1c -> h1c)").
+    pub title: String,
+    /// Position of the scenario in the suite (summaries list scenarios in suite order).
+    pub scenario_index: u32,
+    /// Concurrent users (connections).
+    pub users: u32,
+    /// Target rate in requests/s (open model); `None` for the closed model.
+    pub rate: Option<f64>,
+    /// Request payload size, bytes.
+    pub size_bytes: u64,
+    /// Back-end service delay, ms.
+    pub delay_ms: f64,
+    /// The protocol the load generator speaks to the target (`h1c`, `h1`, `h2`, `h2c`).
+    pub protocol: String,
+    /// Repeat number, 1-based.
+    pub repeat: u32,
+    /// Position of the cell in the run order, 1-based.
+    pub order: u32,
+    /// Warm-up length, seconds.
+    pub warmup_s: f64,
+    /// Measurement length, seconds.
+    pub duration_s: f64,
+}
+
+/// Whether a cell produced a result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CellStatus {
+    /// The load ran; the figures are in the record.
+    Ok,
+    /// A process did not start, was not ready, answered wrongly, or the load could not run;
+    /// `reason` says which.
+    Failed,
+}
+
+/// Resource use of the system under test over one window (warm-up or measurement), from the
+/// one-second samples of `/proc`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResourceSummary {
+    /// Samples in the window.
+    pub samples: u32,
+    /// Mean CPU use, percent of one core (200 = two cores busy).
+    pub cpu_mean_percent: f64,
+    /// Highest one-second CPU use, percent of one core.
+    pub cpu_max_percent: f64,
+    /// Mean resident memory, MiB.
+    pub rss_mean_mib: f64,
+    /// Highest resident memory, MiB.
+    pub rss_max_mib: f64,
+    /// Most threads at once.
+    pub threads_max: u64,
+    /// Most open file descriptors at once.
+    pub fds_max: u64,
+    /// Mean 1-minute load average of the machine.
+    pub loadavg_mean: f64,
+}
+
+/// One process a cell started.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessRecord {
+    /// `backend-1`, …, or `sut`.
+    pub name: String,
+    /// The program and its arguments as started.
+    pub command: Vec<String>,
+    /// Its process id (and process group id).
+    pub pid: u32,
+    /// CPUs it was pinned to, when pinning was on.
+    pub cpus: Option<Vec<usize>>,
+    /// How it ended: `terminated`, `killed after 5s`, or how it exited by itself.
+    pub stopped: String,
+}
+
+/// The record of one cell (`cells/<id>/record.json`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CellRecord {
+    /// [`crate::SCHEMA_VERSION`] of the writer.
+    pub schema_version: u32,
+    /// The cell's parameters.
+    pub cell: CellParams,
+    /// Whether it produced a result.
+    pub status: CellStatus,
+    /// Why it failed, for a person; `None` when it did not.
+    pub reason: Option<String>,
+    /// Start of the cell, Unix milliseconds.
+    pub started_at_unix_ms: u64,
+    /// End of the cell, Unix milliseconds.
+    pub finished_at_unix_ms: u64,
+    /// The processes the cell started.
+    pub processes: Vec<ProcessRecord>,
+    /// The load record (both phases, the generator's self-check); `None` when the load did not
+    /// run.
+    pub load: Option<LoadReport>,
+    /// The system under test during the warm-up.
+    pub sut_warmup: Option<ResourceSummary>,
+    /// The system under test during the measurement.
+    pub sut_measurement: Option<ResourceSummary>,
+}

@@ -1,0 +1,537 @@
+//! The summary of a suite run: one row per cell with seed 004's columns, then the SUT's CPU and
+//! memory (what we measure instead of a JVM's GC figures) and flags that make a doubtful row
+//! visible — errors, a generator that was the bottleneck, a cell that failed and why.
+//!
+//! Renders Markdown (`summary.md`), CSV (`summary.csv`, `warmup.csv`) and JSON
+//! (`summary.json`). The warm-up is summarized apart, never mixed into the results. Pure
+//! functions of the records: reading and writing files is the caller's job.
+
+use std::fmt::Write;
+
+use gatebench_model::{CellRecord, CellStatus, PhaseReport, ResourceSummary, SCHEMA_VERSION};
+
+/// The columns of the summary tables: seed 004's nine, then SUT CPU, SUT memory, flags.
+pub const COLUMNS: [&str; 12] = [
+    "Scenario Name",
+    "Concurrent Users",
+    "Message Size (Bytes)",
+    "Back-end Service Delay (ms)",
+    "Error %",
+    "Throughput (Requests/sec)",
+    "Average Response Time (ms)",
+    "Standard Deviation of Response Time (ms)",
+    "99th Percentile of Response Time (ms)",
+    "SUT CPU (%)",
+    "SUT Memory (MiB)",
+    "Flags",
+];
+
+/// Which phase a table shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// The measurement: the results.
+    Measurement,
+    /// The warm-up, reported apart.
+    Warmup,
+}
+
+/// One row: the cell's id and its values in [`COLUMNS`] order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// The cell id (its directory under `cells/`).
+    pub id: String,
+    /// The values, formatted, in [`COLUMNS`] order.
+    pub values: Vec<String>,
+}
+
+/// The flags of a cell, in a fixed order: `failed: reason`, `errors`, `generator-bound`, then
+/// what sets the row apart from its neighbours (`open model at N req/s`, `repeat N`).
+pub fn flags(r: &CellRecord) -> Vec<String> {
+    let mut f = Vec::new();
+    if r.status == CellStatus::Failed {
+        f.push(format!(
+            "failed: {}",
+            r.reason.as_deref().unwrap_or("no reason recorded")
+        ));
+    }
+    if let Some(load) = &r.load {
+        if load.measurement.outcomes.errors() > 0 {
+            f.push("errors".to_owned());
+        }
+        if !load.valid {
+            f.push("generator-bound".to_owned());
+        }
+    }
+    if let Some(rate) = r.cell.rate {
+        f.push(format!("open model at {} req/s", number(rate)));
+    }
+    if r.cell.repeat > 1 {
+        f.push(format!("repeat {}", r.cell.repeat));
+    }
+    f
+}
+
+/// The rows of `records` for `phase`, in suite order (scenario, users or rate, size, delay,
+/// protocol, repeat), whatever order the cells ran in.
+pub fn rows(records: &[CellRecord], phase: Phase) -> Vec<Row> {
+    let mut sorted: Vec<&CellRecord> = records.iter().collect();
+    sorted.sort_by(|a, b| {
+        let (a, b) = (&a.cell, &b.cell);
+        a.scenario_index
+            .cmp(&b.scenario_index)
+            .then(protocol_rank(&a.protocol).cmp(&protocol_rank(&b.protocol)))
+            .then(a.rate.unwrap_or(0.0).total_cmp(&b.rate.unwrap_or(0.0)))
+            .then(a.users.cmp(&b.users))
+            .then(a.size_bytes.cmp(&b.size_bytes))
+            .then(a.delay_ms.total_cmp(&b.delay_ms))
+            .then(a.repeat.cmp(&b.repeat))
+    });
+    sorted
+        .into_iter()
+        .map(|r| {
+            let (p, res) = figures(r, phase);
+            let opt = |v: Option<f64>, digits: usize| {
+                v.map(|v| format!("{v:.digits$}")).unwrap_or_default()
+            };
+            Row {
+                id: r.cell.id.clone(),
+                values: vec![
+                    scenario_name(r, records),
+                    r.cell.users.to_string(),
+                    r.cell.size_bytes.to_string(),
+                    number(r.cell.delay_ms),
+                    opt(p.map(|p| p.error_percent), 2),
+                    opt(p.map(|p| p.throughput_rps), 2),
+                    opt(p.map(|p| p.latency.mean_ms), 2),
+                    opt(p.map(|p| p.latency.stdev_ms), 2),
+                    opt(p.and_then(|p| p.latency.at(99.0)), 2),
+                    opt(res.map(|s| s.cpu_mean_percent), 1),
+                    opt(res.map(|s| s.rss_mean_mib), 1),
+                    flags(r).join("; "),
+                ],
+            }
+        })
+        .collect()
+}
+
+/// Protocols in the order suites list them (h1c, h1, h2, h2c), unknown ones last.
+fn protocol_rank(p: &str) -> (usize, &str) {
+    let rank = ["h1c", "h1", "h2", "h2c"]
+        .iter()
+        .position(|x| *x == p)
+        .unwrap_or(usize::MAX);
+    (rank, p)
+}
+
+/// The phase's figures and the SUT's resources over it.
+fn figures(r: &CellRecord, phase: Phase) -> (Option<&PhaseReport>, Option<&ResourceSummary>) {
+    let ok = r.status == CellStatus::Ok;
+    match phase {
+        Phase::Measurement => (
+            r.load.as_ref().filter(|_| ok).map(|l| &l.measurement),
+            r.sut_measurement.as_ref().filter(|_| ok),
+        ),
+        Phase::Warmup => (
+            r.load
+                .as_ref()
+                .filter(|_| ok)
+                .and_then(|l| l.warmup.as_ref()),
+            r.sut_warmup.as_ref().filter(|_| ok),
+        ),
+    }
+}
+
+/// The title, with the protocol when the same scenario ran over several.
+fn scenario_name(r: &CellRecord, all: &[CellRecord]) -> String {
+    let several = all
+        .iter()
+        .any(|o| o.cell.scenario == r.cell.scenario && o.cell.protocol != r.cell.protocol);
+    if several {
+        format!("{} [{}]", r.cell.title, r.cell.protocol)
+    } else {
+        r.cell.title.clone()
+    }
+}
+
+/// A number without a useless `.0` (`0`, `0.5`, `2500`).
+fn number(x: f64) -> String {
+    if x.fract() == 0.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x}")
+    }
+}
+
+/// A Markdown table of `phase`.
+pub fn table(records: &[CellRecord], phase: Phase) -> String {
+    let mut out = String::new();
+    let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
+    let _ = writeln!(out, "| {} |", COLUMNS.join(" | "));
+    let _ = writeln!(
+        out,
+        "|{}",
+        COLUMNS
+            .iter()
+            .enumerate()
+            .map(|(i, _)| if i == 0 || i == COLUMNS.len() - 1 {
+                "---|"
+            } else {
+                "---:|"
+            })
+            .collect::<String>()
+    );
+    for row in rows(records, phase) {
+        let vals: Vec<String> = row.values.iter().map(|v| cell(v)).collect();
+        let _ = writeln!(out, "| {} |", vals.join(" | "));
+    }
+    out
+}
+
+/// `summary.md`: a heading, the measurement table, what the flags mean, and the warm-up table
+/// apart. `missing` is the number of planned cells without a record (an interrupted run).
+pub fn markdown(suite: &str, records: &[CellRecord], missing: usize) -> String {
+    let mut out = String::new();
+    let failed = records
+        .iter()
+        .filter(|r| r.status == CellStatus::Failed)
+        .count();
+    let _ = writeln!(out, "# {suite}\n");
+    let _ = write!(
+        out,
+        "{} cells: {} ok, {failed} failed.",
+        records.len(),
+        records.len() - failed
+    );
+    if let Some(r) = records.first() {
+        let _ = write!(
+            out,
+            " Each cell: {} s warm-up (reported apart below), then {} s measured.",
+            number(r.cell.warmup_s),
+            number(r.cell.duration_s)
+        );
+    }
+    if missing > 0 {
+        let _ = write!(
+            out,
+            " **Incomplete: {missing} planned cells have no record** (the run was interrupted)."
+        );
+    }
+    out.push_str("\n\n");
+    out.push_str(&table(records, Phase::Measurement));
+    let all_flags: Vec<String> = records.iter().flat_map(flags).collect();
+    let legend = [
+        (
+            "failed",
+            "`failed: …`: the cell produced no figures; the reason says which process or check failed.",
+        ),
+        (
+            "errors",
+            "`errors`: some requests failed; see Error % and the cell's record.json for the classes.",
+        ),
+        (
+            "generator-bound",
+            "`generator-bound`: the load generator, not the system under test, was the bottleneck; \
+             the figures describe the generator.",
+        ),
+    ];
+    let shown: Vec<&str> = legend
+        .iter()
+        .filter(|(k, _)| all_flags.iter().any(|f| f.starts_with(k)))
+        .map(|(_, v)| *v)
+        .collect();
+    if !shown.is_empty() {
+        out.push('\n');
+        for l in shown {
+            let _ = writeln!(out, "- {l}");
+        }
+    }
+    out.push_str(
+        "\nSUT CPU is the mean over the measurement, in percent of one core; SUT Memory the mean \
+         resident set, in MiB.\n",
+    );
+    let _ = writeln!(
+        out,
+        "\n## Warm-up (not part of the results)\n\n{}",
+        table(records, Phase::Warmup)
+    );
+    out
+}
+
+/// A CSV table of `phase`: [`COLUMNS`] then `Cell` (the cell id).
+pub fn csv(records: &[CellRecord], phase: Phase) -> String {
+    let field = |s: &str| {
+        if s.contains([',', '"', '\n']) {
+            format!("\"{}\"", s.replace('"', "\"\""))
+        } else {
+            s.to_owned()
+        }
+    };
+    let mut out = String::new();
+    let header: Vec<String> = COLUMNS.iter().chain(&["Cell"]).map(|c| field(c)).collect();
+    let _ = writeln!(out, "{}", header.join(","));
+    for row in rows(records, phase) {
+        let vals: Vec<String> = row
+            .values
+            .iter()
+            .chain(std::iter::once(&row.id))
+            .map(|v| field(v))
+            .collect();
+        let _ = writeln!(out, "{}", vals.join(","));
+    }
+    out
+}
+
+/// `summary.json`: both phases as arrays of objects with machine-readable keys and numbers
+/// (`null` where a cell has no figure), plus the column titles the tables use.
+pub fn json(suite: &str, records: &[CellRecord], missing: usize) -> String {
+    use serde_json::{json, Value};
+    let phase_rows = |phase: Phase| -> Vec<Value> {
+        let order: Vec<String> = rows(records, phase).into_iter().map(|r| r.id).collect();
+        order
+            .iter()
+            .filter_map(|id| records.iter().find(|r| &r.cell.id == id))
+            .map(|r| {
+                let (p, res) = figures(r, phase);
+                json!({
+                    "cell": r.cell.id,
+                    "scenario": r.cell.scenario,
+                    "scenario_name": scenario_name(r, records),
+                    "users": r.cell.users,
+                    "rate": r.cell.rate,
+                    "size_bytes": r.cell.size_bytes,
+                    "delay_ms": r.cell.delay_ms,
+                    "protocol": r.cell.protocol,
+                    "repeat": r.cell.repeat,
+                    "status": r.status,
+                    "reason": r.reason,
+                    "error_percent": p.map(|p| p.error_percent),
+                    "throughput_rps": p.map(|p| p.throughput_rps),
+                    "mean_ms": p.map(|p| p.latency.mean_ms),
+                    "stdev_ms": p.map(|p| p.latency.stdev_ms),
+                    "p99_ms": p.and_then(|p| p.latency.at(99.0)),
+                    "sut_cpu_mean_percent": res.map(|s| s.cpu_mean_percent),
+                    "sut_cpu_max_percent": res.map(|s| s.cpu_max_percent),
+                    "sut_rss_mean_mib": res.map(|s| s.rss_mean_mib),
+                    "sut_rss_max_mib": res.map(|s| s.rss_max_mib),
+                    "generator_bound": r.load.as_ref().map(|l| !l.valid),
+                    "flags": flags(r),
+                })
+            })
+            .collect()
+    };
+    let v = json!({
+        "schema_version": SCHEMA_VERSION,
+        "suite": suite,
+        "columns": COLUMNS,
+        "cells": records.len(),
+        "missing_cells": missing,
+        "measurement": phase_rows(Phase::Measurement),
+        "warmup": phase_rows(Phase::Warmup),
+    });
+    let mut s = serde_json::to_string_pretty(&v).expect("JSON values always serialize");
+    s.push('\n');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gatebench_model::{
+        CellParams, LatencySummary, LoadConfigRecord, LoadReport, Model, Outcome, OutcomeCounts,
+        Percentile, SelfCheck, ToolInfo,
+    };
+
+    fn phase(rps: f64, mean: f64, errors: u64) -> PhaseReport {
+        let mut outcomes = OutcomeCounts::default();
+        outcomes.add(Outcome::Ok, 10_000);
+        outcomes.add(Outcome::Status5xx, errors);
+        PhaseReport {
+            duration_s: 4.0,
+            requests: outcomes.total(),
+            error_percent: outcomes.error_percent(),
+            outcomes,
+            throughput_rps: rps,
+            ok_rps: rps,
+            target_rps: None,
+            sent_rps: rps,
+            bytes_read: 0,
+            bytes_written: 0,
+            latency: LatencySummary {
+                count: 10_000,
+                min_ms: 0.1,
+                mean_ms: mean,
+                stdev_ms: mean / 2.0,
+                max_ms: mean * 10.0,
+                percentiles: vec![Percentile {
+                    p: 99.0,
+                    ms: mean * 4.0,
+                }],
+            },
+            latency_uncorrected: None,
+            concurrency: 0.0,
+            connections: Default::default(),
+        }
+    }
+
+    fn record(scenario: u32, title: &str, users: u32, size: u64, valid: bool) -> CellRecord {
+        let id = format!("s{scenario}_u{users}_s{size}_d0_r1");
+        CellRecord {
+            schema_version: SCHEMA_VERSION,
+            cell: CellParams {
+                id,
+                scenario: format!("s{scenario}"),
+                title: title.into(),
+                scenario_index: scenario,
+                users,
+                rate: None,
+                size_bytes: size,
+                delay_ms: 0.0,
+                protocol: "h1c".into(),
+                repeat: 1,
+                order: 1,
+                warmup_s: 1.0,
+                duration_s: 4.0,
+            },
+            status: CellStatus::Ok,
+            reason: None,
+            started_at_unix_ms: 0,
+            finished_at_unix_ms: 0,
+            processes: vec![],
+            load: Some(LoadReport {
+                schema_version: SCHEMA_VERSION,
+                tool: ToolInfo {
+                    name: "gatebench".into(),
+                    version: "0.1.0".into(),
+                },
+                started_at_unix_ms: 0,
+                config: LoadConfigRecord {
+                    url: "http://127.0.0.1:1/".into(),
+                    method: "POST".into(),
+                    protocol: "http/1.1".into(),
+                    model: Model::Closed,
+                    connections: users,
+                    streams: 1,
+                    threads: 2,
+                    rate: None,
+                    duration_s: Some(4.0),
+                    requests: None,
+                    warmup_s: 1.0,
+                    timeout_ms: 10_000.0,
+                    connect_timeout_ms: 3_000.0,
+                    keepalive: true,
+                    verify: true,
+                    headers: vec![],
+                    body_bytes: size,
+                },
+                warmup: Some(phase(9000.0, 1.5, 0)),
+                measurement: phase(19551.06, 5.08, 0),
+                self_check: SelfCheck {
+                    cpu_user_s: 1.0,
+                    cpu_sys_s: 1.0,
+                    cpu_percent: 50.0,
+                    send_lag: None,
+                    schedule_kept_percent: None,
+                    warnings: vec![],
+                },
+                valid,
+            }),
+            sut_warmup: Some(ResourceSummary {
+                samples: 1,
+                cpu_mean_percent: 80.0,
+                rss_mean_mib: 12.0,
+                ..Default::default()
+            }),
+            sut_measurement: Some(ResourceSummary {
+                samples: 4,
+                cpu_mean_percent: 97.25,
+                cpu_max_percent: 99.0,
+                rss_mean_mib: 17.93,
+                rss_max_mib: 18.0,
+                threads_max: 3,
+                fds_max: 110,
+                loadavg_mean: 1.5,
+            }),
+        }
+    }
+
+    fn fixture() -> Vec<CellRecord> {
+        let mut errors = record(1, "Passthrough HTTP service (h1c -> h1c)", 100, 1024, true);
+        errors.load.as_mut().unwrap().measurement = phase(18266.21, 5.43, 25);
+        let mut failed = record(2, "Passthrough HTTPS service (h1 -> h1)", 100, 50, true);
+        failed.status = CellStatus::Failed;
+        failed.reason =
+            Some("sut (gatebench serve proxy) exited with status 2 before it was ready".into());
+        failed.load = None;
+        vec![
+            failed,
+            errors,
+            record(1, "Passthrough HTTP service (h1c -> h1c)", 100, 50, false),
+            record(0, "Echo back-end alone (baseline)", 100, 50, true),
+        ]
+    }
+
+    #[test]
+    fn markdown_summary() {
+        insta::assert_snapshot!(markdown("gatebench default suite", &fixture(), 1), @r"
+        # gatebench default suite
+
+        4 cells: 3 ok, 1 failed. Each cell: 1 s warm-up (reported apart below), then 4 s measured. **Incomplete: 1 planned cells have no record** (the run was interrupted).
+
+        | Scenario Name | Concurrent Users | Message Size (Bytes) | Back-end Service Delay (ms) | Error % | Throughput (Requests/sec) | Average Response Time (ms) | Standard Deviation of Response Time (ms) | 99th Percentile of Response Time (ms) | SUT CPU (%) | SUT Memory (MiB) | Flags |
+        |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
+        | Echo back-end alone (baseline) | 100 | 50 | 0 | 0.00 | 19551.06 | 5.08 | 2.54 | 20.32 | 97.2 | 17.9 |  |
+        | Passthrough HTTP service (h1c -> h1c) | 100 | 50 | 0 | 0.00 | 19551.06 | 5.08 | 2.54 | 20.32 | 97.2 | 17.9 | generator-bound |
+        | Passthrough HTTP service (h1c -> h1c) | 100 | 1024 | 0 | 0.25 | 18266.21 | 5.43 | 2.71 | 21.72 | 97.2 | 17.9 | errors |
+        | Passthrough HTTPS service (h1 -> h1) | 100 | 50 | 0 |  |  |  |  |  |  |  | failed: sut (gatebench serve proxy) exited with status 2 before it was ready |
+
+        - `failed: …`: the cell produced no figures; the reason says which process or check failed.
+        - `errors`: some requests failed; see Error % and the cell's record.json for the classes.
+        - `generator-bound`: the load generator, not the system under test, was the bottleneck; the figures describe the generator.
+
+        SUT CPU is the mean over the measurement, in percent of one core; SUT Memory the mean resident set, in MiB.
+
+        ## Warm-up (not part of the results)
+
+        | Scenario Name | Concurrent Users | Message Size (Bytes) | Back-end Service Delay (ms) | Error % | Throughput (Requests/sec) | Average Response Time (ms) | Standard Deviation of Response Time (ms) | 99th Percentile of Response Time (ms) | SUT CPU (%) | SUT Memory (MiB) | Flags |
+        |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
+        | Echo back-end alone (baseline) | 100 | 50 | 0 | 0.00 | 9000.00 | 1.50 | 0.75 | 6.00 | 80.0 | 12.0 |  |
+        | Passthrough HTTP service (h1c -> h1c) | 100 | 50 | 0 | 0.00 | 9000.00 | 1.50 | 0.75 | 6.00 | 80.0 | 12.0 | generator-bound |
+        | Passthrough HTTP service (h1c -> h1c) | 100 | 1024 | 0 | 0.00 | 9000.00 | 1.50 | 0.75 | 6.00 | 80.0 | 12.0 | errors |
+        | Passthrough HTTPS service (h1 -> h1) | 100 | 50 | 0 |  |  |  |  |  |  |  | failed: sut (gatebench serve proxy) exited with status 2 before it was ready |
+        ");
+    }
+
+    #[test]
+    fn csv_summary() {
+        insta::assert_snapshot!(csv(&fixture(), Phase::Measurement), @r#"
+        Scenario Name,Concurrent Users,Message Size (Bytes),Back-end Service Delay (ms),Error %,Throughput (Requests/sec),Average Response Time (ms),Standard Deviation of Response Time (ms),99th Percentile of Response Time (ms),SUT CPU (%),SUT Memory (MiB),Flags,Cell
+        Echo back-end alone (baseline),100,50,0,0.00,19551.06,5.08,2.54,20.32,97.2,17.9,,s0_u100_s50_d0_r1
+        Passthrough HTTP service (h1c -> h1c),100,50,0,0.00,19551.06,5.08,2.54,20.32,97.2,17.9,generator-bound,s1_u100_s50_d0_r1
+        Passthrough HTTP service (h1c -> h1c),100,1024,0,0.25,18266.21,5.43,2.71,21.72,97.2,17.9,errors,s1_u100_s1024_d0_r1
+        Passthrough HTTPS service (h1 -> h1),100,50,0,,,,,,,,failed: sut (gatebench serve proxy) exited with status 2 before it was ready,s2_u100_s50_d0_r1
+        "#);
+    }
+
+    #[test]
+    fn json_summary_has_numbers_and_nulls() {
+        let v: serde_json::Value = serde_json::from_str(&json("suite", &fixture(), 0)).unwrap();
+        assert_eq!(v["schema_version"], SCHEMA_VERSION);
+        assert_eq!(v["columns"][0], "Scenario Name");
+        let m = v["measurement"].as_array().unwrap();
+        assert_eq!(m.len(), 4);
+        assert_eq!(m[0]["cell"], "s0_u100_s50_d0_r1");
+        assert_eq!(m[0]["throughput_rps"], 19551.06);
+        assert_eq!(m[3]["status"], "failed");
+        assert!(m[3]["throughput_rps"].is_null());
+        assert_eq!(m[1]["generator_bound"], true);
+        assert_eq!(v["warmup"][0]["throughput_rps"], 9000.0);
+    }
+
+    #[test]
+    fn markdown_escapes_pipes_in_reasons() {
+        let mut r = fixture();
+        r[0].reason = Some("sut `a | b` exited".into());
+        let t = table(&r, Phase::Measurement);
+        assert!(t.contains("failed: sut `a \\| b` exited"), "{t}");
+    }
+}

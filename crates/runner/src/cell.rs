@@ -1,0 +1,555 @@
+//! The lifecycle of one cell: pick ports, render templates, start the backends and the system
+//! under test fresh, wait until each is ready, verify the target answers correctly, run the
+//! load (warm-up, then measurement) while sampling the SUT, stop everything by PID, and build
+//! the record.
+//!
+//! Every failure — a process that does not start or exits, a readiness timeout, a wrong answer,
+//! a protocol this build cannot speak — ends the cell as `failed` with the reason, loudly in the
+//! summary; the run goes on with the next cell. The processes are held by a [`Guard`], so they
+//! are stopped on every path out of here, panics included.
+
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use gatebench_loadgen::{Arrival, IntervalView, LoadConfig, LoadSpec, RequestBody, StopRule};
+use gatebench_model::{CellParams, CellRecord, CellStatus, ProcessRecord, SCHEMA_VERSION};
+
+use crate::driver::{apply_protocol, wait_ready, Driver, ReadyCheck};
+use crate::launch::{Guard, Launcher, ProcessSpec};
+use crate::matrix::Cell;
+use crate::pin::{self, Placement};
+use crate::placeholder;
+use crate::sampler::{Sample, Sampler, Window, Windows};
+use crate::suite::{Intensity, Program, Protocol, Scenario, Suite};
+
+/// How often the SUT is sampled.
+pub const SAMPLE_PERIOD: Duration = Duration::from_secs(1);
+
+/// What is happening in a cell, for the progress display.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Starting the processes and waiting until they are ready.
+    Starting,
+    /// Checking the target answers correctly.
+    Verifying,
+    /// The load's warm-up.
+    WarmingUp,
+    /// The measurement.
+    Measuring,
+    /// Stopping the processes.
+    Stopping,
+}
+
+impl Phase {
+    /// A word for the progress line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Starting => "starting",
+            Phase::Verifying => "verifying",
+            Phase::WarmingUp => "warming up",
+            Phase::Measuring => "measuring",
+            Phase::Stopping => "stopping",
+        }
+    }
+}
+
+/// What a cell reports while it runs.
+#[derive(Debug)]
+pub enum CellEvent<'a> {
+    /// A new phase began.
+    Phase(Phase),
+    /// One second of the load.
+    Interval(&'a IntervalView),
+}
+
+/// Everything a cell needs besides its parameters.
+#[derive(Debug)]
+pub struct CellContext<'a> {
+    /// The suite.
+    pub suite: &'a Suite,
+    /// The gatebench executable built-in services are started from (`serve …`).
+    pub exe: &'a Path,
+    /// This cell's directory (logs and rendered templates go there).
+    pub cell_dir: &'a Path,
+    /// CPU placement.
+    pub placement: &'a Placement,
+    /// Set on Ctrl-C.
+    pub stop: &'a Arc<AtomicBool>,
+    /// Why the scenario's setup command failed, if it did.
+    pub setup_failure: Option<&'a str>,
+    /// Position of the cell in the run, 1-based.
+    pub order: u32,
+}
+
+/// The result of a cell.
+#[derive(Debug)]
+pub struct CellOutput {
+    /// The record.
+    pub record: CellRecord,
+    /// The HdrHistogram interval log (empty when the load did not run).
+    pub hlog: Vec<u8>,
+    /// `samples.csv` (when the load ran).
+    pub samples_csv: Option<String>,
+    /// Ctrl-C arrived during the cell: its figures are partial and must not be kept.
+    pub interrupted: bool,
+}
+
+/// Runs one cell.
+pub fn run_cell(
+    ctx: &CellContext<'_>,
+    cell: &Cell,
+    launcher: &mut dyn Launcher,
+    driver: &mut dyn Driver,
+    events: &mut dyn FnMut(CellEvent<'_>),
+) -> CellOutput {
+    let started = unix_ms(SystemTime::now());
+    let origin = Instant::now();
+    let sc = &ctx.suite.scenarios[cell.scenario];
+    let mut out = CellOutput {
+        record: CellRecord {
+            schema_version: SCHEMA_VERSION,
+            cell: params(ctx, cell),
+            status: CellStatus::Failed,
+            reason: None,
+            started_at_unix_ms: started,
+            finished_at_unix_ms: started,
+            processes: Vec::new(),
+            load: None,
+            sut_warmup: None,
+            sut_measurement: None,
+        },
+        hlog: Vec::new(),
+        samples_csv: None,
+        interrupted: false,
+    };
+    let mut guard = Guard::new();
+    let mut specs: Vec<ProcessSpec> = Vec::new();
+    let result = lifecycle(
+        ctx, cell, sc, origin, launcher, driver, events, &mut guard, &mut specs, &mut out,
+    );
+    events(CellEvent::Phase(Phase::Stopping));
+    let stopped = guard.stop_all();
+    out.record.processes = stopped
+        .into_iter()
+        .map(|(name, pid, how)| {
+            let spec = specs.iter().find(|s| s.name == name);
+            ProcessRecord {
+                command: spec.map(ProcessSpec::command_line).unwrap_or_default(),
+                cpus: spec.and_then(|s| s.cpus.clone()),
+                name,
+                pid,
+                stopped: how,
+            }
+        })
+        .collect();
+    match result {
+        Ok(()) => out.record.status = CellStatus::Ok,
+        Err(reason) => {
+            out.record.status = CellStatus::Failed;
+            out.record.reason = Some(reason);
+        }
+    }
+    out.interrupted = ctx.stop.load(Ordering::Relaxed);
+    out.record.finished_at_unix_ms = unix_ms(SystemTime::now());
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+fn lifecycle(
+    ctx: &CellContext<'_>,
+    cell: &Cell,
+    sc: &Scenario,
+    origin: Instant,
+    launcher: &mut dyn Launcher,
+    driver: &mut dyn Driver,
+    events: &mut dyn FnMut(CellEvent<'_>),
+    guard: &mut Guard,
+    specs: &mut Vec<ProcessSpec>,
+    out: &mut CellOutput,
+) -> Result<(), String> {
+    if let Some(f) = ctx.setup_failure {
+        return Err(format!("setup failed: {f}"));
+    }
+    events(CellEvent::Phase(Phase::Starting));
+    // Ports: bound together (so they differ), released just before the processes start. Another
+    // program could take one in between; the readiness check then fails the cell clearly.
+    let n_backends = sc.backend.as_ref().map_or(0, |b| b.count) as usize;
+    let ports = free_ports(n_backends + usize::from(sc.sut.is_some()))
+        .map_err(|e| format!("cannot pick free ports: {e}"))?;
+    let (backend_ports, sut_port) = ports.split_at(n_backends);
+    let sut_port = sut_port.first().copied();
+    let target_port = sut_port
+        .or(backend_ports.first().copied())
+        .expect("a scenario has a sut or a backend");
+
+    // The load first: a protocol this build cannot speak fails before anything starts.
+    let config = load_config(ctx.suite, sc, cell, target_port)?;
+
+    let backend_protocol = sc
+        .backend
+        .as_ref()
+        .and_then(|b| b.protocol)
+        .unwrap_or(cell.protocol);
+    let common = Common {
+        cell,
+        backend_ports,
+        backend_protocol,
+        cell_dir: ctx.cell_dir,
+        suite_dir: &ctx.suite.base_dir,
+        workdir: &sc.workdir,
+    };
+    render_templates(sc, &common, target_port)?;
+
+    let target_is_backend = sc.sut.is_none();
+    let mut checks = Vec::new();
+    if let Some(b) = &sc.backend {
+        for (i, port) in backend_ports.iter().enumerate() {
+            let name = format!("backend-{}", i + 1);
+            let cpus = if target_is_backend && i == 0 {
+                ctx.placement.sut.clone()
+            } else {
+                ctx.placement.others.clone()
+            };
+            let (spec, check) =
+                process_spec(ctx, sc, &common, &name, b, *port, backend_protocol, cpus)?;
+            specs.push(spec);
+            checks.push((name, check));
+        }
+    }
+    if let Some(s) = &sc.sut {
+        let port = sut_port.expect("a port was picked for the sut");
+        let proto = s.protocol.unwrap_or(cell.protocol);
+        let (spec, check) = process_spec(
+            ctx,
+            sc,
+            &common,
+            "sut",
+            s,
+            port,
+            proto,
+            ctx.placement.sut.clone(),
+        )?;
+        specs.push(spec);
+        checks.push(("sut".to_owned(), check));
+    }
+    // Start in order (backends before the SUT that needs them), each ready before the next.
+    for (spec, (name, check)) in specs.iter().zip(&checks) {
+        let p = launcher.launch(spec).map_err(|e| format!("{name}: {e}"))?;
+        guard.push(name, p);
+        let proc_ = guard.get_mut(name).expect("just pushed");
+        let timeout = ctx.suite.ready_timeout;
+        let mut exited = || proc_.exited();
+        wait_ready(driver, check, timeout, &mut exited, ctx.stop).map_err(|why| {
+            let shown = spec_summary(spec);
+            let tail = spec
+                .log
+                .as_deref()
+                .and_then(log_tail)
+                .map(|t| format!(": {t}"))
+                .unwrap_or_default();
+            let unsupported =
+                tail.contains("invalid value") || tail.contains("unexpected argument");
+            let hint = if unsupported && is_serve(spec, ctx.exe) {
+                "; this build's `gatebench serve` does not support it yet"
+            } else {
+                ""
+            };
+            format!("{name} ({shown}) {why} before it was ready{tail}{hint}")
+        })?;
+    }
+
+    events(CellEvent::Phase(Phase::Verifying));
+    driver
+        .verify(&config)
+        .map_err(|e| format!("verification failed: {e}"))?;
+
+    let target_name = if target_is_backend {
+        "backend-1"
+    } else {
+        "sut"
+    };
+    let target_pid = guard.get_mut(target_name).expect("the target runs").pid();
+    let load_start_s = origin.elapsed().as_secs_f64();
+    let sampler = Sampler::start(target_pid, origin, SAMPLE_PERIOD);
+    let restore = pin_generator(ctx.placement);
+    events(CellEvent::Phase(if ctx.suite.warmup.is_zero() {
+        Phase::Measuring
+    } else {
+        Phase::WarmingUp
+    }));
+    let mut measuring = ctx.suite.warmup.is_zero();
+    let mut on_interval = |v: &IntervalView| {
+        if !v.warmup && !measuring {
+            measuring = true;
+            events(CellEvent::Phase(Phase::Measuring));
+        }
+        events(CellEvent::Interval(v));
+    };
+    let report = driver.load(config, &mut out.hlog, &mut on_interval, ctx.stop.clone());
+    if let Some(cpus) = restore {
+        let _ = pin::pin_current_thread(&cpus);
+    }
+    let samples: Vec<Sample> = sampler.finish();
+    let report = report.map_err(|e| format!("the load failed: {e}"))?;
+    let windows = Windows {
+        load_start_s,
+        warmup_s: report.warmup.as_ref().map_or(0.0, |w| w.duration_s),
+        measurement_s: report.measurement.duration_s,
+    };
+    out.record.sut_warmup = windows.summarize(&samples, Window::Warmup);
+    out.record.sut_measurement = windows.summarize(&samples, Window::Measurement);
+    out.samples_csv = Some(windows.csv(&samples));
+    out.record.load = Some(report);
+    // A process that died under load invalidates the cell even if the numbers look fine.
+    if let Some((name, how)) = guard.exited().into_iter().next() {
+        return Err(format!("{name} {how} during the load"));
+    }
+    Ok(())
+}
+
+/// Placeholder values shared by every process of a cell.
+struct Common<'a> {
+    cell: &'a Cell,
+    backend_ports: &'a [u16],
+    backend_protocol: Protocol,
+    cell_dir: &'a Path,
+    suite_dir: &'a Path,
+    workdir: &'a Path,
+}
+
+impl Common<'_> {
+    fn values(&self, port: Option<u16>, protocol: Protocol) -> BTreeMap<&'static str, String> {
+        let c = self.cell;
+        let url = |p: &u16| format!("{}://127.0.0.1:{p}", self.backend_protocol.scheme());
+        let join = |v: Vec<String>| v.join(" ");
+        let mut m = BTreeMap::new();
+        m.insert("host", "127.0.0.1".to_owned());
+        m.insert("scheme", protocol.scheme().to_owned());
+        m.insert("protocol", protocol.name().to_owned());
+        m.insert("protocol_flags", protocol.serve_flags().to_owned());
+        if let Some(p) = port {
+            m.insert("port", p.to_string());
+        }
+        let bp = self.backend_ports;
+        m.insert(
+            "backend_port",
+            bp.first().map(u16::to_string).unwrap_or_default(),
+        );
+        m.insert(
+            "backend_ports",
+            join(bp.iter().map(u16::to_string).collect()),
+        );
+        m.insert("upstream", bp.first().map(url).unwrap_or_default());
+        m.insert("upstreams", join(bp.iter().map(url).collect()));
+        m.insert(
+            "upstream_args",
+            join(
+                bp.iter()
+                    .map(|p| format!("--upstream {}", url(p)))
+                    .collect(),
+            ),
+        );
+        m.insert("delay", humantime::format_duration(c.delay).to_string());
+        m.insert("delay_ms", c.delay.as_millis().to_string());
+        m.insert("size", c.size.to_string());
+        m.insert(
+            "users",
+            match c.intensity {
+                Intensity::Users(u) => u.to_string(),
+                Intensity::Rate(_) => String::new(),
+            },
+        );
+        m.insert("cell_dir", self.cell_dir.display().to_string());
+        m.insert("suite_dir", self.suite_dir.display().to_string());
+        m.insert("workdir", self.workdir.display().to_string());
+        m
+    }
+
+    fn expand(&self, text: &str, port: Option<u16>, protocol: Protocol) -> Result<String, String> {
+        let values = self.values(port, protocol);
+        placeholder::expand_strict(text, &|name| values.get(name).cloned())
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn process_spec(
+    ctx: &CellContext<'_>,
+    sc: &Scenario,
+    common: &Common<'_>,
+    name: &str,
+    t: &crate::suite::ProcessTemplate,
+    port: u16,
+    protocol: Protocol,
+    cpus: Option<Vec<usize>>,
+) -> Result<(ProcessSpec, ReadyCheck), String> {
+    let ex = |s: &str| {
+        common
+            .expand(s, Some(port), protocol)
+            .map_err(|e| format!("{name}: {e}"))
+    };
+    let (program, args) = match &t.program {
+        Program::Serve(s) => {
+            let line = ex(s)?;
+            let args = std::iter::once("serve".to_owned())
+                .chain(line.split_whitespace().map(str::to_owned))
+                .collect();
+            (ctx.exe.to_path_buf(), args)
+        }
+        Program::Command(c) => (PathBuf::from("sh"), vec!["-c".to_owned(), ex(c)?]),
+    };
+    let check = match &t.ready {
+        Some(url) => ReadyCheck::Url(ex(url)?),
+        None => ReadyCheck::Port(SocketAddr::from(([127, 0, 0, 1], port))),
+    };
+    Ok((
+        ProcessSpec {
+            name: name.to_owned(),
+            program,
+            args,
+            workdir: Some(sc.workdir.clone()),
+            log: Some(ctx.cell_dir.join(format!("{name}.log"))),
+            cpus,
+        },
+        check,
+    ))
+}
+
+/// Builds the load of a cell, through [`apply_protocol`].
+fn load_config(suite: &Suite, sc: &Scenario, cell: &Cell, port: u16) -> Result<LoadConfig, String> {
+    let l = &suite.load;
+    let url = format!("{}://127.0.0.1:{port}{}", cell.protocol.scheme(), sc.path);
+    let mut spec = LoadSpec::new(url);
+    spec.method = l.method.clone();
+    spec.headers = l.headers.clone();
+    let has_body = !matches!(l.method.as_str(), "GET" | "HEAD" | "DELETE" | "OPTIONS");
+    spec.body = if has_body {
+        RequestBody::Payload(cell.size as usize)
+    } else {
+        RequestBody::None
+    };
+    let (connections, arrival) = match cell.intensity {
+        Intensity::Users(u) => (u, Arrival::Closed),
+        Intensity::Rate(rate) => (l.connections, Arrival::Open { rate }),
+    };
+    spec.connections = connections;
+    spec.arrival = arrival;
+    spec.threads = l.threads;
+    spec.stop = StopRule {
+        duration: Some(suite.duration),
+        requests: None,
+    };
+    spec.warmup = suite.warmup;
+    spec.timeout = l.timeout;
+    spec.connect_timeout = l.connect_timeout;
+    spec.keepalive = l.keepalive;
+    spec.verify = sc.verify && has_body;
+    apply_protocol(&mut spec, cell.protocol)?;
+    LoadConfig::try_new(spec).map_err(|e| format!("invalid load: {e}"))
+}
+
+/// Renders the scenario's templates into the cell's directory; `{port}` in a template is the
+/// target's (the SUT's) port.
+fn render_templates(sc: &Scenario, common: &Common<'_>, port: u16) -> Result<(), String> {
+    let values = common.values(Some(port), common.cell.protocol);
+    for t in &sc.templates {
+        let src = sc.workdir.join(t);
+        let text = std::fs::read_to_string(&src)
+            .map_err(|e| format!("cannot read template {}: {e}", src.display()))?;
+        let name = t.file_name().unwrap_or(t.as_os_str());
+        let dst = common.cell_dir.join(name);
+        let rendered = placeholder::expand_lenient(&text, &values);
+        std::fs::write(&dst, rendered)
+            .map_err(|e| format!("cannot write {}: {e}", dst.display()))?;
+    }
+    Ok(())
+}
+
+fn params(ctx: &CellContext<'_>, cell: &Cell) -> CellParams {
+    let sc = &ctx.suite.scenarios[cell.scenario];
+    let (users, rate) = match cell.intensity {
+        Intensity::Users(u) => (u, None),
+        Intensity::Rate(r) => (ctx.suite.load.connections, Some(r)),
+    };
+    CellParams {
+        id: cell.id.clone(),
+        scenario: sc.name.clone(),
+        title: sc.title.clone(),
+        scenario_index: cell.scenario as u32,
+        users,
+        rate,
+        size_bytes: cell.size,
+        delay_ms: cell.delay.as_secs_f64() * 1e3,
+        protocol: cell.protocol.name().to_owned(),
+        repeat: cell.repeat,
+        order: ctx.order,
+        warmup_s: ctx.suite.warmup.as_secs_f64(),
+        duration_s: ctx.suite.duration.as_secs_f64(),
+    }
+}
+
+/// Pins the generator (this thread, and the worker threads it spawns) when placement says so;
+/// returns the affinity to restore.
+fn pin_generator(placement: &Placement) -> Option<Vec<usize>> {
+    let cpus = placement.others.as_ref()?;
+    let before = pin::allowed_cpus().ok()?;
+    match pin::pin_current_thread(cpus) {
+        Ok(()) => Some(before),
+        Err(e) => {
+            tracing::warn!("cannot pin the load generator to CPUs {cpus:?}: {e}");
+            None
+        }
+    }
+}
+
+fn free_ports(n: usize) -> std::io::Result<Vec<u16>> {
+    let listeners = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0"))
+        .collect::<std::io::Result<Vec<_>>>()?;
+    listeners
+        .iter()
+        .map(|l| l.local_addr().map(|a| a.port()))
+        .collect()
+}
+
+fn is_serve(spec: &ProcessSpec, exe: &Path) -> bool {
+    spec.program == exe && spec.args.first().is_some_and(|a| a == "serve")
+}
+
+/// A short name for a process in messages: `gatebench serve proxy`, or a command's first word
+/// (the full command line and its ports are in the record).
+fn spec_summary(spec: &ProcessSpec) -> String {
+    match spec.args.first().map(String::as_str) {
+        Some("serve") => format!(
+            "gatebench serve {}",
+            spec.args.get(1).map(String::as_str).unwrap_or("")
+        ),
+        Some("-c") if spec.program == Path::new("sh") => spec
+            .args
+            .get(1)
+            .and_then(|c| c.split_whitespace().find(|w| *w != "exec"))
+            .unwrap_or("sh")
+            .to_owned(),
+        _ => spec.program.display().to_string(),
+    }
+}
+
+/// The last non-empty line of a process's log, shortened.
+fn log_tail(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let line = text.lines().rev().map(str::trim).find(|l| !l.is_empty())?;
+    let mut s: String = line.chars().take(300).collect();
+    if line.chars().count() > 300 {
+        s.push('…');
+    }
+    Some(s)
+}
+
+fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,67 @@
+//! The runner's one error type: what stops a suite from starting or a results directory from
+//! being read. A cell that fails (a process that does not start, a wrong answer) is not an
+//! error here: it is recorded as a failed cell and the run goes on.
+
+use std::io;
+use std::path::PathBuf;
+
+/// Errors of suite validation, planning and the results directory.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunnerError {
+    /// The suite is invalid. `file` names it (`suite.toml`, or `built-in suite`); `message` is
+    /// one line naming the key and what is wrong.
+    #[error("{file}: {message}")]
+    Suite {
+        /// The suite file's name.
+        file: String,
+        /// What is wrong, naming the key.
+        message: String,
+    },
+    /// Include/exclude filters left no cell to run.
+    #[error(
+        "no cell left to run: the include/exclude filters matched none of the {planned} cells"
+    )]
+    NothingToRun {
+        /// Cells before filtering.
+        planned: usize,
+    },
+    /// A file or directory could not be read or written.
+    #[error("cannot {action} {}", path.display())]
+    Io {
+        /// What was being done (`create`, `write`, `read`).
+        action: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// A directory given to `report` is not a results directory, or is of another version.
+    #[error("{}: {message}", path.display())]
+    Results {
+        /// The directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+}
+
+impl RunnerError {
+    /// Shorthand for an invalid suite.
+    pub(crate) fn suite(file: &str, message: impl Into<String>) -> Self {
+        RunnerError::Suite {
+            file: file.to_owned(),
+            message: message.into(),
+        }
+    }
+
+    /// Shorthand for an I/O failure on `path`.
+    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+        RunnerError::Io {
+            action,
+            path: path.into(),
+            source,
+        }
+    }
+}

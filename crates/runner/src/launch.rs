@@ -1,0 +1,399 @@
+//! Starting and stopping the processes of a cell.
+//!
+//! [`Launcher`] is the seam between the cell lifecycle and the operating system: the real one,
+//! [`SystemLauncher`], starts each process in its own process group (so a shell command's
+//! children are found and stopped with it), optionally pinned to CPUs; tests use a fake that
+//! records calls. [`Guard`] owns the running processes and stops them when dropped — after a
+//! failed probe, a panic, or Ctrl-C — so no cell leaves a process behind.
+//!
+//! Stopping is by process id only (never by name): SIGTERM to the group, up to
+//! [`STOP_GRACE`] for the leader to exit, then SIGKILL to the group, then reaping.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a process may take to exit after SIGTERM before it is killed.
+pub const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// A process to start, fully resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcessSpec {
+    /// `backend-1`, …, or `sut`.
+    pub name: String,
+    /// The program.
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Working directory.
+    pub workdir: Option<PathBuf>,
+    /// Where its stdout and stderr go (appended); `None` discards them.
+    pub log: Option<PathBuf>,
+    /// CPUs to pin it to; `None` leaves its affinity alone.
+    pub cpus: Option<Vec<usize>>,
+}
+
+impl ProcessSpec {
+    /// The command line as a list, for records.
+    pub fn command_line(&self) -> Vec<String> {
+        std::iter::once(self.program.display().to_string())
+            .chain(self.args.iter().cloned())
+            .collect()
+    }
+}
+
+/// Starts processes.
+pub trait Launcher {
+    /// Starts `spec`. Errors are for a person (`cannot start nginx: No such file or directory`).
+    fn launch(&mut self, spec: &ProcessSpec) -> Result<Box<dyn Running>, String>;
+
+    /// Runs a scenario's setup command (`sh -c`) in `workdir` to completion, its output
+    /// appended to `log`. The error says how it failed and quotes the log's last line.
+    fn setup(&mut self, command: &str, workdir: &Path, log: &Path) -> Result<(), String>;
+}
+
+/// A started process.
+pub trait Running: Send {
+    /// Its process id.
+    fn pid(&self) -> u32;
+    /// `Some(how)` when it has exited by itself (it is not reaped, so its group can still be
+    /// cleaned up by [`Running::stop`]).
+    fn exited(&mut self) -> Option<String>;
+    /// Stops it and everything in its process group; says how it ended.
+    fn stop(&mut self) -> String;
+}
+
+/// The real launcher: `std::process::Command`, own process group, optional CPU pinning.
+#[derive(Debug, Default)]
+pub struct SystemLauncher;
+
+impl Launcher for SystemLauncher {
+    fn launch(&mut self, spec: &ProcessSpec) -> Result<Box<dyn Running>, String> {
+        let mut cmd = Command::new(&spec.program);
+        cmd.args(&spec.args).stdin(Stdio::null());
+        if let Some(dir) = &spec.workdir {
+            cmd.current_dir(dir);
+        }
+        match &spec.log {
+            Some(path) => {
+                let f = File::options()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+                let f2 = f
+                    .try_clone()
+                    .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+                cmd.stdout(f).stderr(f2);
+            }
+            None => {
+                cmd.stdout(Stdio::null()).stderr(Stdio::null());
+            }
+        }
+        // Its own process group: a shell command's children (nginx workers) are stopped with it.
+        cmd.process_group(0);
+        let set = spec.cpus.as_deref().map(crate::pin::cpu_set);
+        // SAFETY: the closure runs between fork and exec and only makes two system calls
+        // (prctl, sched_setaffinity) on data prepared before the fork; nothing allocates.
+        unsafe {
+            cmd.pre_exec(move || {
+                // If the runner dies without stopping us (SIGKILL), do not outlive it.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                if let Some(set) = &set {
+                    if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0
+                    {
+                        return Err(io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", spec.program.display()))?;
+        Ok(Box::new(SystemProcess {
+            child,
+            reaped: None,
+        }))
+    }
+
+    fn setup(&mut self, command: &str, workdir: &Path, log: &Path) -> Result<(), String> {
+        let f = File::options()
+            .create(true)
+            .append(true)
+            .open(log)
+            .map_err(|e| format!("cannot create {}: {e}", log.display()))?;
+        let f2 = f
+            .try_clone()
+            .map_err(|e| format!("cannot create {}: {e}", log.display()))?;
+        let status = Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .current_dir(workdir)
+            .stdin(Stdio::null())
+            .stdout(f)
+            .stderr(f2)
+            .status()
+            .map_err(|e| format!("cannot run sh: {e}"))?;
+        if status.success() {
+            return Ok(());
+        }
+        let last = std::fs::read_to_string(log)
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .map(str::to_owned)
+            })
+            .map(|l| format!(": {}", l.trim()))
+            .unwrap_or_default();
+        let name = log
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default();
+        Err(format!("`{command}` {status} (see {name}){last}"))
+    }
+}
+
+/// A child started by [`SystemLauncher`].
+#[derive(Debug)]
+struct SystemProcess {
+    child: Child,
+    /// Set once the child has been reaped.
+    reaped: Option<String>,
+}
+
+impl SystemProcess {
+    /// Whether the leader has exited, without reaping it (waitid with WNOWAIT): while the
+    /// zombie exists its process group id cannot be reused, so signalling the group is safe.
+    fn has_exited(&self) -> Option<String> {
+        // SAFETY: waitid writes into the zeroed siginfo we own.
+        unsafe {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            let r = libc::waitid(
+                libc::P_PID,
+                self.child.id() as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            );
+            if r != 0 || info.si_pid() == 0 {
+                return None;
+            }
+            let status = info.si_status();
+            Some(match info.si_code {
+                libc::CLD_EXITED => format!("exited with status {status}"),
+                _ => format!("was killed by signal {status}"),
+            })
+        }
+    }
+
+    fn signal_group(&self, sig: libc::c_int) {
+        // SAFETY: kill with a negative id signals the process group we created; the group
+        // leader is our unreaped child, so the id still names that group.
+        unsafe {
+            libc::kill(-(self.child.id() as libc::pid_t), sig);
+        }
+    }
+}
+
+impl Running for SystemProcess {
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn exited(&mut self) -> Option<String> {
+        if let Some(r) = &self.reaped {
+            return Some(r.clone());
+        }
+        self.has_exited()
+    }
+
+    fn stop(&mut self) -> String {
+        if let Some(r) = &self.reaped {
+            return r.clone();
+        }
+        let how = if let Some(early) = self.has_exited() {
+            early
+        } else {
+            self.signal_group(libc::SIGTERM);
+            let deadline = Instant::now() + STOP_GRACE;
+            loop {
+                if self.has_exited().is_some() {
+                    break "terminated".to_owned();
+                }
+                if Instant::now() >= deadline {
+                    break format!("killed after {}s", STOP_GRACE.as_secs());
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        };
+        // Whatever is left of the group (children of a shell, workers) goes too.
+        self.signal_group(libc::SIGKILL);
+        let _ = self.child.wait();
+        self.reaped = Some(how.clone());
+        how
+    }
+}
+
+/// Owns a cell's running processes; stops them in reverse start order when dropped.
+pub struct Guard {
+    procs: Vec<(String, Box<dyn Running>)>,
+    stopped: Vec<(String, u32, String)>,
+}
+
+impl std::fmt::Debug for Guard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guard")
+            .field(
+                "running",
+                &self
+                    .procs
+                    .iter()
+                    .map(|(n, p)| (n, p.pid()))
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl Default for Guard {
+    fn default() -> Self {
+        Guard::new()
+    }
+}
+
+impl Guard {
+    /// An empty guard.
+    pub fn new() -> Guard {
+        Guard {
+            procs: Vec::new(),
+            stopped: Vec::new(),
+        }
+    }
+
+    /// Takes ownership of a started process.
+    pub fn push(&mut self, name: &str, p: Box<dyn Running>) {
+        self.procs.push((name.to_owned(), p));
+    }
+
+    /// The process called `name`, if running.
+    pub fn get_mut(&mut self, name: &str) -> Option<&mut Box<dyn Running>> {
+        self.procs
+            .iter_mut()
+            .find(|(n, _)| n == name)
+            .map(|(_, p)| p)
+    }
+
+    /// Processes that exited by themselves: `(name, how)`.
+    pub fn exited(&mut self) -> Vec<(String, String)> {
+        self.procs
+            .iter_mut()
+            .filter_map(|(n, p)| p.exited().map(|how| (n.clone(), how)))
+            .collect()
+    }
+
+    /// Stops everything, last started first; returns `(name, pid, how it ended)` for every
+    /// process this guard ever held, in start order.
+    pub fn stop_all(&mut self) -> Vec<(String, u32, String)> {
+        while let Some((name, mut p)) = self.procs.pop() {
+            let how = p.stop();
+            self.stopped.push((name, p.pid(), how));
+        }
+        let mut out = self.stopped.clone();
+        out.reverse();
+        out
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        self.stop_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn real_processes_are_stopped_by_the_guard_with_their_children() {
+        let dir = std::env::temp_dir().join(format!("gatebench-launch-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let spec = ProcessSpec {
+            name: "sut".into(),
+            program: "sh".into(),
+            // A shell with a child that ignores nothing: both must be gone after stop.
+            args: vec!["-c".into(), "sleep 30 & echo started; wait".into()],
+            workdir: Some(dir.clone()),
+            log: Some(dir.join("sut.log")),
+            cpus: None,
+        };
+        let mut p = SystemLauncher.launch(&spec).unwrap();
+        let pid = p.pid();
+        assert!(p.exited().is_none());
+        let mut g = Guard::new();
+        g.push("sut", p);
+        // Wait for the shell's child to exist before stopping.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while std::fs::read_to_string(dir.join("sut.log"))
+            .unwrap_or_default()
+            .is_empty()
+            && Instant::now() < deadline
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let stopped = g.stop_all();
+        assert_eq!(stopped.len(), 1);
+        assert_eq!(stopped[0].1, pid);
+        // No live process of that group is left (the orphaned `sleep` may linger a moment as
+        // a zombie until init reaps it; zombies use nothing).
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !live_group_members(pid).is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert_eq!(
+            live_group_members(pid),
+            Vec::<u32>::new(),
+            "group {pid} has live members"
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// Pids in process group `pgid` that are not zombies.
+    fn live_group_members(pgid: u32) -> Vec<u32> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| {
+                let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                    return false;
+                };
+                let f: Vec<&str> = stat[stat.rfind(')').unwrap() + 1..]
+                    .split_whitespace()
+                    .collect();
+                f[0] != "Z" && f[2] == pgid.to_string()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_missing_program_is_a_clear_error() {
+        let spec = ProcessSpec {
+            name: "sut".into(),
+            program: "/nonexistent/gatebench-nope".into(),
+            args: vec![],
+            workdir: None,
+            log: None,
+            cpus: None,
+        };
+        let e = SystemLauncher.launch(&spec).err().unwrap();
+        assert!(
+            e.starts_with("cannot start /nonexistent/gatebench-nope"),
+            "{e}"
+        );
+    }
+}

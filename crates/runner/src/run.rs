@@ -1,0 +1,248 @@
+//! Running a planned suite: the results directory's fixed files first, the setup commands once,
+//! then every cell in order, each written to disk as soon as it ends.
+//!
+//! Rendering summaries is not done here (the runner does not depend on the renderers): the
+//! caller's [`Observer`] is told after every cell, with every record so far, and rewrites them.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use gatebench_model::{CellRecord, RunManifest, ToolInfo, SCHEMA_VERSION};
+
+use crate::cell::{run_cell, CellContext, CellEvent};
+use crate::driver::Driver;
+use crate::error::RunnerError;
+use crate::launch::Launcher;
+use crate::matrix::{Cell, Plan, CELL_OVERHEAD};
+use crate::pin::Placement;
+use crate::results::{environment, ResultsDir};
+use crate::suite::Suite;
+
+/// Where the run stands, for the progress display.
+#[derive(Debug)]
+pub struct Progress<'a> {
+    /// The current cell.
+    pub cell: &'a Cell,
+    /// Its scenario's title.
+    pub title: &'a str,
+    /// Its position, 1-based.
+    pub index: usize,
+    /// Cells in the plan.
+    pub total: usize,
+    /// Cells finished so far.
+    pub done: usize,
+    /// Estimated time left, this cell included.
+    pub left: Duration,
+}
+
+/// Told what happens during a run. Every method has a default that does nothing.
+pub trait Observer {
+    /// A scenario's setup command is about to run.
+    fn setup_started(&mut self, _scenario: &str, _command: &str) {}
+    /// A scenario's setup command ended.
+    fn setup_finished(&mut self, _scenario: &str, _result: &Result<(), String>) {}
+    /// A cell starts.
+    fn cell_started(&mut self, _p: &Progress<'_>) {}
+    /// A phase began or a second of load passed.
+    fn cell_event(&mut self, _p: &Progress<'_>, _e: &CellEvent<'_>) {}
+    /// A cell ended and its files are on disk; `all` holds every record of the run so far, in
+    /// run order. Summaries are rewritten here.
+    fn cell_finished(
+        &mut self,
+        _p: &Progress<'_>,
+        _record: &CellRecord,
+        _results: &ResultsDir,
+        _all: &[CellRecord],
+    ) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// An observer that observes nothing.
+#[derive(Debug, Default)]
+pub struct Quiet;
+
+impl Observer for Quiet {}
+
+/// How to run.
+#[derive(Debug, Clone)]
+pub struct RunSettings {
+    /// The gatebench executable built-in services are started from.
+    pub exe: PathBuf,
+    /// Set on Ctrl-C: the cell in progress stops, is not recorded, and the run ends.
+    pub stop: Arc<AtomicBool>,
+    /// CPU placement.
+    pub placement: Placement,
+}
+
+/// What a run produced.
+#[derive(Debug)]
+pub struct RunSummary {
+    /// Every finished cell's record, in run order.
+    pub records: Vec<CellRecord>,
+    /// Whether Ctrl-C ended the run early.
+    pub interrupted: bool,
+}
+
+impl RunSummary {
+    /// Cells that failed.
+    pub fn failed(&self) -> usize {
+        self.records
+            .iter()
+            .filter(|r| r.status != gatebench_model::CellStatus::Ok)
+            .count()
+    }
+}
+
+/// Writes the directory's fixed files: `suite.toml` (resolved), `environment.json`, `run.json`.
+pub fn prepare(suite: &Suite, plan: &Plan, results: &ResultsDir) -> Result<(), RunnerError> {
+    results.write("suite.toml", suite.to_toml().as_bytes())?;
+    results.write_json("environment.json", &environment())?;
+    let manifest = RunManifest {
+        schema_version: SCHEMA_VERSION,
+        kind: RunManifest::KIND.to_owned(),
+        tool: ToolInfo {
+            name: "gatebench".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        suite: suite.name.clone(),
+        started_at_unix_ms: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64),
+        planned_cells: plan.cells.iter().map(|c| c.id.clone()).collect(),
+        estimated_s: plan.estimate.as_secs_f64(),
+    };
+    results.write_json("run.json", &manifest)
+}
+
+/// Runs the planned cells. Call [`prepare`] first.
+pub fn run_suite(
+    suite: &Suite,
+    plan: &Plan,
+    results: &ResultsDir,
+    settings: &RunSettings,
+    launcher: &mut dyn Launcher,
+    driver: &mut dyn Driver,
+    observer: &mut dyn Observer,
+) -> Result<RunSummary, RunnerError> {
+    let setup_failures = run_setups(suite, plan, results, launcher, observer);
+    let per_cell = suite.warmup + suite.duration + CELL_OVERHEAD;
+    let total = plan.cells.len();
+    let mut records: Vec<CellRecord> = Vec::with_capacity(total);
+    let mut interrupted = false;
+    for (i, cell) in plan.cells.iter().enumerate() {
+        if settings.stop.load(Ordering::Relaxed) {
+            interrupted = true;
+            break;
+        }
+        let cell_start = Instant::now();
+        let remaining = per_cell * (total - i) as u32;
+        let progress = |done: usize| Progress {
+            cell,
+            title: &suite.scenarios[cell.scenario].title,
+            index: i + 1,
+            total,
+            done,
+            left: remaining.saturating_sub(cell_start.elapsed().min(per_cell)),
+        };
+        observer.cell_started(&progress(i));
+        let cell_dir = results.cell_dir(&cell.id)?;
+        let ctx = CellContext {
+            suite,
+            exe: &settings.exe,
+            cell_dir: &cell_dir,
+            placement: &settings.placement,
+            stop: &settings.stop,
+            setup_failure: setup_failures
+                .iter()
+                .find(|(s, _)| *s == cell.scenario)
+                .map(|(_, why)| why.as_str()),
+            order: (i + 1) as u32,
+        };
+        let out = run_cell(&ctx, cell, launcher, driver, &mut |e| {
+            observer.cell_event(&progress(i), &e)
+        });
+        if out.interrupted {
+            interrupted = true;
+            break;
+        }
+        write_cell(
+            results,
+            &cell.id,
+            &out.record,
+            &out.hlog,
+            out.samples_csv.as_deref(),
+        )?;
+        records.push(out.record);
+        let record = records.last().expect("just pushed");
+        observer
+            .cell_finished(&progress(i + 1), record, results, &records)
+            .map_err(|e| {
+                RunnerError::io(
+                    "write",
+                    results.path().join("summary.md"),
+                    std::io::Error::other(e),
+                )
+            })?;
+    }
+    Ok(RunSummary {
+        records,
+        interrupted,
+    })
+}
+
+/// Runs each planned scenario's setup once; returns the failures by scenario index.
+fn run_setups(
+    suite: &Suite,
+    plan: &Plan,
+    results: &ResultsDir,
+    launcher: &mut dyn Launcher,
+    observer: &mut dyn Observer,
+) -> Vec<(usize, String)> {
+    let mut failures = Vec::new();
+    for (i, sc) in suite.scenarios.iter().enumerate() {
+        let Some(cmd) = &sc.setup else { continue };
+        if !plan.cells.iter().any(|c| c.scenario == i) {
+            continue;
+        }
+        observer.setup_started(&sc.name, cmd);
+        let log = results.path().join(format!("setup-{}.log", sc.name));
+        let values = [
+            ("suite_dir", suite.base_dir.display().to_string()),
+            ("workdir", sc.workdir.display().to_string()),
+        ];
+        let result = crate::placeholder::expand_strict(cmd, &|name| {
+            values
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.clone())
+        })
+        .map_err(|e| format!("setup: {e}"))
+        .and_then(|cmd| launcher.setup(&cmd, &sc.workdir, &log));
+        observer.setup_finished(&sc.name, &result);
+        if let Err(e) = result {
+            failures.push((i, e));
+        }
+    }
+    failures
+}
+
+fn write_cell(
+    results: &ResultsDir,
+    id: &str,
+    record: &CellRecord,
+    hlog: &[u8],
+    samples: Option<&str>,
+) -> Result<(), RunnerError> {
+    let rel = |f: &str| format!("cells/{id}/{f}");
+    if !hlog.is_empty() {
+        results.write(&rel("latency.hlog"), hlog)?;
+    }
+    if let Some(s) = samples {
+        results.write(&rel("samples.csv"), s.as_bytes())?;
+    }
+    // The record last: a cell directory with a record.json is complete.
+    results.write_json(&rel("record.json"), record)
+}

@@ -1,0 +1,370 @@
+//! The system under test's resource use, sampled from `/proc` once a second, and cut to the
+//! same warm-up and measurement windows as the latency.
+//!
+//! The sampled set is the SUT's process group (the launcher gives every process its own), so a
+//! shell command's children and a server's worker processes are summed in: CPU from
+//! `/proc/PID/stat` (utime + stime), resident memory and threads from `/proc/PID/status`
+//! (VmRSS, Threads), open descriptors from `/proc/PID/fd`; the machine's 1-minute load average
+//! from `/proc/loadavg`. It does not sample the generator: the generator reports its own CPU
+//! in its self-check.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use gatebench_model::ResourceSummary;
+
+/// One sample: the interval `(t_s - interval_s, t_s]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
+    /// End of the interval, seconds since the cell started.
+    pub t_s: f64,
+    /// Length of the interval, seconds.
+    pub interval_s: f64,
+    /// CPU use over the interval, percent of one core.
+    pub cpu_percent: f64,
+    /// Resident memory at the end, KiB.
+    pub rss_kib: u64,
+    /// Threads at the end.
+    pub threads: u64,
+    /// Open file descriptors at the end.
+    pub fds: u64,
+    /// Processes in the group at the end.
+    pub processes: u32,
+    /// 1-minute load average at the end.
+    pub loadavg_1m: f64,
+}
+
+/// Which window a sample falls in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Window {
+    /// Before the load started.
+    Before,
+    /// The load's warm-up.
+    Warmup,
+    /// The measurement.
+    Measurement,
+    /// After the measurement.
+    After,
+}
+
+impl Window {
+    /// The name written in `samples.csv`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Window::Before => "before",
+            Window::Warmup => "warmup",
+            Window::Measurement => "measurement",
+            Window::After => "after",
+        }
+    }
+}
+
+/// The load's windows, seconds since the cell started.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Windows {
+    /// When the load (its warm-up) started.
+    pub load_start_s: f64,
+    /// Warm-up length.
+    pub warmup_s: f64,
+    /// Measurement length.
+    pub measurement_s: f64,
+}
+
+impl Windows {
+    /// The window a sample belongs to: the one holding the middle of its interval.
+    pub fn of(&self, s: &Sample) -> Window {
+        let mid = s.t_s - s.interval_s / 2.0;
+        let warm_end = self.load_start_s + self.warmup_s;
+        if mid < self.load_start_s {
+            Window::Before
+        } else if mid < warm_end {
+            Window::Warmup
+        } else if mid < warm_end + self.measurement_s {
+            Window::Measurement
+        } else {
+            Window::After
+        }
+    }
+
+    /// The summary of the samples in window `w`; `None` when none fall in it.
+    pub fn summarize(&self, samples: &[Sample], w: Window) -> Option<ResourceSummary> {
+        let in_w: Vec<&Sample> = samples.iter().filter(|s| self.of(s) == w).collect();
+        if in_w.is_empty() {
+            return None;
+        }
+        let n = in_w.len() as f64;
+        let mib = |kib: u64| kib as f64 / 1024.0;
+        Some(ResourceSummary {
+            samples: in_w.len() as u32,
+            cpu_mean_percent: in_w.iter().map(|s| s.cpu_percent).sum::<f64>() / n,
+            cpu_max_percent: in_w.iter().map(|s| s.cpu_percent).fold(0.0, f64::max),
+            rss_mean_mib: in_w.iter().map(|s| mib(s.rss_kib)).sum::<f64>() / n,
+            rss_max_mib: in_w.iter().map(|s| mib(s.rss_kib)).fold(0.0, f64::max),
+            threads_max: in_w.iter().map(|s| s.threads).max().unwrap_or(0),
+            fds_max: in_w.iter().map(|s| s.fds).max().unwrap_or(0),
+            loadavg_mean: in_w.iter().map(|s| s.loadavg_1m).sum::<f64>() / n,
+        })
+    }
+
+    /// `samples.csv`: one line per sample with its window.
+    pub fn csv(&self, samples: &[Sample]) -> String {
+        let mut out = Vec::new();
+        let _ = writeln!(
+            out,
+            "t_s,window,cpu_percent,rss_mib,threads,fds,processes,loadavg_1m"
+        );
+        for s in samples {
+            let _ = writeln!(
+                out,
+                "{:.3},{},{:.1},{:.2},{},{},{},{:.2}",
+                s.t_s,
+                self.of(s).name(),
+                s.cpu_percent,
+                s.rss_kib as f64 / 1024.0,
+                s.threads,
+                s.fds,
+                s.processes,
+                s.loadavg_1m
+            );
+        }
+        String::from_utf8(out).expect("ASCII")
+    }
+}
+
+/// A running sampler thread.
+#[derive(Debug)]
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<Vec<Sample>>,
+}
+
+impl Sampler {
+    /// Starts sampling process group `pgid` every `period`; times are relative to `origin`.
+    pub fn start(pgid: u32, origin: Instant, period: Duration) -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("gatebench-sampler".into())
+            .spawn(move || sample_loop(pgid, origin, period, &flag))
+            .expect("spawning the sampler thread");
+        Sampler { stop, handle }
+    }
+
+    /// Stops the thread (within a few milliseconds) and returns its samples.
+    pub fn finish(self) -> Vec<Sample> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.join().unwrap_or_default()
+    }
+}
+
+fn sample_loop(pgid: u32, origin: Instant, period: Duration, stop: &AtomicBool) -> Vec<Sample> {
+    let mut out = Vec::new();
+    let mut prev_ticks = group_ticks(pgid);
+    let mut prev_at = Instant::now();
+    let mut next = prev_at + period;
+    loop {
+        while Instant::now() < next {
+            if stop.load(Ordering::Relaxed) {
+                return out;
+            }
+            std::thread::sleep((next - Instant::now()).min(Duration::from_millis(20)));
+        }
+        let now = Instant::now();
+        let ticks = group_ticks(pgid);
+        let interval = now - prev_at;
+        let usage = read_group(pgid);
+        // CPU of processes present in both readings; a process that appeared or vanished in
+        // between contributes what it used while visible.
+        let delta: u64 = ticks
+            .iter()
+            .map(|(pid, t)| {
+                t.saturating_sub(
+                    prev_ticks
+                        .iter()
+                        .find(|(p, _)| p == pid)
+                        .map_or(*t, |(_, pt)| *pt),
+                )
+            })
+            .sum();
+        let cpu = 100.0 * delta as f64 / clock_ticks() / interval.as_secs_f64().max(1e-9);
+        out.push(Sample {
+            t_s: now.duration_since(origin).as_secs_f64(),
+            interval_s: interval.as_secs_f64(),
+            cpu_percent: cpu,
+            rss_kib: usage.rss_kib,
+            threads: usage.threads,
+            fds: usage.fds,
+            processes: usage.processes,
+            loadavg_1m: loadavg(),
+        });
+        prev_ticks = ticks;
+        prev_at = now;
+        next += period;
+        if next < now {
+            next = now + period;
+        }
+    }
+}
+
+fn clock_ticks() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
+/// The pids of process group `pgid`.
+fn group_pids(pgid: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| *pid == pgid || stat_fields(*pid).is_some_and(|f| f.pgrp == pgid))
+        .collect()
+}
+
+struct StatFields {
+    pgrp: u32,
+    ticks: u64,
+}
+
+/// Fields of `/proc/PID/stat` after the command name (which may hold spaces and parentheses).
+fn stat_fields(pid: u32) -> Option<StatFields> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &s[s.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // After the name: state(0) ppid(1) pgrp(2) … utime(11) stime(12).
+    Some(StatFields {
+        pgrp: f.get(2)?.parse().ok()?,
+        ticks: f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?,
+    })
+}
+
+fn group_ticks(pgid: u32) -> Vec<(u32, u64)> {
+    group_pids(pgid)
+        .into_iter()
+        .filter_map(|pid| Some((pid, stat_fields(pid)?.ticks)))
+        .collect()
+}
+
+#[derive(Default)]
+struct GroupUsage {
+    rss_kib: u64,
+    threads: u64,
+    fds: u64,
+    processes: u32,
+}
+
+fn read_group(pgid: u32) -> GroupUsage {
+    let mut u = GroupUsage::default();
+    for pid in group_pids(pgid) {
+        let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+            continue;
+        };
+        u.processes += 1;
+        for line in status.lines() {
+            if let Some(v) = line.strip_prefix("VmRSS:") {
+                u.rss_kib += first_number(v);
+            } else if let Some(v) = line.strip_prefix("Threads:") {
+                u.threads += first_number(v);
+            }
+        }
+        u.fds += std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count() as u64);
+    }
+    u
+}
+
+fn first_number(s: &str) -> u64 {
+    s.split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+fn loadavg() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(t: f64, cpu: f64, rss_mib: u64) -> Sample {
+        Sample {
+            t_s: t,
+            interval_s: 1.0,
+            cpu_percent: cpu,
+            rss_kib: rss_mib * 1024,
+            threads: 4,
+            fds: 10,
+            processes: 1,
+            loadavg_1m: 1.0,
+        }
+    }
+
+    #[test]
+    fn samples_are_cut_to_the_windows() {
+        // Load starts 0.5 s into the cell: 2 s warm-up, 3 s measurement.
+        let w = Windows {
+            load_start_s: 0.5,
+            warmup_s: 2.0,
+            measurement_s: 3.0,
+        };
+        let samples: Vec<Sample> = (1..=7)
+            .map(|i| sample(0.5 + i as f64, 10.0 * i as f64, 100 + i))
+            .collect();
+        let kinds: Vec<Window> = samples.iter().map(|s| w.of(s)).collect();
+        use Window::*;
+        assert_eq!(
+            kinds,
+            [
+                Warmup,
+                Warmup,
+                Measurement,
+                Measurement,
+                Measurement,
+                After,
+                After
+            ]
+        );
+        let m = w.summarize(&samples, Measurement).unwrap();
+        assert_eq!(m.samples, 3);
+        assert!((m.cpu_mean_percent - 40.0).abs() < 1e-9);
+        assert!((m.cpu_max_percent - 50.0).abs() < 1e-9);
+        assert!((m.rss_mean_mib - 104.0).abs() < 1e-9);
+        assert!((m.rss_max_mib - 105.0).abs() < 1e-9);
+        let warm = w.summarize(&samples, Warmup).unwrap();
+        assert_eq!(warm.samples, 2);
+        assert!((warm.cpu_mean_percent - 15.0).abs() < 1e-9);
+        assert!(w.summarize(&samples, Before).is_none());
+        let csv = w.csv(&samples);
+        assert!(csv.starts_with("t_s,window,cpu_percent"));
+        assert_eq!(
+            csv.lines().filter(|l| l.contains(",measurement,")).count(),
+            3
+        );
+    }
+
+    #[test]
+    fn samples_this_process_group() {
+        // The test binary is in some process group; sample it briefly.
+        // SAFETY: getpgrp has no preconditions.
+        let pgid = unsafe { libc::getpgrp() } as u32;
+        let s = Sampler::start(pgid, Instant::now(), Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(350));
+        let samples = s.finish();
+        assert!(!samples.is_empty());
+        assert!(samples
+            .iter()
+            .all(|s| s.rss_kib > 0 && s.threads >= 1 && s.fds >= 1));
+    }
+}

@@ -1,0 +1,817 @@
+//! A validated suite: what runs, over which matrix, for how long.
+//!
+//! Three stages (as in ripgrep's LowArgs → HiArgs): [`raw`] mirrors the TOML and rejects unknown
+//! keys; [`Suite::from_toml`] turns it into real types ([`Duration`], [`Protocol`], checked
+//! commands) or one clear error naming the key; effects (ports, processes) come later, in
+//! [`crate::cell`]. The format is documented in `docs/suite-format.md`.
+
+pub mod raw;
+
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::error::RunnerError;
+use crate::placeholder;
+use raw::{RawLoad, RawMatrix, RawProcess, RawScenario, RawSettings, RawSuite};
+
+/// The built-in default suite (`gatebench run` without a file).
+const DEFAULT_SUITE: &str = include_str!("default-suite.toml");
+
+/// A protocol between a client and a server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Protocol {
+    /// HTTP/1.1 over cleartext TCP.
+    H1c,
+    /// HTTP/1.1 over TLS.
+    H1,
+    /// HTTP/2 over TLS (ALPN).
+    H2,
+    /// HTTP/2 over cleartext TCP (prior knowledge).
+    H2c,
+}
+
+impl Protocol {
+    /// Every protocol, in the order names are listed.
+    pub const ALL: [Protocol; 4] = [Protocol::H1c, Protocol::H1, Protocol::H2, Protocol::H2c];
+
+    /// The name used in suite files and cell ids.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::H1c => "h1c",
+            Protocol::H1 => "h1",
+            Protocol::H2 => "h2",
+            Protocol::H2c => "h2c",
+        }
+    }
+
+    /// Parses a name (`h1c`, `h1`, `h2`, `h2c`).
+    pub fn parse(s: &str) -> Option<Protocol> {
+        Protocol::ALL.into_iter().find(|p| p.name() == s)
+    }
+
+    /// Whether it runs over TLS.
+    pub fn tls(self) -> bool {
+        matches!(self, Protocol::H1 | Protocol::H2)
+    }
+
+    /// `http` or `https`.
+    pub fn scheme(self) -> &'static str {
+        if self.tls() {
+            "https"
+        } else {
+            "http"
+        }
+    }
+
+    /// The flags a built-in service needs to listen with this protocol.
+    pub fn serve_flags(self) -> &'static str {
+        match self {
+            Protocol::H1c => "",
+            Protocol::H1 => "--tls",
+            Protocol::H2 => "--tls --http2",
+            Protocol::H2c => "--http2",
+        }
+    }
+}
+
+/// In which order cells run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// For each point of the matrix, every scenario in turn, the first one rotating, so that a
+    /// drift of the machine (thermal, other tenants) does not favour one scenario.
+    Interleaved,
+    /// Every cell of a scenario, then the next scenario.
+    Sequential,
+}
+
+impl Order {
+    /// The name used in suite files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Order::Interleaved => "interleaved",
+            Order::Sequential => "sequential",
+        }
+    }
+}
+
+/// How hard the generator pushes: concurrent users (closed model) or a target rate (open).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Intensity {
+    /// N connections, each sending when the previous answer arrived.
+    Users(u32),
+    /// Requests/s, over `[load] connections` connections.
+    Rate(f64),
+}
+
+/// How a process is started.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Program {
+    /// A built-in service: `gatebench serve <args>` (the runner's own executable).
+    Serve(String),
+    /// A shell command line (`sh -c`).
+    Command(String),
+}
+
+/// A backend or the system under test, before its placeholders are filled.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcessTemplate {
+    /// What to start.
+    pub program: Program,
+    /// How many (backends; always 1 for the SUT).
+    pub count: u32,
+    /// The protocol it listens with; `None` = the cell's.
+    pub protocol: Option<Protocol>,
+    /// URL that answers 2xx once it is ready; `None` = its port accepts connections.
+    pub ready: Option<String>,
+}
+
+/// One system under test and its backends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Scenario {
+    /// Short, filesystem-safe name (part of cell ids).
+    pub name: String,
+    /// The name printed in summaries.
+    pub title: String,
+    /// Protocols the generator speaks to the target.
+    pub protocols: Vec<Protocol>,
+    /// Check that every response body equals the request body (an echo path).
+    pub verify: bool,
+    /// Request path.
+    pub path: String,
+    /// Shell command run once before the suite (e.g. install nginx when missing).
+    pub setup: Option<String>,
+    /// Where commands run and templates are read from.
+    pub workdir: PathBuf,
+    /// Template files rendered into each cell's directory.
+    pub templates: Vec<PathBuf>,
+    /// The backends; `None` when the SUT needs none.
+    pub backend: Option<ProcessTemplate>,
+    /// The system under test; `None` when the backend alone is measured (a baseline).
+    pub sut: Option<ProcessTemplate>,
+}
+
+impl Scenario {
+    /// Whether every process is a built-in service.
+    pub fn is_builtin(&self) -> bool {
+        [&self.backend, &self.sut]
+            .into_iter()
+            .flatten()
+            .all(|p| matches!(p.program, Program::Serve(_)))
+    }
+}
+
+/// What the load generator sends.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoadSettings {
+    /// HTTP method.
+    pub method: String,
+    /// Request path (a scenario may override it).
+    pub path: String,
+    /// Extra header lines.
+    pub headers: Vec<String>,
+    /// Connections for rate cells.
+    pub connections: u32,
+    /// Worker threads; `None` = the cores the generator may use.
+    pub threads: Option<u32>,
+    /// Per-request timeout.
+    pub timeout: Duration,
+    /// Connect timeout.
+    pub connect_timeout: Duration,
+    /// Keep connections alive.
+    pub keepalive: bool,
+}
+
+/// The matrix axes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Matrix {
+    /// Users or rates.
+    pub intensities: Vec<Intensity>,
+    /// Payload sizes, bytes.
+    pub sizes: Vec<u64>,
+    /// Back-end delays.
+    pub delays: Vec<Duration>,
+    /// Protocols, for scenarios that give none of their own.
+    pub protocols: Vec<Protocol>,
+}
+
+/// A validated suite.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Suite {
+    /// Where it came from, for messages (`suite.toml`, `built-in suite`).
+    pub source: String,
+    /// Directory relative paths are resolved against.
+    pub base_dir: PathBuf,
+    /// Name printed in summaries.
+    pub name: String,
+    /// Warm-up per cell, reported apart.
+    pub warmup: Duration,
+    /// Measurement per cell.
+    pub duration: Duration,
+    /// Repeats of every cell.
+    pub repeats: NonZeroU32,
+    /// Run order.
+    pub order: Order,
+    /// Pin the SUT and the generator to separate cores.
+    pub pin: bool,
+    /// How long a process may take to become ready.
+    pub ready_timeout: Duration,
+    /// Include globs (cell id or scenario name); empty = everything.
+    pub include: Vec<String>,
+    /// Exclude globs.
+    pub exclude: Vec<String>,
+    /// Print the plan, run nothing.
+    pub estimate_only: bool,
+    /// What the generator sends.
+    pub load: LoadSettings,
+    /// The axes.
+    pub matrix: Matrix,
+    /// The scenarios, in summary order.
+    pub scenarios: Vec<Scenario>,
+}
+
+impl Suite {
+    /// The built-in default suite: the seed-004 scenarios, the seed-001 balancer and a
+    /// backend-alone baseline, short enough to finish in minutes.
+    pub fn builtin() -> Suite {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        Suite::from_toml("built-in suite", &cwd, DEFAULT_SUITE)
+            .expect("the built-in suite is valid (checked by a unit test)")
+    }
+
+    /// Reads and validates a suite file.
+    pub fn load(path: &Path) -> Result<Suite, RunnerError> {
+        let text = std::fs::read_to_string(path).map_err(|e| RunnerError::io("read", path, e))?;
+        let base = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let base = base.canonicalize().unwrap_or_else(|_| base.to_path_buf());
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| path.display().to_string());
+        Suite::from_toml(&name, &base, &text)
+    }
+
+    /// Parses and validates suite text. `source` names it in errors; relative paths resolve
+    /// against `base_dir`.
+    pub fn from_toml(source: &str, base_dir: &Path, text: &str) -> Result<Suite, RunnerError> {
+        let raw: RawSuite = toml::from_str(text).map_err(|e| toml_error(source, text, &e))?;
+        Suite::from_raw(source, base_dir, raw)
+    }
+
+    /// Validates the raw structs.
+    pub fn from_raw(source: &str, base_dir: &Path, raw: RawSuite) -> Result<Suite, RunnerError> {
+        let err = |m: String| RunnerError::suite(source, m);
+        let s = raw.suite;
+        let dur = |key: &str, v: &Option<String>, default: Duration| -> Result<Duration, _> {
+            v.as_deref()
+                .map(|v| parse_duration(v).map_err(|e| err(format!("[suite] {key}: {e}"))))
+                .unwrap_or(Ok(default))
+        };
+        let warmup = dur("warmup", &s.warmup, Duration::from_secs(1))?;
+        let duration = dur("duration", &s.duration, Duration::from_secs(4))?;
+        if duration.is_zero() {
+            return Err(err("[suite] duration: must be more than 0".into()));
+        }
+        let ready_timeout = dur("ready_timeout", &s.ready_timeout, Duration::from_secs(15))?;
+        if ready_timeout.is_zero() {
+            return Err(err("[suite] ready_timeout: must be more than 0".into()));
+        }
+        let repeats = NonZeroU32::new(s.repeats.unwrap_or(1))
+            .ok_or_else(|| err("[suite] repeats: must be at least 1".into()))?;
+        let order = match s.order.as_deref().unwrap_or("interleaved") {
+            "interleaved" => Order::Interleaved,
+            "sequential" => Order::Sequential,
+            other => {
+                return Err(err(format!(
+                    "[suite] order: \"{other}\" is not an order (use \"interleaved\" or \"sequential\")"
+                )))
+            }
+        };
+        let include = s.include.unwrap_or_default();
+        let exclude = s.exclude.unwrap_or_default();
+        for g in include.iter().chain(&exclude) {
+            if g.is_empty() {
+                return Err(err("[suite] include/exclude: a pattern is empty".into()));
+            }
+        }
+
+        let load = validate_load(raw.load).map_err(err)?;
+        let matrix = validate_matrix(raw.matrix).map_err(err)?;
+        if raw.scenarios.is_empty() {
+            return Err(err(
+                "no [[scenario]]: a suite needs at least one scenario".into()
+            ));
+        }
+        let mut scenarios: Vec<Scenario> = Vec::with_capacity(raw.scenarios.len());
+        for (i, rs) in raw.scenarios.into_iter().enumerate() {
+            let sc = validate_scenario(i, rs, base_dir, &matrix, &load).map_err(&err)?;
+            if scenarios.iter().any(|o| o.name == sc.name) {
+                return Err(err(format!(
+                    "scenario \"{}\": the name is used twice",
+                    sc.name
+                )));
+            }
+            scenarios.push(sc);
+        }
+        Ok(Suite {
+            source: source.to_owned(),
+            base_dir: base_dir.to_path_buf(),
+            name: s.name.unwrap_or_else(|| source.to_owned()),
+            warmup,
+            duration,
+            repeats,
+            order,
+            pin: s.pin.unwrap_or(false),
+            ready_timeout,
+            include,
+            exclude,
+            estimate_only: s.estimate_only.unwrap_or(false),
+            load,
+            matrix,
+            scenarios,
+        })
+    }
+
+    /// The resolved suite as TOML, every default filled in (written beside the results so a
+    /// run can be reproduced with `gatebench run DIR/suite.toml`).
+    pub fn to_toml(&self) -> String {
+        let fmt = |d: Duration| humantime::format_duration(d).to_string();
+        let (users, rates) = split_intensities(&self.matrix.intensities);
+        let raw = RawSuite {
+            suite: RawSettings {
+                name: Some(self.name.clone()),
+                warmup: Some(fmt(self.warmup)),
+                duration: Some(fmt(self.duration)),
+                repeats: Some(self.repeats.get()),
+                order: Some(self.order.name().to_owned()),
+                pin: Some(self.pin),
+                ready_timeout: Some(fmt(self.ready_timeout)),
+                include: Some(self.include.clone()),
+                exclude: Some(self.exclude.clone()),
+                estimate_only: Some(self.estimate_only),
+            },
+            matrix: RawMatrix {
+                users,
+                rates,
+                sizes: Some(self.matrix.sizes.clone()),
+                delays: Some(self.matrix.delays.iter().map(|d| fmt(*d)).collect()),
+                protocols: Some(names(&self.matrix.protocols)),
+            },
+            load: RawLoad {
+                method: Some(self.load.method.clone()),
+                path: Some(self.load.path.clone()),
+                headers: Some(self.load.headers.clone()),
+                connections: Some(self.load.connections),
+                threads: self.load.threads,
+                timeout: Some(fmt(self.load.timeout)),
+                connect_timeout: Some(fmt(self.load.connect_timeout)),
+                keepalive: Some(self.load.keepalive),
+            },
+            scenarios: self
+                .scenarios
+                .iter()
+                .map(|s| RawScenario {
+                    name: Some(s.name.clone()),
+                    title: Some(s.title.clone()),
+                    protocols: Some(names(&s.protocols)),
+                    verify: Some(s.verify),
+                    path: Some(s.path.clone()),
+                    setup: s.setup.clone(),
+                    workdir: Some(s.workdir.display().to_string()),
+                    templates: Some(
+                        s.templates
+                            .iter()
+                            .map(|t| t.display().to_string())
+                            .collect(),
+                    ),
+                    backend: s.backend.as_ref().map(raw_process),
+                    sut: s.sut.as_ref().map(raw_process),
+                })
+                .collect(),
+        };
+        let body = toml::to_string(&raw).expect("suite structs always serialize to TOML");
+        format!(
+            "# The resolved suite of this run (every default filled in). Re-run it with\n\
+             # `gatebench run suite.toml`.\n\n{body}"
+        )
+    }
+}
+
+fn names(ps: &[Protocol]) -> Vec<String> {
+    ps.iter().map(|p| p.name().to_owned()).collect()
+}
+
+fn split_intensities(v: &[Intensity]) -> (Option<Vec<u32>>, Option<Vec<f64>>) {
+    let users: Vec<u32> = v
+        .iter()
+        .filter_map(|i| match i {
+            Intensity::Users(u) => Some(*u),
+            Intensity::Rate(_) => None,
+        })
+        .collect();
+    let rates: Vec<f64> = v
+        .iter()
+        .filter_map(|i| match i {
+            Intensity::Rate(r) => Some(*r),
+            Intensity::Users(_) => None,
+        })
+        .collect();
+    (
+        (!users.is_empty()).then_some(users),
+        (!rates.is_empty()).then_some(rates),
+    )
+}
+
+fn raw_process(p: &ProcessTemplate) -> RawProcess {
+    let (serve, command) = match &p.program {
+        Program::Serve(s) => (Some(s.clone()), None),
+        Program::Command(c) => (None, Some(c.clone())),
+    };
+    RawProcess {
+        serve,
+        command,
+        count: Some(p.count),
+        protocol: p.protocol.map(|p| p.name().to_owned()),
+        ready: p.ready.clone(),
+    }
+}
+
+/// A humantime duration (`30s`, `5m`, `250ms`); a bare number is seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    if let Ok(secs) = t.parse::<f64>() {
+        if secs.is_finite() && secs >= 0.0 {
+            return Ok(Duration::from_secs_f64(secs));
+        }
+    }
+    humantime::parse_duration(t)
+        .map_err(|_| format!("\"{s}\" is not a duration (write e.g. \"30s\", \"5m\", \"250ms\")"))
+}
+
+fn validate_load(l: RawLoad) -> Result<LoadSettings, String> {
+    let dur = |key: &str, v: &Option<String>, default: Duration| -> Result<Duration, String> {
+        let d = v
+            .as_deref()
+            .map(|v| parse_duration(v).map_err(|e| format!("[load] {key}: {e}")))
+            .unwrap_or(Ok(default))?;
+        if d.is_zero() {
+            return Err(format!("[load] {key}: must be more than 0"));
+        }
+        Ok(d)
+    };
+    let method = l.method.unwrap_or_else(|| "POST".to_owned());
+    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
+        return Err(format!(
+            "[load] method: \"{method}\" is not an HTTP method such as POST or GET"
+        ));
+    }
+    let path = l.path.unwrap_or_else(|| "/".to_owned());
+    check_path("[load] path", &path)?;
+    let headers = l.headers.unwrap_or_default();
+    for h in &headers {
+        if !h.contains(':') {
+            return Err(format!(
+                "[load] headers: \"{h}\" is not a header line (write \"Name: value\")"
+            ));
+        }
+    }
+    let connections = l.connections.unwrap_or(100);
+    if connections == 0 {
+        return Err("[load] connections: must be at least 1".into());
+    }
+    if l.threads == Some(0) {
+        return Err("[load] threads: must be at least 1".into());
+    }
+    Ok(LoadSettings {
+        method,
+        path,
+        headers,
+        connections,
+        threads: l.threads,
+        timeout: dur("timeout", &l.timeout, Duration::from_secs(10))?,
+        connect_timeout: dur(
+            "connect_timeout",
+            &l.connect_timeout,
+            Duration::from_secs(3),
+        )?,
+        keepalive: l.keepalive.unwrap_or(true),
+    })
+}
+
+fn check_path(key: &str, path: &str) -> Result<(), String> {
+    if !path.starts_with('/') || path.contains(char::is_whitespace) {
+        return Err(format!(
+            "{key}: \"{path}\" must start with / and contain no spaces"
+        ));
+    }
+    Ok(())
+}
+
+fn validate_matrix(m: RawMatrix) -> Result<Matrix, String> {
+    let intensities = match (m.users, m.rates) {
+        (Some(_), Some(_)) => {
+            return Err(
+                "[matrix]: give users (closed model) or rates (open model), not both".into(),
+            )
+        }
+        (Some(u), None) => {
+            nonempty("[matrix] users", &u)?;
+            if u.contains(&0) {
+                return Err("[matrix] users: every value must be at least 1".into());
+            }
+            u.into_iter().map(Intensity::Users).collect()
+        }
+        (None, Some(r)) => {
+            nonempty("[matrix] rates", &r)?;
+            if r.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
+                return Err("[matrix] rates: every rate must be more than 0 requests/s".into());
+            }
+            r.into_iter().map(Intensity::Rate).collect()
+        }
+        (None, None) => vec![Intensity::Users(10)],
+    };
+    let sizes = m.sizes.unwrap_or_else(|| vec![50]);
+    nonempty("[matrix] sizes", &sizes)?;
+    let min = gatebench_loadgen::request::min_payload_size() as u64;
+    if let Some(s) = sizes.iter().find(|s| **s < min) {
+        return Err(format!(
+            "[matrix] sizes: {s} is too small: a seed-004 JSON payload takes at least {min} bytes"
+        ));
+    }
+    let delays = match m.delays {
+        None => vec![Duration::ZERO],
+        Some(d) => {
+            nonempty("[matrix] delays", &d)?;
+            d.iter()
+                .map(|d| parse_duration(d).map_err(|e| format!("[matrix] delays: {e}")))
+                .collect::<Result<_, _>>()?
+        }
+    };
+    let protocols = match m.protocols {
+        None => vec![Protocol::H1c],
+        Some(p) => parse_protocols("[matrix] protocols", &p)?,
+    };
+    Ok(Matrix {
+        intensities,
+        sizes,
+        delays,
+        protocols,
+    })
+}
+
+fn nonempty<T>(key: &str, v: &[T]) -> Result<(), String> {
+    if v.is_empty() {
+        return Err(format!("{key}: the list is empty"));
+    }
+    Ok(())
+}
+
+fn parse_protocols(key: &str, v: &[String]) -> Result<Vec<Protocol>, String> {
+    nonempty(key, v)?;
+    v.iter()
+        .map(|s| {
+            Protocol::parse(s)
+                .ok_or_else(|| format!("{key}: \"{s}\" is not a protocol (use h1c, h1, h2 or h2c)"))
+        })
+        .collect()
+}
+
+fn validate_scenario(
+    index: usize,
+    r: RawScenario,
+    base_dir: &Path,
+    matrix: &Matrix,
+    load: &LoadSettings,
+) -> Result<Scenario, String> {
+    let name = r
+        .name
+        .ok_or_else(|| format!("[[scenario]] #{}: name is missing", index + 1))?;
+    let valid_name = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.');
+    if !valid_name {
+        return Err(format!(
+            "scenario \"{name}\": name must be letters, digits, '-' and '.' (it is part of \
+             directory names), starting with a letter or digit"
+        ));
+    }
+    let e = |m: String| format!("scenario \"{name}\": {m}");
+    let protocols = match &r.protocols {
+        Some(p) => parse_protocols("protocols", p).map_err(e)?,
+        None => matrix.protocols.clone(),
+    };
+    let path = r.path.unwrap_or_else(|| load.path.clone());
+    check_path("path", &path).map_err(e)?;
+    let workdir = match r.workdir {
+        Some(w) if w.trim().is_empty() => return Err(e("workdir is empty".into())),
+        Some(w) => base_dir.join(w),
+        None => base_dir.to_path_buf(),
+    };
+    if let Some(s) = &r.setup {
+        if s.trim().is_empty() {
+            return Err(e("setup is empty".into()));
+        }
+        // Setup runs once, before any cell: only the directories are known then.
+        placeholder::expand_strict(s, &|n| {
+            matches!(n, "suite_dir" | "workdir").then(String::new)
+        })
+        .map_err(|m| {
+            e(format!(
+                "setup: {}",
+                m.split(" (known:").next().unwrap_or(&m).to_owned()
+                    + " (setup knows only {suite_dir} and {workdir})"
+            ))
+        })?;
+    }
+    let templates = r
+        .templates
+        .unwrap_or_default()
+        .into_iter()
+        .map(|t| {
+            if t.trim().is_empty() {
+                Err(e("templates: a path is empty".into()))
+            } else {
+                Ok(PathBuf::from(t))
+            }
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let backend = r
+        .backend
+        .map(|p| validate_process("backend", p, true))
+        .transpose()
+        .map_err(e)?;
+    let sut = r
+        .sut
+        .map(|p| validate_process("sut", p, false))
+        .transpose()
+        .map_err(e)?;
+    if backend.is_none() && sut.is_none() {
+        return Err(e(
+            "needs a sut, a backend, or both (a backend alone is measured directly)".into(),
+        ));
+    }
+    Ok(Scenario {
+        title: r.title.unwrap_or_else(|| name.clone()),
+        name,
+        protocols,
+        verify: r.verify.unwrap_or(true),
+        path,
+        setup: r.setup,
+        workdir,
+        templates,
+        backend,
+        sut,
+    })
+}
+
+fn validate_process(key: &str, p: RawProcess, backend: bool) -> Result<ProcessTemplate, String> {
+    let program = match (p.serve, p.command) {
+        (Some(_), Some(_)) => {
+            return Err(format!(
+                "{key}: give serve (a built-in service) or command (a shell command line), not both"
+            ))
+        }
+        (None, None) => {
+            return Err(format!(
+                "{key}: command is missing (give serve = \"echo --port {{port}}\" for a built-in \
+                 service, or command = \"…\" for any program)"
+            ))
+        }
+        (Some(s), None) => {
+            if s.trim().is_empty() {
+                return Err(format!("{key}: serve is empty"));
+            }
+            placeholder::check(&s).map_err(|m| format!("{key}: serve: {m}"))?;
+            Program::Serve(s)
+        }
+        (None, Some(c)) => {
+            if c.trim().is_empty() {
+                return Err(format!("{key}: command is empty"));
+            }
+            placeholder::check(&c).map_err(|m| format!("{key}: command: {m}"))?;
+            Program::Command(c)
+        }
+    };
+    let count = p.count.unwrap_or(1);
+    if count == 0 {
+        return Err(format!("{key}: count must be at least 1"));
+    }
+    if !backend && count != 1 {
+        return Err(format!(
+            "{key}: count must be 1 (one system under test per cell)"
+        ));
+    }
+    let protocol = p
+        .protocol
+        .map(|s| {
+            Protocol::parse(&s).ok_or_else(|| {
+                format!("{key}: protocol \"{s}\" is not a protocol (use h1c, h1, h2 or h2c)")
+            })
+        })
+        .transpose()?;
+    if let Some(r) = &p.ready {
+        placeholder::check(r).map_err(|m| format!("{key}: ready: {m}"))?;
+        if !(r.starts_with("http://") || r.starts_with("https://")) {
+            return Err(format!(
+                "{key}: ready: \"{r}\" must be an http:// or https:// URL"
+            ));
+        }
+    }
+    Ok(ProcessTemplate {
+        program,
+        count,
+        protocol,
+        ready: p.ready,
+    })
+}
+
+/// Turns toml's multi-line error into one line naming the key and the table.
+fn toml_error(source: &str, text: &str, e: &toml::de::Error) -> RunnerError {
+    let msg = e.message();
+    let (line, table) = match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let table = before
+                .lines()
+                .rev()
+                .map(str::trim)
+                .find(|l| l.starts_with('['))
+                .map(|l| l.split('#').next().unwrap_or(l).trim().to_owned());
+            (Some(line), table)
+        }
+        None => (None, None),
+    };
+    let table = table.unwrap_or_else(|| "the top level".to_owned());
+    let at = line.map(|l| format!(" (line {l})")).unwrap_or_default();
+    let message = if let Some(rest) = msg.strip_prefix("unknown field `") {
+        let key = rest.split('`').next().unwrap_or(rest);
+        // The span points at the key of an inline table (`sut = { comand = … }`) as well.
+        let within = inline_key(text, e.span().map(|s| s.start));
+        let table = within.unwrap_or(table);
+        format!("unknown key \"{key}\" in {table}{at}")
+    } else {
+        format!("{}{at}", msg.trim().replace('\n', " "))
+    };
+    RunnerError::suite(source, message)
+}
+
+/// For an error inside an inline table (`sut = { … }`), the table's key.
+fn inline_key(text: &str, start: Option<usize>) -> Option<String> {
+    let start = start?;
+    let line_start = text[..start.min(text.len())]
+        .rfind('\n')
+        .map_or(0, |i| i + 1);
+    let line = &text[line_start..start.min(text.len())];
+    let brace = line.rfind('{')?;
+    let key = line[..brace].trim_end().strip_suffix('=')?.trim();
+    (!key.is_empty()).then(|| format!("{key} = {{…}}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_suite_is_valid_and_names_every_seed_scenario() {
+        let s = Suite::from_toml("built-in suite", Path::new("."), DEFAULT_SUITE).unwrap();
+        let names: Vec<&str> = s.scenarios.iter().map(|s| s.name.as_str()).collect();
+        for want in [
+            "backend-alone",
+            "passthrough-h1c-h1c",
+            "passthrough-h1-h1",
+            "transform-h1c",
+            "transform-h1",
+            "passthrough-h2-h2",
+            "passthrough-h2-h1",
+            "passthrough-h2-h1c",
+            "downgrade",
+            "balance-5",
+        ] {
+            assert!(names.contains(&want), "missing {want} in {names:?}");
+        }
+        assert!(s.scenarios.iter().all(Scenario::is_builtin));
+    }
+
+    #[test]
+    fn resolved_suite_round_trips() {
+        let s = Suite::from_toml("built-in suite", Path::new("/x"), DEFAULT_SUITE).unwrap();
+        let again = Suite::from_toml("built-in suite", Path::new("/x"), &s.to_toml()).unwrap();
+        assert_eq!(s, again);
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert!(parse_duration("5 parsecs").is_err());
+        assert!(parse_duration("-1").is_err());
+    }
+}

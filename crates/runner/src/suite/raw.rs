@@ -1,0 +1,168 @@
+//! The suite file as written: serde structs mirroring the TOML, every table with
+//! `deny_unknown_fields` (a misspelt key must not silently change an experiment), durations as
+//! strings. Nothing is validated here; [`super::Suite::from_raw`] does that. The same structs,
+//! filled in completely, serialize the resolved suite written beside the results.
+
+use serde::{Deserialize, Serialize};
+
+/// The whole file.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSuite {
+    /// `[suite]`: run-wide settings.
+    #[serde(default)]
+    pub suite: RawSettings,
+    /// `[matrix]`: the axes every scenario is run over.
+    #[serde(default)]
+    pub matrix: RawMatrix,
+    /// `[load]`: what the load generator sends.
+    #[serde(default)]
+    pub load: RawLoad,
+    /// `[[scenario]]`: the systems under test.
+    #[serde(default, rename = "scenario")]
+    pub scenarios: Vec<RawScenario>,
+}
+
+/// `[suite]`.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSettings {
+    /// Name printed in summaries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Warm-up per cell (humantime).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<String>,
+    /// Measurement per cell (humantime).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration: Option<String>,
+    /// Repeats of every cell.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<u32>,
+    /// `interleaved` or `sequential`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub order: Option<String>,
+    /// Pin the SUT and the generator to separate cores.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pin: Option<bool>,
+    /// How long a started process may take to become ready (humantime).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready_timeout: Option<String>,
+    /// Only cells whose id or scenario matches one of these globs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub include: Option<Vec<String>>,
+    /// No cell whose id or scenario matches one of these globs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exclude: Option<Vec<String>>,
+    /// Print the plan and its estimate, run nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimate_only: Option<bool>,
+}
+
+/// `[matrix]`.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMatrix {
+    /// Concurrent users (closed model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub users: Option<Vec<u32>>,
+    /// Target rates in requests/s (open model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rates: Option<Vec<f64>>,
+    /// Payload sizes in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sizes: Option<Vec<u64>>,
+    /// Back-end delays (humantime).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delays: Option<Vec<String>>,
+    /// Protocols the generator speaks to the target.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocols: Option<Vec<String>>,
+}
+
+/// `[load]`.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLoad {
+    /// HTTP method.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// Request path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Extra header lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub headers: Option<Vec<String>>,
+    /// Connections used for rate cells.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections: Option<u32>,
+    /// Generator worker threads.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u32>,
+    /// Per-request timeout (humantime).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<String>,
+    /// Connect timeout (humantime).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connect_timeout: Option<String>,
+    /// Keep connections alive.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keepalive: Option<bool>,
+}
+
+/// `[[scenario]]`.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawScenario {
+    /// Short, filesystem-safe name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Name printed in summaries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Protocols for this scenario (instead of `[matrix] protocols`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocols: Option<Vec<String>>,
+    /// Check that every response body equals the request body.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify: Option<bool>,
+    /// Request path for this scenario (instead of `[load] path`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Shell command run once before the suite.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub setup: Option<String>,
+    /// Directory commands run in, relative to the suite file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workdir: Option<String>,
+    /// Files rendered with placeholders into each cell's directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub templates: Option<Vec<String>>,
+    /// The backend(s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend: Option<RawProcess>,
+    /// The system under test.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sut: Option<RawProcess>,
+}
+
+/// `backend = {…}` / `sut = {…}`.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawProcess {
+    /// Arguments after `gatebench serve` (a built-in service).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub serve: Option<String>,
+    /// A shell command line (an external program).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// How many to start (backends only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<u32>,
+    /// The protocol this process listens with (default: the cell's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    /// URL answered with 2xx once ready (default: the port accepts connections).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready: Option<String>,
+}

@@ -1,0 +1,435 @@
+//! The lifecycle of cells and runs, with a fake launcher and a fake driver: what starts in
+//! which order with which arguments, that everything is stopped on every path, and what is
+//! written to the results directory.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use gatebench_model::{CellRecord, CellStatus};
+use gatebench_runner::cell::{run_cell, CellContext, CellEvent, Phase};
+use gatebench_runner::pin::Placement;
+use gatebench_runner::run::{Observer, Progress};
+use gatebench_runner::{prepare, run_suite, Plan, ResultsDir, RunSettings, Suite};
+
+use crate::support::{suite, temp_dir, FakeDriver, FakeLauncher};
+
+const PROXY: &str = r#"
+[suite]
+warmup = "1s"
+duration = "2s"
+
+[matrix]
+users = [7]
+sizes = [64]
+delays = ["20ms"]
+
+[[scenario]]
+name = "proxy"
+title = "Passthrough"
+backend = { serve = "echo --port {port} --delay {delay} {protocol_flags}", count = 2 }
+sut = { serve = "balance --port {port} {upstream_args}" }
+"#;
+
+struct Cell {
+    calls: Vec<String>,
+    record: CellRecord,
+    phases: Vec<Phase>,
+    hlog: Vec<u8>,
+}
+
+fn run_one(s: &Suite, launcher: &mut FakeLauncher, driver: &mut FakeDriver) -> Cell {
+    let dir = temp_dir("cell");
+    let plan = Plan::new(s, &[], &[]).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let ctx = CellContext {
+        suite: s,
+        exe: Path::new("/opt/gatebench"),
+        cell_dir: &dir,
+        placement: &Placement::default(),
+        stop: &stop,
+        setup_failure: None,
+        order: 1,
+    };
+    let mut phases = Vec::new();
+    let out = run_cell(&ctx, &plan.cells[0], launcher, driver, &mut |e| {
+        if let CellEvent::Phase(p) = e {
+            phases.push(p)
+        }
+    });
+    assert!(!out.interrupted);
+    let mut calls = launcher.calls.lock().unwrap().clone();
+    calls.extend(driver.calls.lock().unwrap().iter().cloned());
+    let _ = std::fs::remove_dir_all(dir);
+    Cell {
+        calls,
+        record: out.record,
+        phases,
+        hlog: out.hlog,
+    }
+}
+
+#[test]
+fn a_cell_starts_backends_then_the_sut_and_stops_them_in_reverse() {
+    let s = suite(PROXY);
+    let (mut l, mut d) = (FakeLauncher::default(), FakeDriver::default());
+    let c = run_one(&s, &mut l, &mut d);
+    assert_eq!(c.record.status, CellStatus::Ok, "{:?}", c.record.reason);
+    let launches: Vec<&String> = c.calls.iter().filter(|c| c.starts_with("launch")).collect();
+    assert_eq!(launches.len(), 3);
+    // Backends first, with the cell's delay; then the SUT pointed at both of them.
+    let port = |s: &str| -> String {
+        s.split("--port ")
+            .nth(1)
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap()
+            .to_owned()
+    };
+    assert!(
+        launches[0].starts_with("launch backend-1 serve echo --port "),
+        "{}",
+        launches[0]
+    );
+    assert!(launches[0].ends_with("--delay 20ms"), "{}", launches[0]);
+    assert!(launches[1].starts_with("launch backend-2 serve echo"));
+    let (p1, p2) = (port(launches[0]), port(launches[1]));
+    assert_ne!(p1, p2);
+    assert!(launches[2].starts_with("launch sut serve balance --port "));
+    assert!(launches[2].ends_with(&format!(
+        "--upstream http://127.0.0.1:{p1} --upstream http://127.0.0.1:{p2}"
+    )));
+    // The load goes to the SUT, with the cell's users; verified first.
+    let sut_port = port(launches[2]);
+    let verify = c
+        .calls
+        .iter()
+        .position(|x| x.starts_with("verify"))
+        .unwrap();
+    let load = c.calls.iter().position(|x| x.starts_with("load")).unwrap();
+    assert_eq!(
+        c.calls[verify],
+        format!("verify http://127.0.0.1:{sut_port}/")
+    );
+    assert_eq!(
+        c.calls[load],
+        format!("load http://127.0.0.1:{sut_port}/ -c 7")
+    );
+    // Everything stopped, the SUT first.
+    let stops: Vec<&str> = c
+        .calls
+        .iter()
+        .filter(|c| c.starts_with("stop"))
+        .map(String::as_str)
+        .collect();
+    assert_eq!(stops, ["stop sut", "stop backend-2", "stop backend-1"]);
+    assert_eq!(
+        c.phases,
+        [
+            Phase::Starting,
+            Phase::Verifying,
+            Phase::WarmingUp,
+            Phase::Measuring,
+            Phase::Stopping
+        ]
+    );
+    // The record holds the parameters, the processes and the load.
+    let r = &c.record;
+    assert_eq!(r.cell.id, "proxy_u7_s64_d20_r1");
+    assert_eq!(
+        (r.cell.users, r.cell.size_bytes, r.cell.delay_ms),
+        (7, 64, 20.0)
+    );
+    assert_eq!(r.processes.len(), 3);
+    assert_eq!(r.processes[0].name, "backend-1");
+    assert_eq!(r.processes[0].command[0], "/opt/gatebench");
+    assert!(r.processes.iter().all(|p| p.stopped == "terminated"));
+    let load = r.load.as_ref().unwrap();
+    assert_eq!(load.config.method, "POST");
+    assert_eq!(load.config.body_bytes, 64);
+    assert!(load.config.verify);
+    assert!(!c.hlog.is_empty());
+}
+
+#[test]
+fn a_process_that_exits_fails_the_cell_with_its_last_words_and_the_rest_is_stopped() {
+    let s = suite(PROXY);
+    let mut l = FakeLauncher {
+        exits: vec![(
+            "sut".into(),
+            "gatebench: invalid value 'balance' for '<SERVICE>' (see --help)".into(),
+        )],
+        ..Default::default()
+    };
+    let mut d = FakeDriver::default();
+    let c = run_one(&s, &mut l, &mut d);
+    assert_eq!(c.record.status, CellStatus::Failed);
+    let reason = c.record.reason.unwrap();
+    assert!(
+        reason.starts_with("sut (gatebench serve balance) exited with status 2 before it was ready: gatebench: invalid value 'balance'"),
+        "{reason}"
+    );
+    assert!(reason.ends_with("does not support it yet"), "{reason}");
+    assert!(!c.calls.iter().any(|x| x.starts_with("load")));
+    assert_eq!(c.calls.iter().filter(|x| x.starts_with("stop")).count(), 3);
+}
+
+#[test]
+fn a_wrong_answer_fails_the_cell_before_the_load() {
+    let s = suite(PROXY);
+    let mut l = FakeLauncher::default();
+    let mut d = FakeDriver {
+        verify_fails: Some(
+            "probe of http://127.0.0.1:1/ failed: the target answered with 404".into(),
+        ),
+        ..Default::default()
+    };
+    let c = run_one(&s, &mut l, &mut d);
+    assert_eq!(c.record.status, CellStatus::Failed);
+    assert_eq!(
+        c.record.reason.as_deref(),
+        Some("verification failed: probe of http://127.0.0.1:1/ failed: the target answered with 404")
+    );
+    assert!(c.record.load.is_none());
+    assert!(!c.calls.iter().any(|x| x.starts_with("load")));
+    assert_eq!(c.calls.iter().filter(|x| x.starts_with("stop")).count(), 3);
+}
+
+#[test]
+fn the_protocol_reaches_the_services_flags_and_the_load() {
+    let text = PROXY.replace("title = \"Passthrough\"", "protocols = [\"h2\"]");
+    let s = suite(&text.replace("count = 2 }", "count = 2, protocol = \"h1\" }"));
+    let (mut l, mut d) = (FakeLauncher::default(), FakeDriver::default());
+    let c = run_one(&s, &mut l, &mut d);
+    assert_eq!(c.record.status, CellStatus::Ok, "{:?}", c.record.reason);
+    assert_eq!(c.record.cell.id, "proxy_u7_s64_d20_r1");
+    assert_eq!(c.record.cell.protocol, "h2");
+    // Backends listen with their own protocol (h1: TLS); the SUT is reached over h2.
+    assert!(c.calls[0].ends_with("--delay 20ms --tls"), "{}", c.calls[0]);
+    assert!(
+        c.calls[2].contains("--upstream https://127.0.0.1:"),
+        "{}",
+        c.calls[2]
+    );
+    let load = c.calls.iter().find(|x| x.starts_with("load")).unwrap();
+    assert!(load.starts_with("load https://127.0.0.1:"), "{load}");
+    assert_eq!(c.record.load.unwrap().config.protocol, "h2");
+}
+
+#[test]
+fn a_command_scenario_runs_through_sh_with_placeholders_and_templates() {
+    let dir = temp_dir("templates");
+    std::fs::write(
+        dir.join("proxy.conf"),
+        "upstream u { server 127.0.0.1:{backend_port}; }\nserver { listen 127.0.0.1:{port}; }\n",
+    )
+    .unwrap();
+    let text = r#"
+[[scenario]]
+name = "ext"
+templates = ["proxy.conf"]
+backend = { serve = "echo --port {port}" }
+sut = { command = "proxyd -c {cell_dir}/proxy.conf -p {port}", ready = "http://127.0.0.1:{port}/health" }
+"#;
+    let s = Suite::from_toml("suite.toml", &dir, text).unwrap();
+    let plan = Plan::new(&s, &[], &[]).unwrap();
+    let cell_dir = dir.join("cell");
+    std::fs::create_dir_all(&cell_dir).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let ctx = CellContext {
+        suite: &s,
+        exe: Path::new("/opt/gatebench"),
+        cell_dir: &cell_dir,
+        placement: &Placement::default(),
+        stop: &stop,
+        setup_failure: None,
+        order: 1,
+    };
+    let (mut l, mut d) = (FakeLauncher::default(), FakeDriver::default());
+    let out = run_cell(&ctx, &plan.cells[0], &mut l, &mut d, &mut |_| {});
+    assert_eq!(out.record.status, CellStatus::Ok, "{:?}", out.record.reason);
+    let sut = &out.record.processes[1];
+    assert_eq!(sut.command[0], "sh");
+    assert_eq!(sut.command[1], "-c");
+    let conf = std::fs::read_to_string(cell_dir.join("proxy.conf")).unwrap();
+    let backend_port = out.record.processes[0].command[4].clone();
+    assert!(
+        conf.contains(&format!("server 127.0.0.1:{backend_port};")),
+        "{conf}"
+    );
+    assert!(
+        conf.starts_with("upstream u { "),
+        "braces of the config kept: {conf}"
+    );
+    let listen = conf
+        .split("listen 127.0.0.1:")
+        .nth(1)
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap();
+    assert_eq!(
+        sut.command[2],
+        format!("proxyd -c {}/proxy.conf -p {listen}", cell_dir.display())
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[derive(Default)]
+struct Recorder {
+    started: Vec<String>,
+    finished: Vec<(String, usize)>,
+    setups: Vec<String>,
+}
+
+impl Observer for Recorder {
+    fn setup_finished(&mut self, scenario: &str, result: &Result<(), String>) {
+        self.setups.push(format!("{scenario}: {result:?}"));
+    }
+    fn cell_started(&mut self, p: &Progress<'_>) {
+        self.started
+            .push(format!("{}/{} {}", p.index, p.total, p.cell.id));
+    }
+    fn cell_finished(
+        &mut self,
+        _p: &Progress<'_>,
+        record: &CellRecord,
+        results: &ResultsDir,
+        all: &[CellRecord],
+    ) -> Result<(), String> {
+        // The cell's files are on disk when the observer hears of it.
+        let rec = results
+            .path()
+            .join("cells")
+            .join(&record.cell.id)
+            .join("record.json");
+        assert!(rec.is_file(), "{}", rec.display());
+        self.finished.push((record.cell.id.clone(), all.len()));
+        Ok(())
+    }
+}
+
+const TWO: &str = r#"
+[suite]
+name = "two"
+warmup = "0s"
+duration = "1s"
+
+[matrix]
+users = [1, 2]
+
+[[scenario]]
+name = "echo"
+backend = { serve = "echo --port {port}" }
+
+[[scenario]]
+name = "ext"
+setup = "install ext"
+sut = { command = "ext --port {port}" }
+"#;
+
+fn settings(stop: Arc<AtomicBool>) -> RunSettings {
+    RunSettings {
+        exe: "/opt/gatebench".into(),
+        stop,
+        placement: Placement::default(),
+    }
+}
+
+#[test]
+fn a_run_writes_every_cell_as_it_ends_and_a_failed_setup_fails_its_cells() {
+    let s = suite(TWO);
+    let plan = Plan::new(&s, &[], &[]).unwrap();
+    let root = temp_dir("run");
+    let dir = ResultsDir::create(&root.join("out")).unwrap();
+    prepare(&s, &plan, &dir).unwrap();
+    let mut l = FakeLauncher {
+        setup_fails: Some("`install ext` exit status: 100 (see setup-ext.log)".into()),
+        ..Default::default()
+    };
+    let mut d = FakeDriver::default();
+    let mut obs = Recorder::default();
+    let stop = Arc::new(AtomicBool::new(false));
+    let run = run_suite(&s, &plan, &dir, &settings(stop), &mut l, &mut d, &mut obs).unwrap();
+    assert!(!run.interrupted);
+    assert_eq!(run.records.len(), 4);
+    assert_eq!(run.failed(), 2);
+    assert_eq!(l.calls.lock().unwrap()[0], "setup install ext");
+    assert_eq!(obs.setups.len(), 1);
+    assert_eq!(
+        obs.started,
+        [
+            "1/4 echo_u1_s50_d0_r1",
+            "2/4 ext_u1_s50_d0_r1",
+            "3/4 ext_u2_s50_d0_r1",
+            "4/4 echo_u2_s50_d0_r1"
+        ]
+    );
+    assert_eq!(
+        obs.finished.iter().map(|f| f.1).collect::<Vec<_>>(),
+        [1, 2, 3, 4]
+    );
+    for r in &run.records {
+        if r.cell.scenario == "ext" {
+            assert_eq!(r.status, CellStatus::Failed);
+            assert!(r
+                .reason
+                .as_deref()
+                .unwrap()
+                .starts_with("setup failed: `install ext`"));
+        } else {
+            assert_eq!(r.status, CellStatus::Ok);
+            let cell = dir.path().join("cells").join(&r.cell.id);
+            assert!(cell.join("latency.hlog").is_file());
+            assert!(cell.join("samples.csv").is_file());
+        }
+    }
+    // The fixed files are there and the directory reads back complete.
+    for f in ["suite.toml", "environment.json", "run.json"] {
+        assert!(dir.path().join(f).is_file(), "{f}");
+    }
+    let back = gatebench_runner::results::read(dir.path()).unwrap();
+    assert_eq!(back.records.len(), 4);
+    assert!(back.missing.is_empty());
+    let _ = std::fs::remove_dir_all(root);
+}
+
+#[test]
+fn ctrl_c_during_a_cell_keeps_the_finished_cells_and_drops_the_one_in_progress() {
+    let s = suite(TWO);
+    let plan = Plan::new(&s, &[], &[]).unwrap();
+    let root = temp_dir("interrupt");
+    let dir = ResultsDir::create(&root.join("out")).unwrap();
+    prepare(&s, &plan, &dir).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut l = FakeLauncher::default();
+    // The first load runs normally; Ctrl-C arrives during the second.
+    let mut d = FakeDriver::default();
+    let mut first = true;
+    struct Once<'a>(&'a mut bool, Arc<AtomicBool>);
+    impl Observer for Once<'_> {
+        fn cell_event(&mut self, _p: &Progress<'_>, e: &CellEvent<'_>) {
+            if matches!(e, CellEvent::Phase(Phase::Measuring)) {
+                if *self.0 {
+                    *self.0 = false;
+                } else {
+                    self.1.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+        }
+    }
+    let mut obs = Once(&mut first, stop.clone());
+    let run = run_suite(&s, &plan, &dir, &settings(stop), &mut l, &mut d, &mut obs).unwrap();
+    assert!(run.interrupted);
+    assert_eq!(run.records.len(), 1);
+    // Every process of the interrupted cell was stopped all the same.
+    let calls = l.calls.lock().unwrap();
+    let launched = calls.iter().filter(|c| c.starts_with("launch")).count();
+    let stopped = calls.iter().filter(|c| c.starts_with("stop")).count();
+    assert_eq!(launched, stopped);
+    let back = gatebench_runner::results::read(dir.path()).unwrap();
+    assert_eq!(back.records.len(), 1);
+    assert_eq!(back.missing.len(), 3);
+    let _ = std::fs::remove_dir_all(root);
+}

@@ -1,0 +1,195 @@
+//! Suite validation: every mistake is one clear line naming the key; the committed examples
+//! are valid.
+
+use std::time::Duration;
+
+use gatebench_runner::suite::{Intensity, Order, Program, Protocol};
+use gatebench_runner::Suite;
+
+use crate::support::{repo_root, suite, suite_error};
+
+const MINIMAL: &str = r#"
+[[scenario]]
+name = "echo"
+backend = { serve = "echo --port {port}" }
+"#;
+
+#[test]
+fn a_minimal_suite_gets_the_documented_defaults() {
+    let s = suite(MINIMAL);
+    assert_eq!(s.warmup, Duration::from_secs(1));
+    assert_eq!(s.duration, Duration::from_secs(4));
+    assert_eq!(s.repeats.get(), 1);
+    assert_eq!(s.order, Order::Interleaved);
+    assert!(!s.pin);
+    assert_eq!(s.matrix.intensities, vec![Intensity::Users(10)]);
+    assert_eq!(s.matrix.sizes, vec![50]);
+    assert_eq!(s.matrix.delays, vec![Duration::ZERO]);
+    assert_eq!(s.scenarios[0].protocols, vec![Protocol::H1c]);
+    assert_eq!(s.load.method, "POST");
+    assert!(s.scenarios[0].verify);
+    assert!(s.scenarios[0].sut.is_none());
+}
+
+#[test]
+fn an_unknown_key_is_named_with_its_table() {
+    let e = suite_error("[suite]\nwarmpu = \"5s\"\n");
+    assert!(
+        e.starts_with("suite.toml: unknown key \"warmpu\" in [suite]"),
+        "{e}"
+    );
+    assert!(e.contains("line 2"), "{e}");
+    assert!(!e.contains('\n'), "one line: {e}");
+
+    let e = suite_error(&format!("{MINIMAL}sut = {{ comand = \"x\" }}\n"));
+    assert!(e.contains("unknown key \"comand\" in sut = {…}"), "{e}");
+
+    let e = suite_error("[matrix]\nuser = [10]\n");
+    assert!(e.contains("unknown key \"user\" in [matrix]"), "{e}");
+
+    let e = suite_error("[sutie]\nname = \"x\"\n");
+    assert!(e.contains("unknown key \"sutie\""), "{e}");
+}
+
+#[test]
+fn a_bad_duration_names_the_key_and_the_value() {
+    let e = suite_error(&format!("[suite]\nduration = \"5 parsecs\"\n{MINIMAL}"));
+    assert_eq!(
+        e,
+        "suite.toml: [suite] duration: \"5 parsecs\" is not a duration (write e.g. \"30s\", \"5m\", \"250ms\")"
+    );
+    let e = suite_error(&format!("[matrix]\ndelays = [\"soon\"]\n{MINIMAL}"));
+    assert!(
+        e.starts_with("suite.toml: [matrix] delays: \"soon\""),
+        "{e}"
+    );
+    let e = suite_error(&format!("[suite]\nduration = \"0s\"\n{MINIMAL}"));
+    assert!(e.contains("[suite] duration: must be more than 0"), "{e}");
+}
+
+#[test]
+fn a_missing_or_empty_command_is_an_error() {
+    let e =
+        suite_error("[[scenario]]\nname = \"x\"\nsut = { ready = \"http://127.0.0.1:{port}/\" }\n");
+    assert!(
+        e.starts_with("suite.toml: scenario \"x\": sut: command is missing"),
+        "{e}"
+    );
+    let e = suite_error("[[scenario]]\nname = \"x\"\nsut = { command = \"  \" }\n");
+    assert_eq!(e, "suite.toml: scenario \"x\": sut: command is empty");
+    let e = suite_error("[[scenario]]\nname = \"x\"\n");
+    assert!(
+        e.contains("scenario \"x\": needs a sut, a backend, or both"),
+        "{e}"
+    );
+    let e = suite_error("[[scenario]]\nname = \"x\"\nsut = { command = \"a\", serve = \"b\" }\n");
+    assert!(e.contains("not both"), "{e}");
+}
+
+#[test]
+fn other_mistakes_are_caught_before_anything_runs() {
+    for (text, want) in [
+        ("", "no [[scenario]]"),
+        (
+            "[[scenario]]\nbackend = { serve = \"echo\" }\n",
+            "[[scenario]] #1: name is missing",
+        ),
+        (
+            "[[scenario]]\nname = \"a b\"\nbackend = { serve = \"echo\" }\n",
+            "name must be letters, digits",
+        ),
+        (
+            "[[scenario]]\nname = \"x\"\nsut = { command = \"nginx -p {prot}\" }\n",
+            "sut: command: unknown placeholder {prot}",
+        ),
+        (
+            "[[scenario]]\nname = \"x\"\nprotocols = [\"h3\"]\nsut = { command = \"x\" }\n",
+            "protocols: \"h3\" is not a protocol",
+        ),
+        (
+            "[[scenario]]\nname = \"x\"\nsut = { command = \"x\", count = 2 }\n",
+            "sut: count must be 1",
+        ),
+        (
+            "[[scenario]]\nname = \"x\"\nsut = { command = \"x\", ready = \"localhost\" }\n",
+            "ready: \"localhost\" must be an http:// or https:// URL",
+        ),
+        (
+            "[matrix]\nusers = [10]\nrates = [100.0]\n[[scenario]]\nname = \"x\"\nsut = { command = \"x\" }\n",
+            "give users (closed model) or rates (open model), not both",
+        ),
+        (
+            "[matrix]\nsizes = [5]\n[[scenario]]\nname = \"x\"\nsut = { command = \"x\" }\n",
+            "[matrix] sizes: 5 is too small",
+        ),
+        (
+            "[suite]\norder = \"random\"\n[[scenario]]\nname = \"x\"\nsut = { command = \"x\" }\n",
+            "[suite] order: \"random\" is not an order",
+        ),
+        (
+            "[suite]\nrepeats = 0\n[[scenario]]\nname = \"x\"\nsut = { command = \"x\" }\n",
+            "[suite] repeats: must be at least 1",
+        ),
+        (
+            "[[scenario]]\nname = \"x\"\nsut = { command = \"x\" }\n[[scenario]]\nname = \"x\"\nsut = { command = \"y\" }\n",
+            "scenario \"x\": the name is used twice",
+        ),
+        ("[suite]\nwarmup = 5\n", "invalid type"),
+        (
+            "[[scenario]]\nname = \"x\"\nsetup = \"get {port}\"\nsut = { command = \"x\" }\n",
+            "setup: unknown placeholder {port} (setup knows only {suite_dir} and {workdir})",
+        ),
+    ] {
+        let e = suite_error(text);
+        assert!(e.contains(want), "{text:?}: {e}");
+        assert!(!e.contains('\n'), "one line: {e}");
+    }
+}
+
+#[test]
+fn the_committed_examples_are_valid() {
+    let root = repo_root().join("examples");
+    let seed = Suite::load(&root.join("seed-004.toml")).unwrap_or_else(|e| panic!("{e}"));
+    // Seed 004's published parameters, exactly.
+    assert_eq!(
+        seed.matrix.intensities,
+        vec![
+            Intensity::Users(100),
+            Intensity::Users(300),
+            Intensity::Users(1000)
+        ]
+    );
+    assert_eq!(seed.matrix.sizes, vec![50, 1024]);
+    assert_eq!(seed.matrix.delays, vec![Duration::ZERO]);
+    assert_eq!(seed.warmup, Duration::from_secs(300));
+    assert_eq!(seed.warmup + seed.duration, Duration::from_secs(900));
+    assert_eq!(seed.scenarios.len(), 8);
+
+    let ext = Suite::load(&root.join("nginx-haproxy.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let names: Vec<&str> = ext.scenarios.iter().map(|s| s.name.as_str()).collect();
+    for want in ["gatebench-proxy", "nginx", "haproxy"] {
+        assert!(names.contains(&want), "{names:?}");
+    }
+    for name in ["nginx", "haproxy"] {
+        let sc = ext.scenarios.iter().find(|s| s.name == name).unwrap();
+        assert!(sc.setup.is_some(), "{name} installs itself when missing");
+        assert!(matches!(
+            sc.sut.as_ref().unwrap().program,
+            Program::Command(_)
+        ));
+        for t in &sc.templates {
+            assert!(sc.workdir.join(t).is_file(), "{} exists", t.display());
+        }
+    }
+
+    let tiny = Suite::load(&root.join("tiny.toml")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(tiny.scenarios.len(), 1);
+}
+
+#[test]
+fn a_missing_file_says_so() {
+    let e = Suite::load(std::path::Path::new("/nonexistent/suite.toml"))
+        .err()
+        .unwrap();
+    assert_eq!(e.to_string(), "cannot read /nonexistent/suite.toml");
+}

@@ -1,0 +1,223 @@
+//! Fakes for the runner's two seams and small suite fixtures.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use gatebench_loadgen::{IntervalView, LoadConfig};
+use gatebench_model::{
+    LatencySummary, LoadReport, Outcome, OutcomeCounts, PhaseReport, SelfCheck, ToolInfo,
+    SCHEMA_VERSION,
+};
+use gatebench_runner::driver::{Driver, ReadyCheck};
+use gatebench_runner::launch::{Launcher, ProcessSpec, Running};
+use gatebench_runner::Suite;
+
+/// What the fakes saw, in order: `launch <name> <args…>`, `stop <name>`, `setup …`,
+/// `verify <url>`, `load <url> -c N`.
+pub type Calls = Arc<Mutex<Vec<String>>>;
+
+/// A launcher that starts nothing and records every call.
+#[derive(Default)]
+pub struct FakeLauncher {
+    pub calls: Calls,
+    /// Processes with these names "exit" at once with this message, after writing `log` lines.
+    pub exits: Vec<(String, String)>,
+    /// Setup commands fail with this message.
+    pub setup_fails: Option<String>,
+    pub next_pid: u32,
+}
+
+struct FakeProcess {
+    name: String,
+    pid: u32,
+    exited: Option<String>,
+    calls: Calls,
+}
+
+impl Running for FakeProcess {
+    fn pid(&self) -> u32 {
+        self.pid
+    }
+    fn exited(&mut self) -> Option<String> {
+        self.exited.clone()
+    }
+    fn stop(&mut self) -> String {
+        self.calls
+            .lock()
+            .unwrap()
+            .push(format!("stop {}", self.name));
+        self.exited.clone().unwrap_or_else(|| "terminated".into())
+    }
+}
+
+impl Launcher for FakeLauncher {
+    fn launch(&mut self, spec: &ProcessSpec) -> Result<Box<dyn Running>, String> {
+        self.next_pid += 1;
+        self.calls
+            .lock()
+            .unwrap()
+            .push(format!("launch {} {}", spec.name, spec.args.join(" ")));
+        let exited = self
+            .exits
+            .iter()
+            .find(|(n, _)| *n == spec.name)
+            .map(|(_, log)| {
+                if let Some(p) = &spec.log {
+                    std::fs::write(p, format!("starting\n{log}\n")).unwrap();
+                }
+                "exited with status 2".to_owned()
+            });
+        Ok(Box::new(FakeProcess {
+            name: spec.name.clone(),
+            // Far above any real pid: the sampler finds no such process and samples nothing.
+            pid: 4_000_000 + self.next_pid,
+            exited,
+            calls: self.calls.clone(),
+        }))
+    }
+
+    fn setup(&mut self, command: &str, _workdir: &Path, _log: &Path) -> Result<(), String> {
+        self.calls.lock().unwrap().push(format!("setup {command}"));
+        match &self.setup_fails {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A driver whose processes are always ready and whose load returns a fixed report.
+#[derive(Default)]
+pub struct FakeDriver {
+    pub calls: Calls,
+    /// `verify` fails with this message.
+    pub verify_fails: Option<String>,
+    /// `load` sets this flag (a Ctrl-C during the load).
+    pub interrupt: Option<Arc<AtomicBool>>,
+}
+
+impl Driver for FakeDriver {
+    fn check_ready(&mut self, _check: &ReadyCheck) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn verify(&mut self, config: &LoadConfig) -> Result<(), String> {
+        self.calls
+            .lock()
+            .unwrap()
+            .push(format!("verify {}", config.target.url));
+        match &self.verify_fails {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    fn load(
+        &mut self,
+        config: LoadConfig,
+        hlog: &mut Vec<u8>,
+        on_interval: &mut dyn FnMut(&IntervalView),
+        _stop: Arc<AtomicBool>,
+    ) -> Result<LoadReport, String> {
+        self.calls.lock().unwrap().push(format!(
+            "load {} -c {}",
+            config.target.url, config.connections
+        ));
+        for (index, warmup) in [(0, true), (1, false)] {
+            on_interval(&IntervalView {
+                index,
+                elapsed: Duration::from_secs(index + 1),
+                warmup,
+                responses: 1000,
+                errors: 0,
+                rps: 1000.0,
+                p99_ms: 1.0,
+                total_responses: 1000 * (index + 1),
+                total_errors: 0,
+            });
+        }
+        hlog.extend_from_slice(b"#[fake hlog]\n");
+        if let Some(f) = &self.interrupt {
+            f.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(report(&config))
+    }
+}
+
+/// A plausible report for `config`.
+pub fn report(config: &LoadConfig) -> LoadReport {
+    let phase = |secs: f64| {
+        let mut outcomes = OutcomeCounts::default();
+        outcomes.add(Outcome::Ok, 1000);
+        PhaseReport {
+            duration_s: secs,
+            outcomes,
+            requests: 1000,
+            throughput_rps: 1000.0 / secs,
+            ok_rps: 1000.0 / secs,
+            error_percent: 0.0,
+            target_rps: None,
+            sent_rps: 1000.0 / secs,
+            bytes_read: 0,
+            bytes_written: 0,
+            latency: LatencySummary {
+                count: 1000,
+                mean_ms: 1.0,
+                ..Default::default()
+            },
+            latency_uncorrected: None,
+            concurrency: 1.0,
+            connections: Default::default(),
+        }
+    };
+    LoadReport {
+        schema_version: SCHEMA_VERSION,
+        tool: ToolInfo {
+            name: "gatebench".into(),
+            version: "test".into(),
+        },
+        started_at_unix_ms: 0,
+        config: config.record(),
+        warmup: (!config.warmup.is_zero()).then(|| phase(config.warmup.as_secs_f64())),
+        measurement: phase(config.stop.duration.unwrap().as_secs_f64()),
+        self_check: SelfCheck {
+            cpu_user_s: 0.1,
+            cpu_sys_s: 0.1,
+            cpu_percent: 10.0,
+            send_lag: None,
+            schedule_kept_percent: None,
+            warnings: vec![],
+        },
+        valid: true,
+    }
+}
+
+/// Parses suite text as `suite.toml` in the current directory.
+pub fn suite(text: &str) -> Suite {
+    Suite::from_toml("suite.toml", Path::new("."), text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The error of invalid suite text, as printed.
+pub fn suite_error(text: &str) -> String {
+    Suite::from_toml("suite.toml", Path::new("."), text)
+        .expect_err("the suite should be invalid")
+        .to_string()
+}
+
+/// A fresh empty directory under the system temp dir.
+pub fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "gatebench-runner-{name}-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The repository's root (for `examples/`).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
