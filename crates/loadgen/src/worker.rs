@@ -19,7 +19,7 @@ use tokio::task::LocalSet;
 use crate::config::LoadConfig;
 use crate::config::Protocol;
 use crate::connect::{connect, Established, Stream, Transport};
-use crate::http1::H1Conn;
+use crate::http1::{Answer, Failure, H1Conn};
 use crate::http2::{self, H2Conn};
 use crate::schedule::{Clock, Permit, Phase, Schedule};
 use crate::stats::{record, IntervalStats, PhaseStats};
@@ -275,6 +275,43 @@ impl Shared {
         }
     }
 
+    /// Records how a sent request ended — answered, failed, or cut off by its timeout or the
+    /// run's end — and says what that means for the connection it used.
+    fn settle(
+        &self,
+        phase: Phase,
+        result: Option<Result<Answer, Failure>>,
+        start: Instant,
+        sent_at: Instant,
+        by_deadline: bool,
+    ) -> Settled {
+        let done = Instant::now();
+        match result {
+            Some(Ok(answer)) => {
+                self.count_sent(phase, answer.bytes_read);
+                self.complete(phase, answer.outcome, Some((done - start, done - sent_at)));
+                Settled::Answered {
+                    reusable: answer.reusable,
+                }
+            }
+            Some(Err(f)) => {
+                self.count_sent(phase, f.bytes_read);
+                self.complete(phase, f.outcome, None);
+                Settled::Failed(f.outcome)
+            }
+            None => {
+                self.count_sent(phase, 0);
+                let outcome = if by_deadline {
+                    Outcome::InFlight
+                } else {
+                    Outcome::Timeout
+                };
+                self.complete(phase, outcome, None);
+                Settled::CutOff
+            }
+        }
+    }
+
     /// Records a request that was written (whatever came back).
     fn count_sent(&self, phase: Phase, bytes_read: u64) {
         let mut phases = self.phases.borrow_mut();
@@ -283,6 +320,17 @@ impl Shared {
         p.bytes_written += self.req_len;
         p.bytes_read += bytes_read;
     }
+}
+
+/// What a settled request means for its connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Settled {
+    /// A complete response; `reusable` when the connection may carry the next request.
+    Answered { reusable: bool },
+    /// No complete response, for this reason.
+    Failed(Outcome),
+    /// Timed out, or still outstanding at the run's end.
+    CutOff,
 }
 
 /// One HTTP/1.1 connection's loop.
@@ -328,33 +376,19 @@ async fn h1_slot(shared: Rc<Shared>) {
             r = c.exchange(&req, config.verify) => Some(r),
             _ = &mut timer => None,
         };
-        let done = Instant::now();
-        match result {
-            Some(Ok(answer)) => {
-                shared.count_sent(phase, answer.bytes_read);
-                shared.complete(phase, answer.outcome, Some((done - start, done - sent_at)));
+        match shared.settle(phase, result, start, sent_at, by_deadline) {
+            Settled::Answered { reusable } => {
                 failures = 0;
-                if !answer.reusable || !config.keepalive {
+                if !reusable || !config.keepalive {
                     conn = None;
                 }
             }
-            Some(Err(f)) => {
-                shared.count_sent(phase, f.bytes_read);
-                shared.complete(phase, f.outcome, None);
+            Settled::Failed(_) => {
                 failures += 1;
                 conn = None;
             }
-            None => {
-                shared.count_sent(phase, 0);
-                let outcome = if by_deadline {
-                    Outcome::InFlight
-                } else {
-                    Outcome::Timeout
-                };
-                shared.complete(phase, outcome, None);
-                // A connection with an unanswered request cannot carry the next one.
-                conn = None;
-            }
+            // A connection with an unanswered request cannot carry the next one.
+            Settled::CutOff => conn = None,
         }
     }
 }
@@ -513,52 +547,40 @@ async fn h2_stream_loop(
             }
         };
         conn.release();
-        let done = Instant::now();
-        match result {
-            Some(Ok(answer)) => {
-                shared.count_sent(phase, answer.bytes_read);
-                shared.complete(phase, answer.outcome, Some((done - start, done - sent_at)));
+        if result.is_none() && sent_at >= limit {
+            // A stream was free but the time was up before sending (a late timer wake-up at the
+            // run's end is the generator's, not the target's): nothing was sent.
+            let outcome = if by_deadline {
+                Outcome::InFlight
+            } else {
+                Outcome::Timeout
+            };
+            shared.complete(phase, outcome, None);
+            continue;
+        }
+        // A cut-off stream was reset (RST_STREAM CANCEL) when its response future was dropped;
+        // the connection itself stays usable.
+        match shared.settle(phase, result, start, sent_at, by_deadline) {
+            Settled::Answered { .. } => {
                 answered.set(answered.get() + 1);
                 if !config.keepalive {
                     return StreamEnd::ConnectionLost;
                 }
             }
-            Some(Err(f)) => {
-                shared.count_sent(phase, f.bytes_read);
-                shared.complete(phase, f.outcome, None);
-                if matches!(
-                    f.outcome,
+            Settled::Failed(outcome) => {
+                let connection_level = matches!(
+                    outcome,
                     Outcome::GoAway
                         | Outcome::Reset
                         | Outcome::IoError
                         | Outcome::Incomplete
                         | Outcome::ProtocolError
-                ) || conn.is_dead()
-                {
+                );
+                if connection_level || conn.is_dead() {
                     return StreamEnd::ConnectionLost;
                 }
             }
-            None if sent_at >= limit => {
-                // A stream was free but the time was up before sending (a late timer wake-up at
-                // the run's end is the generator's, not the target's): nothing was sent.
-                let outcome = if by_deadline {
-                    Outcome::InFlight
-                } else {
-                    Outcome::Timeout
-                };
-                shared.complete(phase, outcome, None);
-            }
-            None => {
-                // Dropping the response future resets the stream (RST_STREAM CANCEL); the
-                // connection itself stays usable.
-                shared.count_sent(phase, 0);
-                let outcome = if by_deadline {
-                    Outcome::InFlight
-                } else {
-                    Outcome::Timeout
-                };
-                shared.complete(phase, outcome, None);
-            }
+            Settled::CutOff => {}
         }
     }
 }

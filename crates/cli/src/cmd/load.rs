@@ -23,6 +23,8 @@ use crate::signal;
 /// Runs the subcommand.
 pub fn run(args: LoadArgs) -> Result<ExitCode> {
     let config = LoadConfig::try_new(spec(&args)?)?;
+    // Enough file descriptors for -c, checked before anything touches the network.
+    gatebench_loadgen::limits::ensure_fd_limit(u64::from(config.connections))?;
     // Open outputs first: a typo in a path must not cost a whole run.
     let mut json_out = match args.json.as_deref() {
         Some(p) if p == Path::new("-") => Some(Output::Stdout),
