@@ -676,3 +676,338 @@ for t in tools:
           f"CPU per request {show(ratios(t, 'gen_cpu_per_100k'))}")
 PY
 }
+
+# ---------------------------------------------------------------------------
+# Intermediaries (proxy-vs-peers.sh): HAProxy, nginx as a proxy, gatebench's services,
+# memory and CPU of a group of processes
+# ---------------------------------------------------------------------------
+
+# Debian's haproxy package starts a system HAProxy when installed. Stop it by the PID in
+# /run/haproxy.pid (checked to be a haproxy process; with master-worker it is the master,
+# which takes its workers down), never by name.
+gb_stop_system_haproxy() {
+  local pidfile=/run/haproxy.pid pid comm i
+  [[ -r $pidfile ]] || return 0
+  pid=$(head -n1 "$pidfile" | tr -d ' \n')
+  [[ $pid =~ ^[0-9]+$ ]] || return 0
+  gb_pid_alive "$pid" || return 0
+  comm=$(cat "/proc/$pid/comm" 2>/dev/null || true)
+  [[ $comm == haproxy ]] || return 0
+  gb_log "stopping the system haproxy (pid $pid from $pidfile)"
+  kill -USR1 "$pid" 2>/dev/null || true # soft stop
+  for ((i = 0; i < 50; i++)); do
+    gb_pid_alive "$pid" || return 0
+    sleep 0.1
+  done
+  kill -TERM "$pid" 2>/dev/null || true
+}
+
+# Install HAProxy if missing (then stop the system haproxy it starts). Sets GB_HAPROXY.
+gb_need_haproxy() {
+  GB_HAPROXY=$(command -v haproxy || true)
+  [[ -n $GB_HAPROXY ]] || { [[ -x /usr/sbin/haproxy ]] && GB_HAPROXY=/usr/sbin/haproxy; } || true
+  if [[ -z $GB_HAPROXY ]]; then
+    gb_apt_install haproxy
+    GB_HAPROXY=/usr/sbin/haproxy
+    [[ -x $GB_HAPROXY ]] || gb_die "haproxy missing after apt-get install haproxy"
+  fi
+  gb_stop_system_haproxy
+}
+
+# gb_nginx_proxy_conf DIR PORT MAXCONN KEEPALIVE HOST:PORT... — write DIR/nginx.conf: one worker,
+# a reverse proxy on 127.0.0.1:PORT to an `upstream` of the given servers (round robin, the
+# default, when there are several) with a cache of KEEPALIVE idle upstream connections
+# (`keepalive`; proxy_http_version 1.1, Connection ""; a connection released while the cache
+# is full is closed, so fewer than the concurrent requests means some reconnecting), keep-alive on both sides that outlives any run,
+# no access log, worker_connections MAXCONN, stub_status on /nginx_status.
+gb_nginx_proxy_conf() {
+  local dir=$1 port=$2 maxconn=$3 keepalive=$4 servers="" s
+  shift 4
+  for s in "$@"; do servers+="        server $s;"$'\n'; done
+  mkdir -p "$dir/temp"
+  cat >"$dir/nginx.conf" <<EOF
+# Written by bench/lib.sh (gb_nginx_proxy_conf).
+daemon off;
+worker_processes 1;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events {
+    worker_connections $maxconn;
+}
+http {
+    access_log off;
+    server_tokens off;
+    keepalive_timeout 75s;
+    keepalive_requests 1000000;
+    client_body_temp_path $dir/temp/body;
+    proxy_temp_path $dir/temp/proxy;
+    fastcgi_temp_path $dir/temp/fastcgi;
+    uwsgi_temp_path $dir/temp/uwsgi;
+    scgi_temp_path $dir/temp/scgi;
+    upstream backend {
+$servers        keepalive $keepalive;
+        keepalive_requests 1000000;
+        keepalive_timeout 75s;
+    }
+    server {
+        listen 127.0.0.1:$port;
+        location = /nginx_status {
+            stub_status;
+        }
+        location / {
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_pass http://backend;
+        }
+    }
+}
+EOF
+}
+
+# gb_haproxy_conf FILE PORT MAXCONN HOST:PORT... — write an HAProxy config: one thread,
+# HTTP mode, keep-alive to clients and servers (http-reuse always), frontend on
+# 127.0.0.1:PORT, one backend with the given servers, `balance roundrobin`; global maxconn
+# MAXCONN (HAProxy needs about two descriptors per connection, keep it under the open-files
+# limit); no logging.
+gb_haproxy_conf() {
+  local file=$1 port=$2 maxconn=$3 i=0 s
+  shift 3
+  {
+    cat <<EOF
+# Written by bench/lib.sh (gb_haproxy_conf).
+global
+    nbthread 1
+    maxconn $maxconn
+defaults
+    mode http
+    option http-keep-alive
+    http-reuse always
+    timeout connect 5s
+    timeout client 75s
+    timeout server 75s
+    timeout http-keep-alive 75s
+    timeout http-request 10s
+frontend fe
+    bind 127.0.0.1:$port
+    default_backend be
+backend be
+    balance roundrobin
+EOF
+    for s in "$@"; do
+      i=$((i + 1))
+      echo "    server s$i $s"
+    done
+  } >"$file"
+}
+
+# gb_haproxy_start CONF CORE PORT — HAProxy in the foreground (-db: no daemon, no
+# master-worker, so one process), pinned to CORE, tracked by PID; wait for PORT.
+# Sets GB_HAPROXY_PID.
+gb_haproxy_start() {
+  local conf=$1 core=$2 port=$3
+  "$GB_HAPROXY" -c -q -f "$conf" >"$conf.check" 2>&1 \
+    || { cat "$conf.check" >&2; gb_die "haproxy -c failed for $conf"; }
+  nice -n "$GB_NICE" taskset -c "$core" "$GB_HAPROXY" -db -f "$conf" \
+    </dev/null >"$conf.log" 2>&1 &
+  GB_HAPROXY_PID=$!
+  gb_track_pid "$GB_HAPROXY_PID"
+  gb_wait_port "$port" 10
+  gb_log "haproxy pid $GB_HAPROXY_PID, core $core, port $port"
+}
+
+# gb_gatebench_serve LOG CORE ARGS… — start `$GATEBENCH serve ARGS…` (use --port 0) pinned
+# to CORE, tracked by PID; wait for its "… listening on http://127.0.0.1:PORT/" line on
+# stdout (LOG.out; stderr goes to LOG.err). Sets GB_SERVE_PID and GB_SERVE_PORT.
+gb_gatebench_serve() {
+  local log=$1 core=$2 i line=""
+  shift 2
+  nice -n "$GB_NICE" taskset -c "$core" "$GATEBENCH" serve "$@" \
+    </dev/null >"$log.out" 2>"$log.err" &
+  GB_SERVE_PID=$!
+  gb_track_pid "$GB_SERVE_PID"
+  GB_SERVE_PORT=""
+  for ((i = 0; i < 100; i++)); do
+    line=$(grep -m1 -o 'listening on http://127\.0\.0\.1:[0-9]*' "$log.out" 2>/dev/null || true)
+    [[ -n $line ]] && break
+    gb_pid_alive "$GB_SERVE_PID" || break
+    sleep 0.1
+  done
+  [[ -n $line ]] || {
+    tail -n5 "$log.err" >&2
+    gb_die "gatebench serve $1 did not report a listening address (pid $GB_SERVE_PID)"
+  }
+  GB_SERVE_PORT=${line##*:}
+  gb_wait_port "$GB_SERVE_PORT" 5
+  gb_log "gatebench serve $1 pid $GB_SERVE_PID, core $core, port $GB_SERVE_PORT"
+}
+
+# gb_untrack_pid PID — forget a PID registered with gb_track_pid (after the script has waited
+# for it itself), so cleanup cannot signal a process that later reuses the number.
+gb_untrack_pid() {
+  local i
+  for i in "${!GB_PIDS[@]}"; do
+    [[ ${GB_PIDS[i]} == "$1" ]] && unset 'GB_PIDS[i]'
+  done
+  GB_PIDS=("${GB_PIDS[@]}")
+}
+
+# gb_pids_rss_kib PID… — "VmRSS RssAnon" (KiB) summed over the processes; a process that is
+# gone adds 0. RssAnon is the private part (heap, stacks); VmRSS adds the resident pages of the
+# binary and its shared libraries.
+gb_pids_rss_kib() {
+  local pid k v _u rss=0 anon=0
+  for pid in "$@"; do
+    while read -r k v _u; do
+      case $k in
+        VmRSS:) rss=$((rss + v)) ;;
+        RssAnon:) anon=$((anon + v)) && break ;;
+      esac
+    done 2>/dev/null <"/proc/$pid/status" || true
+  done
+  echo "$rss $anon"
+}
+
+# gb_pids_cpu_secs PID… — summed user+system CPU seconds of the processes so far.
+gb_pids_cpu_secs() {
+  local pid total=0 s
+  for pid in "$@"; do
+    s=$(gb_proc_cpu_secs "$pid" 2>/dev/null || echo 0)
+    total=$(awk -v a="$total" -v b="$s" 'BEGIN { printf "%.2f", a + b }')
+  done
+  echo "$total"
+}
+
+# gb_tcp_active_opens — the kernel's count of TCP connect()s so far (ActiveOpens in
+# /proc/net/snmp), system-wide: a before/after difference around a run counts the generator's
+# connections plus the ones a proxy opened to its upstreams (plus anyone else's).
+gb_tcp_active_opens() {
+  awk '$1 == "Tcp:" && $6 ~ /^[0-9]+$/ { print $6; exit }' /proc/net/snmp
+}
+
+# gb_rss_sampler OUT FROM_S TO_S PID… — run in the background: after FROM_S seconds, sample
+# the processes' summed VmRSS and RssAnon (gb_pids_rss_kib) every 0.5 s up to TO_S seconds from
+# the start, and write the largest of each, "VmRSS RssAnon" in KiB, to OUT (rewritten after every
+# sample). Pin it away from the system under test (`taskset -pc CORE $!`); it costs a few reads
+# of /proc and one `sleep` per sample.
+gb_rss_sampler() {
+  local out=$1 from=$2 to=$3 max=0 amax=0 cur anon i n
+  shift 3
+  n=$(awk -v a="$from" -v b="$to" 'BEGIN { n = int((b - a) * 2) + 1; print (n < 1 ? 1 : n) }')
+  sleep "$from"
+  for ((i = 0; i < n; i++)); do
+    read -r cur anon < <(gb_pids_rss_kib "$@")
+    [[ $cur -gt $max ]] && max=$cur
+    [[ $anon -gt $amax ]] && amax=$anon
+    echo "$max $amax" >"$out"
+    [[ $i -lt $((n - 1)) ]] && sleep 0.5
+  done
+  return 0
+}
+
+# gb_gatebench_load_stats FILE — "throughput_rps p50_ms p99_ms error_percent ok" from a
+# `gatebench load --json` record (NA for what is missing).
+gb_gatebench_load_stats() {
+  python3 -c '
+import json, sys
+m = json.load(open(sys.argv[1]))["measurement"]
+pct = {float(p["p"]): p["ms"] for p in m.get("latency", {}).get("percentiles", [])}
+na = lambda x: "NA" if x is None else x
+print(na(m.get("throughput_rps")), na(pct.get(50.0)), na(pct.get(99.0)),
+      na(m.get("error_percent")), na(m.get("outcomes", {}).get("ok")))' "$1"
+}
+
+# gb_proxy_summarize TSV BASELINE [BASELINE2] — Markdown table of medians per tool from the
+# per-run TSV of proxy-vs-peers.sh (columns tool, ok, rps, p50_ms, p99_ms, error_pct,
+# rss_mib, anon_mib, tcp_connects, proxy_cpu_per_100k, proxy_util, gen_util, backend_util, proxy_core_busy,
+# gen_core_busy, proxy_core_other, gen_core_other), the ratios of a tool's medians to
+# BASELINE's (req/s, p99, RSS) and to BASELINE2's RSS, then the paired per-run ratios
+# (same run number), median and range. Runs with ok != 1 are left out.
+gb_proxy_summarize() {
+  python3 - "$1" "$2" "${3:-}" <<'PY'
+import csv, statistics, sys
+
+path, base, base2 = sys.argv[1], sys.argv[2], sys.argv[3]
+with open(path) as f:
+    rows = list(csv.DictReader(f, delimiter="\t"))
+tools = list(dict.fromkeys(r["tool"] for r in rows))
+good = [r for r in rows if r.get("ok") == "1"]
+
+def num(r, col):
+    try:
+        return float(r[col])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+for r in rows:
+    for side in ("proxy", "gen"):
+        b, o = num(r, f"{side}_core_busy"), num(r, f"{side}_core_other")
+        r[f"{side}_core_own"] = "NA" if b is None or o is None else f"{b - o:.3f}"
+    g, k = num(r, "gen_util"), num(r, "backend_util")
+    r["genback_util"] = "NA" if g is None or k is None else f"{g + k:.3f}"
+
+def med(tool, col):
+    xs = [num(r, col) for r in good if r["tool"] == tool]
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+def fmt(x, spec):
+    return "n/a" if x is None else format(x, spec)
+
+def ratio(a, b):
+    return None if a is None or not b else a / b
+
+cols = ["rps", "p50_ms", "p99_ms", "error_pct", "rss_mib", "anon_mib", "tcp_connects", "proxy_cpu_per_100k", "proxy_util",
+        "genback_util", "proxy_core_own", "gen_core_own", "proxy_core_other", "gen_core_other"]
+st = {t: {c: med(t, c) for c in cols} for t in tools}
+B, B2 = st.get(base, {}), st.get(base2, {})
+r2 = f" | RSS ÷ {base2}" if base2 else ""
+print(f"| proxy | runs ok | req/s | p50 ms | p99 ms | errors % | RSS under load MiB | of it anon MiB "
+      f"| TCP connects per run | proxy CPU-s per 100k req | req/s ÷ {base} | p99 ÷ {base} | RSS ÷ {base}{r2} "
+      "| process CPU: proxy / generator + backend | core busy with the benchmark: proxy / generator "
+      "| other load: proxy / generator |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if base2 else "")
+      + "---:|---:|---:|")
+for t in tools:
+    s = st[t]
+    n_ok = sum(r["tool"] == t for r in good)
+    n = sum(r["tool"] == t for r in rows)
+    pair = lambda a, c: f"{fmt(s[a], '.2f')} / {fmt(s[c], '.2f')}"
+    extra = f" | {fmt(ratio(s['rss_mib'], B2.get('rss_mib')), '.3f')}" if base2 else ""
+    print(f"| {t} | {n_ok}/{n} | {fmt(s['rps'], ',.0f')} | {fmt(s['p50_ms'], '.2f')} "
+          f"| {fmt(s['p99_ms'], '.2f')} | {fmt(s['error_pct'], '.2f')} | {fmt(s['rss_mib'], '.1f')} "
+          f"| {fmt(s['anon_mib'], '.1f')} | {fmt(s['tcp_connects'], ',.0f')} "
+          f"| {fmt(s['proxy_cpu_per_100k'], '.3f')} "
+          f"| {fmt(ratio(s['rps'], B.get('rps')), '.3f')} "
+          f"| {fmt(ratio(s['p99_ms'], B.get('p99_ms')), '.3f')} "
+          f"| {fmt(ratio(s['rss_mib'], B.get('rss_mib')), '.3f')}{extra} "
+          f"| {pair('proxy_util', 'genback_util')} | {pair('proxy_core_own', 'gen_core_own')} "
+          f"| {pair('proxy_core_other', 'gen_core_other')} |")
+
+runs = {}
+for r in good:
+    runs.setdefault(r["run"], {})[r["tool"]] = r
+
+def paired(tool, ref, col):
+    out = []
+    for by in runs.values():
+        a, b = num(by.get(tool, {}), col), num(by.get(ref, {}), col)
+        if a is not None and b:
+            out.append(a / b)
+    return out
+
+def show(xs):
+    if not xs:
+        return "n/a"
+    return f"{statistics.median(xs):.3f} ({min(xs):.3f}–{max(xs):.3f}, {len(xs)} pairs)"
+
+print()
+for t in tools:
+    if t == base:
+        continue
+    line = (f"- paired per-run ratios {t} ÷ {base}, median (range): req/s {show(paired(t, base, 'rps'))}; "
+            f"p99 {show(paired(t, base, 'p99_ms'))}; RSS {show(paired(t, base, 'rss_mib'))}")
+    if base2 and t != base2 and base2 in tools:
+        line += f"; RSS ÷ {base2} {show(paired(t, base2, 'rss_mib'))}"
+    print(line)
+PY
+}

@@ -23,6 +23,9 @@ pub enum Command {
     Run(crate::cmd::run::RunArgs),
     /// Re-render the summaries of a results directory.
     Report(crate::cmd::report::ReportArgs),
+    /// Compare results directories (two versions, or a history against a baseline), with
+    /// significance tests; a CI gate with --fail-on-regression.
+    Compare(crate::cmd::compare::CompareArgs),
 }
 
 /// `gatebench load URL`.
@@ -157,6 +160,93 @@ pub struct ServeArgs {
     /// HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS.
     #[arg(long, value_name = "N", default_value_t = 256)]
     pub h2_max_streams: u32,
+    /// Upstream URL, http:// or https:// (proxy, transform: one; balance: repeat for each).
+    #[arg(long = "upstream", value_name = "URL", help_heading = "Intermediaries")]
+    pub upstreams: Vec<String>,
+    /// Accept any upstream TLS certificate (self-signed test backends). Verified by default.
+    #[arg(long, help_heading = "Intermediaries")]
+    pub insecure_upstream: bool,
+    /// Also trust the CA certificate(s) in this PEM file for HTTPS upstreams.
+    #[arg(long, value_name = "PATH", help_heading = "Intermediaries")]
+    pub upstream_cacert: Option<PathBuf>,
+    /// Offer only HTTP/1.1 to HTTPS upstreams (ALPN), never HTTP/2.
+    #[arg(long, help_heading = "Intermediaries")]
+    pub upstream_http1: bool,
+    /// Upstream connect timeout (TCP, TLS and HTTP handshakes); 504 beyond.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Intermediaries")]
+    pub connect_timeout: std::time::Duration,
+    /// Time from sending a request to the upstream's response head; 504 beyond.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Intermediaries")]
+    pub response_timeout: std::time::Duration,
+    /// Longest silence inside an upstream response body (the client's response is cut).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Intermediaries")]
+    pub upstream_read_timeout: std::time::Duration,
+    /// Total time for a client's request head, from its first byte; 408 beyond (slowloris).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Intermediaries")]
+    pub client_header_timeout: std::time::Duration,
+    /// Longest silence inside a client's request body; 408 beyond.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Intermediaries")]
+    pub client_body_timeout: std::time::Duration,
+    /// Idle keep-alive client connections are closed after this.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Intermediaries")]
+    pub idle_timeout: std::time::Duration,
+    /// Largest request head in bytes (431 beyond); also the largest upstream response head.
+    #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024, help_heading = "Intermediaries")]
+    pub max_head: usize,
+    /// Longest request line in bytes (414 beyond).
+    #[arg(long, value_name = "BYTES", default_value_t = 8 * 1024, help_heading = "Intermediaries")]
+    pub max_request_line: usize,
+    /// Upstreams one request may try (retries go to another upstream).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 3,
+        help_heading = "Intermediaries"
+    )]
+    pub tries: usize,
+    /// Balance: path of the active health check (GET).
+    #[arg(
+        long,
+        value_name = "PATH",
+        default_value = "/health",
+        help_heading = "Balancer"
+    )]
+    pub health_path: String,
+    /// Balance: time between health checks of one upstream.
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Balancer")]
+    pub health_interval: std::time::Duration,
+    /// Balance: how long one health check may take.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Balancer")]
+    pub health_timeout: std::time::Duration,
+    /// Balance: failed checks in a row that take an upstream down.
+    #[arg(long, value_name = "N", default_value_t = 3, help_heading = "Balancer")]
+    pub health_fall: u32,
+    /// Balance: good checks in a row that bring it back up.
+    #[arg(long, value_name = "N", default_value_t = 2, help_heading = "Balancer")]
+    pub health_rise: u32,
+    /// Balance: no active health checks.
+    #[arg(long, help_heading = "Balancer")]
+    pub no_health_checks: bool,
+    /// Balance: failed requests in a row that eject an upstream.
+    #[arg(long, value_name = "N", default_value_t = 3, help_heading = "Balancer")]
+    pub eject_after: u32,
+    /// Balance: first ejection time, doubled at each ejection without a success in between.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Balancer")]
+    pub eject_base: std::time::Duration,
+    /// Balance: longest ejection time.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Balancer")]
+    pub eject_max: std::time::Duration,
+    /// Balance: no passive ejection.
+    #[arg(long, help_heading = "Balancer")]
+    pub no_ejection: bool,
+    /// Transform: deepest JSON nesting accepted (400 beyond).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 64,
+        help_heading = "Transform"
+    )]
+    pub json_max_depth: usize,
 }
 
 /// The built-in services.
@@ -164,6 +254,12 @@ pub struct ServeArgs {
 pub enum Service {
     /// The echo backend (seed 004's Netty echo): POST echoes, GET answers --size bytes.
     Echo,
+    /// Passthrough reverse proxy in front of one --upstream (every seed-004 protocol pair).
+    Proxy,
+    /// Round-robin load balancer over several --upstream, with health checks and ejection.
+    Balance,
+    /// JSON request bodies forwarded as XML to one --upstream.
+    Transform,
 }
 
 /// Parses a human duration (`10s`, `1m30s`, `250ms`); a bare number is seconds.

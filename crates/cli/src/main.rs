@@ -28,6 +28,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => cmd::serve::run(args),
         Command::Run(args) => cmd::run::run(args),
         Command::Report(args) => cmd::report::run(args),
+        Command::Compare(args) => cmd::compare::run(args),
     };
     match result {
         Ok(code) => code,

@@ -117,7 +117,10 @@ fn bad_arguments_exit_2_with_one_line_before_any_load() {
             "--cacert",
         ),
         (vec!["load"], "URL"),
-        (vec!["load", "http://127.0.0.1:1/", "-c", "4000000000"], "ulimit -n"),
+        (
+            vec!["load", "http://127.0.0.1:1/", "-c", "4000000000"],
+            "ulimit -n",
+        ),
     ] {
         let o = gatebench(&args);
         let err = stderr(&o);

@@ -39,8 +39,11 @@ pub struct IntervalView {
     pub responses: u64,
     /// Errors in this interval.
     pub errors: u64,
-    /// Responses per second in this interval.
+    /// Responses per second in this interval (over its real length: the last interval of a
+    /// run is usually shorter than a second).
     pub rps: f64,
+    /// The interval's length: one second, or less for the last.
+    pub length: Duration,
     /// p99 latency of this interval, ms (corrected in the open model).
     pub p99_ms: f64,
     /// Complete responses so far.
@@ -250,7 +253,7 @@ impl<'o, 'a> Collector<'o, 'a> {
 
     fn emit(&mut self, iv: IntervalStats) -> Result<(), LoadgenError> {
         let start = Duration::from_secs(iv.index);
-        let length = Duration::from_secs(1);
+        let length = iv.length;
         if let Some(out) = self.opts.hlog.as_deref_mut() {
             let io = |source| LoadgenError::Output {
                 what: "the interval log".into(),
@@ -278,7 +281,8 @@ impl<'o, 'a> Collector<'o, 'a> {
                 warmup: start < self.warmup,
                 responses: iv.responses(),
                 errors: iv.errors(),
-                rps: iv.responses() as f64,
+                length,
+                rps: iv.responses() as f64 / length.as_secs_f64().max(1e-3),
                 p99_ms: if iv.latency.is_empty() {
                     0.0
                 } else {

@@ -154,6 +154,9 @@ impl PhaseStats {
 pub struct IntervalStats {
     /// Index of the second since the run started (warm-up included).
     pub index: u64,
+    /// How much of that second the interval covers: a full second, or less for the last one
+    /// (the run ended part-way through it).
+    pub length: Duration,
     /// Outcomes completed in this second.
     pub outcomes: OutcomeCounts,
     /// Latency of responses completed in this second (corrected in the open model).
@@ -167,6 +170,7 @@ impl IntervalStats {
     pub fn new(index: u64) -> Self {
         IntervalStats {
             index,
+            length: Duration::from_secs(1),
             outcomes: OutcomeCounts::default(),
             latency: new_histogram(),
             latency_uncorrected: new_histogram(),
@@ -178,11 +182,14 @@ impl IntervalStats {
         self.outcomes.merge(&other.outcomes);
         add(&mut self.latency, &other.latency);
         add(&mut self.latency_uncorrected, &other.latency_uncorrected);
+        // Workers that ran longer cover more of the last second.
+        self.length = self.length.max(other.length);
     }
 
     /// Clears for reuse as interval `index`.
     pub fn reset(&mut self, index: u64) {
         self.index = index;
+        self.length = Duration::from_secs(1);
         self.outcomes = OutcomeCounts::default();
         self.latency.reset();
         self.latency_uncorrected.reset();

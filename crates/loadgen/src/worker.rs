@@ -154,11 +154,14 @@ pub(crate) fn run(plan: WorkerPlan, tx: Sender<WorkerMsg>) -> WorkerResult {
     });
     let end = finished;
     let backlog = shared.schedule.never_sent(end);
-    let last = shared.interval.borrow().clone();
+    let mut last = shared.interval.borrow().clone();
+    // The last interval ends with the worker, part-way through its second.
+    last.length = end
+        .saturating_duration_since(plan.clock.start + Duration::from_secs(last.index))
+        .min(Duration::from_secs(1));
     let mut phases = shared
         .phases
         .replace([PhaseStats::default(), PhaseStats::default()]);
-    let mut last = last;
     for (i, n) in backlog.iter().enumerate() {
         phases[i].outcomes.add(Outcome::NeverSent, *n);
         last.outcomes.add(Outcome::NeverSent, *n);

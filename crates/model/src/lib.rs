@@ -23,7 +23,8 @@ pub use load::{
 };
 pub use outcome::{Outcome, OutcomeCounts};
 pub use suite::{
-    CellParams, CellRecord, CellStatus, Environment, ProcessRecord, ResourceSummary, RunManifest,
+    CellParams, CellRecord, CellStatus, Environment, GcSummary, ProcessRecord, ResourceSummary,
+    RunManifest,
 };
 
 /// Version of the on-disk JSON formats. Bumped whenever a field changes meaning or goes away;

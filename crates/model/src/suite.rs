@@ -162,4 +162,55 @@ pub struct CellRecord {
     pub sut_warmup: Option<ResourceSummary>,
     /// The system under test during the measurement.
     pub sut_measurement: Option<ResourceSummary>,
+    /// The SUT's garbage collector during the warm-up, from its GC log, when the scenario
+    /// names one (`gc_format`). Absent in records of cells without a GC log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gc_warmup: Option<GcSummary>,
+    /// The SUT's garbage collector during the measurement (seed 004's "GC Throughput (%)" and
+    /// "Memory Footprint After Full GC").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gc_measurement: Option<GcSummary>,
+}
+
+/// The garbage collector of the system under test over one window (warm-up or measurement),
+/// from the GC log it wrote: JVM unified logging (`-Xlog:gc*`) or Go's `GODEBUG=gctrace=1`.
+///
+/// Sizes are MiB whatever unit the log used (the JVM prints `K`, `M` and `G`, all binary; Go
+/// prints whole `MB` that are in fact MiB), times are milliseconds. Cut to the same windows as
+/// the latency and the resource samples.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GcSummary {
+    /// The log's format: `jvm` or `go`.
+    pub format: String,
+    /// The window's length, seconds (the denominator of `throughput_percent`).
+    pub window_s: f64,
+    /// Collections that ended in the window.
+    pub collections: u32,
+    /// Of which full (JVM `Pause Full`, a ZGC or Go collection forced by `System.gc()` /
+    /// `runtime.GC()`).
+    pub full_collections: u32,
+    /// Stop-the-world pauses in the window (a Go collection has two; a JVM young collection
+    /// one).
+    pub pauses: u32,
+    /// Their total, ms.
+    pub pause_total_ms: f64,
+    /// Median pause, ms (0 without pauses).
+    pub pause_p50_ms: f64,
+    /// 90th percentile pause, ms.
+    pub pause_p90_ms: f64,
+    /// 99th percentile pause, ms.
+    pub pause_p99_ms: f64,
+    /// Longest pause, ms.
+    pub pause_max_ms: f64,
+    /// GC throughput: the share of the window the application was not paused,
+    /// `100 × (1 − pause_total / window)`.
+    pub throughput_percent: f64,
+    /// Mean heap occupancy after a collection, MiB (JVM: the size after `->`; Go: the live
+    /// heap, the third figure of `4->5->2 MB`).
+    pub heap_after_gc_mean_mib: Option<f64>,
+    /// Largest heap occupancy after a collection, MiB.
+    pub heap_after_gc_max_mib: Option<f64>,
+    /// Mean heap occupancy after a full collection, MiB: seed 004's "Memory Footprint After
+    /// Full GC". `None` when no full collection happened in the window.
+    pub heap_after_full_gc_mib: Option<f64>,
 }

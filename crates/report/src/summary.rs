@@ -451,6 +451,8 @@ mod tests {
                 fds_max: 110,
                 loadavg_mean: 1.5,
             }),
+            gc_warmup: None,
+            gc_measurement: None,
         }
     }
 

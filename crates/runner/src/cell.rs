@@ -9,6 +9,7 @@
 //! are stopped on every path out of here, panics included.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,6 +20,7 @@ use gatebench_loadgen::{Arrival, IntervalView, LoadConfig, LoadSpec, RequestBody
 use gatebench_model::{CellParams, CellRecord, CellStatus, ProcessRecord, SCHEMA_VERSION};
 
 use crate::driver::{apply_protocol, wait_ready, Driver, ReadyCheck};
+use crate::gc::{self, GcClock, GcFormat, GcWindow};
 use crate::launch::{Guard, Launcher, ProcessSpec};
 use crate::matrix::Cell;
 use crate::pin::{self, Placement};
@@ -94,8 +96,21 @@ pub struct CellOutput {
     pub hlog: Vec<u8>,
     /// `samples.csv` (when the load ran).
     pub samples_csv: Option<String>,
+    /// `timeline.csv`: the load's one-second intervals (when the load ran).
+    pub timeline_csv: Option<String>,
     /// Ctrl-C arrived during the cell: its figures are partial and must not be kept.
     pub interrupted: bool,
+    /// What reading the SUT's GC log after the processes stopped needs.
+    gc: Option<GcInputs>,
+}
+
+/// Where the SUT's GC log is and how to place its events on the cell's clock.
+#[derive(Debug)]
+struct GcInputs {
+    format: GcFormat,
+    path: PathBuf,
+    clock: GcClock,
+    windows: Windows,
 }
 
 /// Runs one cell.
@@ -121,10 +136,14 @@ pub fn run_cell(
             load: None,
             sut_warmup: None,
             sut_measurement: None,
+            gc_warmup: None,
+            gc_measurement: None,
         },
         hlog: Vec::new(),
         samples_csv: None,
+        timeline_csv: None,
         interrupted: false,
+        gc: None,
     };
     let mut guard = Guard::new();
     let mut specs: Vec<ProcessSpec> = Vec::new();
@@ -152,6 +171,14 @@ pub fn run_cell(
             out.record.status = CellStatus::Failed;
             out.record.reason = Some(reason);
         }
+    }
+    // The GC log is read once the SUT has stopped, so it is complete and flushed.
+    if let Some(g) = out
+        .gc
+        .take()
+        .filter(|_| out.record.status == CellStatus::Ok)
+    {
+        read_gc_log(&g, &cell.id, &mut out.record);
     }
     out.interrupted = ctx.stop.load(Ordering::Relaxed);
     out.record.finished_at_unix_ms = unix_ms(SystemTime::now());
@@ -236,8 +263,36 @@ fn lifecycle(
         specs.push(spec);
         checks.push(("sut".to_owned(), check));
     }
+    // The process whose GC log is read: the SUT, or the backend measured alone.
+    let gc_writer = if sc.sut.is_some() { "sut" } else { "backend-1" };
+    let gc_path = sc
+        .gc
+        .as_ref()
+        .map(|g| -> Result<PathBuf, String> {
+            let path = match &g.path {
+                Some(p) => {
+                    let proto = sc
+                        .sut
+                        .as_ref()
+                        .and_then(|s| s.protocol)
+                        .unwrap_or(cell.protocol);
+                    PathBuf::from(
+                        common
+                            .expand(p, Some(target_port), proto)
+                            .map_err(|e| format!("gc_log: {e}"))?,
+                    )
+                }
+                None => ctx.cell_dir.join(format!("{gc_writer}.log")),
+            };
+            Ok(sc.workdir.join(path))
+        })
+        .transpose()?;
+    let mut gc_writer_start_s = 0.0;
     // Start in order (backends before the SUT that needs them), each ready before the next.
     for (spec, (name, check)) in specs.iter().zip(&checks) {
+        if name == gc_writer {
+            gc_writer_start_s = origin.elapsed().as_secs_f64();
+        }
         let p = launcher.launch(spec).map_err(|e| format!("{name}: {e}"))?;
         guard.push(name, p);
         let proc_ = guard.get_mut(name).expect("just pushed");
@@ -282,11 +337,30 @@ fn lifecycle(
         Phase::WarmingUp
     }));
     let mut measuring = ctx.suite.warmup.is_zero();
+    let mut timeline = String::from("t_s,window,responses,errors,rps,p99_ms\n");
     let mut on_interval = |v: &IntervalView| {
         if !v.warmup && !measuring {
             measuring = true;
             events(CellEvent::Phase(Phase::Measuring));
         }
+        // The generator may report one more (empty) second after the run's end: not part
+        // of either window.
+        let load_len = (ctx.suite.warmup + ctx.suite.duration).as_secs_f64();
+        let interval_start = v.elapsed.as_secs_f64() - 1.0;
+        if interval_start >= load_len - 1e-3 {
+            events(CellEvent::Interval(v));
+            return;
+        }
+        let _ = writeln!(
+            timeline,
+            "{:.3},{},{},{},{:.1},{:.3}",
+            load_start_s + v.elapsed.as_secs_f64(),
+            if v.warmup { "warmup" } else { "measurement" },
+            v.responses,
+            v.errors,
+            v.rps,
+            v.p99_ms
+        );
         events(CellEvent::Interval(v));
     };
     let report = driver.load(config, &mut out.hlog, &mut on_interval, ctx.stop.clone());
@@ -303,12 +377,55 @@ fn lifecycle(
     out.record.sut_warmup = windows.summarize(&samples, Window::Warmup);
     out.record.sut_measurement = windows.summarize(&samples, Window::Measurement);
     out.samples_csv = Some(windows.csv(&samples));
+    out.timeline_csv = Some(timeline);
     out.record.load = Some(report);
+    out.gc = sc.gc.as_ref().zip(gc_path).map(|(g, path)| GcInputs {
+        format: g.format,
+        path,
+        clock: GcClock {
+            process_start_s: gc_writer_start_s,
+            cell_start_unix_s: out.record.started_at_unix_ms as f64 / 1e3,
+        },
+        windows,
+    });
     // A process that died under load invalidates the cell even if the numbers look fine.
     if let Some((name, how)) = guard.exited().into_iter().next() {
         return Err(format!("{name} {how} during the load"));
     }
     Ok(())
+}
+
+/// Reads the SUT's GC log into the record's `gc_warmup` and `gc_measurement`. A log that cannot
+/// be read, or holds no GC event, is warned about (the SUT was probably started without
+/// `-Xlog:gc` or `GODEBUG=gctrace=1`) but does not fail the cell: its load figures stand.
+fn read_gc_log(g: &GcInputs, cell: &str, record: &mut CellRecord) {
+    let text = match std::fs::read(&g.path) {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+        Err(e) => {
+            tracing::warn!(
+                "{cell}: cannot read the GC log {}: {e}; no GC figures",
+                g.path.display()
+            );
+            return;
+        }
+    };
+    let events = gc::parse(g.format, &text);
+    if events.is_empty() {
+        tracing::warn!(
+            "{cell}: the GC log {} has no {} GC events (is the SUT started with {}?)",
+            g.path.display(),
+            g.format.name(),
+            match g.format {
+                GcFormat::Jvm => "-Xlog:gc",
+                GcFormat::Go => "GODEBUG=gctrace=1",
+            }
+        );
+    }
+    let summary = |w: GcWindow| gc::summarize(g.format, &events, &g.clock, &g.windows, w);
+    if g.windows.warmup_s > 0.0 {
+        record.gc_warmup = Some(summary(GcWindow::Warmup));
+    }
+    record.gc_measurement = Some(summary(GcWindow::Measurement));
 }
 
 /// Placeholder values shared by every process of a cell.

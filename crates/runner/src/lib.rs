@@ -19,6 +19,7 @@
 //! - [`driver`]: the [`driver::Driver`] seam: readiness, verification, the load; protocols.
 //! - [`pin`]: CPU placement of the SUT and the generator.
 //! - [`sampler`]: `/proc` sampling and cutting samples to the load's windows.
+//! - [`gc`]: the SUT's GC log (JVM unified logging, Go gctrace), cut to the same windows.
 //! - [`cell`]: the lifecycle of one cell.
 //! - [`run`](mod@run): the whole run, setup commands, progress for an observer.
 //! - [`results`]: the results directory: atomic writes, environment, reading back.
@@ -27,6 +28,7 @@
 pub mod cell;
 pub mod driver;
 pub mod error;
+pub mod gc;
 pub mod launch;
 pub mod matrix;
 pub mod pin;

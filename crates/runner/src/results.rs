@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! run.json  environment.json  suite.toml  summary.{md,csv,json}  warmup.csv
-//! cells/<id>/record.json  cells/<id>/latency.hlog  cells/<id>/samples.csv  cells/<id>/*.log
+//! cells/<id>/record.json  cells/<id>/latency.hlog  cells/<id>/samples.csv  cells/<id>/timeline.csv
+//! cells/<id>/*.log
 //! ```
 //!
 //! Reading a directory back ([`read`]) refuses one that is not a results directory or is of

@@ -174,6 +174,7 @@ pub fn run_suite(
             &out.record,
             &out.hlog,
             out.samples_csv.as_deref(),
+            out.timeline_csv.as_deref(),
         )?;
         records.push(out.record);
         let record = records.last().expect("just pushed");
@@ -235,6 +236,7 @@ fn write_cell(
     record: &CellRecord,
     hlog: &[u8],
     samples: Option<&str>,
+    timeline: Option<&str>,
 ) -> Result<(), RunnerError> {
     let rel = |f: &str| format!("cells/{id}/{f}");
     if !hlog.is_empty() {
@@ -242,6 +244,9 @@ fn write_cell(
     }
     if let Some(s) = samples {
         results.write(&rel("samples.csv"), s.as_bytes())?;
+    }
+    if let Some(t) = timeline {
+        results.write(&rel("timeline.csv"), t.as_bytes())?;
     }
     // The record last: a cell directory with a record.json is complete.
     results.write_json(&rel("record.json"), record)

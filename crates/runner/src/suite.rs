@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::error::RunnerError;
+use crate::gc::GcFormat;
 use crate::placeholder;
 use raw::{RawLoad, RawMatrix, RawProcess, RawScenario, RawSettings, RawSuite};
 
@@ -149,6 +150,20 @@ pub struct Scenario {
     pub backend: Option<ProcessTemplate>,
     /// The system under test; `None` when the backend alone is measured (a baseline).
     pub sut: Option<ProcessTemplate>,
+    /// The SUT's GC log, read after every cell; `None` when the scenario names none.
+    pub gc: Option<GcLog>,
+}
+
+/// Where a scenario's system under test writes its garbage-collection log, and in which format
+/// (see [`crate::gc`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GcLog {
+    /// The format.
+    pub format: GcFormat,
+    /// The path, with placeholders (`{cell_dir}/gc.log`), relative to the scenario's workdir;
+    /// `None` = the SUT's own log (`{cell_dir}/sut.log`, where its stdout and stderr go, so
+    /// Go's gctrace on stderr and `-Xlog:gc` on stdout land there).
+    pub path: Option<String>,
 }
 
 impl Scenario {
@@ -231,6 +246,30 @@ pub struct Suite {
 }
 
 impl Suite {
+    /// Appends `extra` (e.g. `--threads 1`) to the command line of every system under test
+    /// that is a built-in service, so two runs of the same suite can differ in one setting and
+    /// be compared. The resolved suite written beside the results records it. Scenarios whose
+    /// SUT is an external command are left alone; returns how many were changed.
+    pub fn append_sut_args(&mut self, extra: &str) -> usize {
+        let extra = extra.trim();
+        if extra.is_empty() {
+            return 0;
+        }
+        let mut changed = 0;
+        for sc in &mut self.scenarios {
+            if let Some(ProcessTemplate {
+                program: Program::Serve(line),
+                ..
+            }) = sc.sut.as_mut()
+            {
+                line.push(' ');
+                line.push_str(extra);
+                changed += 1;
+            }
+        }
+        changed
+    }
+
     /// The built-in default suite: the seed-004 scenarios, the seed-001 balancer and a
     /// backend-alone baseline, short enough to finish in minutes.
     pub fn builtin() -> Suite {
@@ -389,6 +428,8 @@ impl Suite {
                     ),
                     backend: s.backend.as_ref().map(raw_process),
                     sut: s.sut.as_ref().map(raw_process),
+                    gc_format: s.gc.as_ref().map(|g| g.format.name().to_owned()),
+                    gc_log: s.gc.as_ref().and_then(|g| g.path.clone()),
                 })
                 .collect(),
         };
@@ -657,6 +698,28 @@ fn validate_scenario(
             "needs a sut, a backend, or both (a backend alone is measured directly)".into(),
         ));
     }
+    let gc = match (r.gc_format, r.gc_log) {
+        (None, None) => None,
+        (None, Some(_)) => {
+            return Err(e(
+                "gc_log needs gc_format = \"jvm\" (-Xlog:gc) or \"go\" (GODEBUG=gctrace=1)".into(),
+            ))
+        }
+        (Some(f), path) => {
+            let format = GcFormat::parse(&f).ok_or_else(|| {
+                e(format!(
+                    "gc_format: \"{f}\" is not a GC log format (use \"jvm\" or \"go\")"
+                ))
+            })?;
+            if let Some(p) = &path {
+                if p.trim().is_empty() {
+                    return Err(e("gc_log is empty".into()));
+                }
+                placeholder::check(p).map_err(|m| e(format!("gc_log: {m}")))?;
+            }
+            Some(GcLog { format, path })
+        }
+    };
     Ok(Scenario {
         title: r.title.unwrap_or_else(|| name.clone()),
         name,
@@ -668,6 +731,7 @@ fn validate_scenario(
         templates,
         backend,
         sut,
+        gc,
     })
 }
 
@@ -798,6 +862,37 @@ mod tests {
             assert!(names.contains(&want), "missing {want} in {names:?}");
         }
         assert!(s.scenarios.iter().all(Scenario::is_builtin));
+    }
+
+    #[test]
+    fn sut_args_change_every_built_in_sut_and_are_recorded() {
+        let mut suite = Suite::builtin();
+        let suts = suite.scenarios.iter().filter(|s| s.sut.is_some()).count();
+        assert_eq!(suite.append_sut_args(" --threads 1 "), suts);
+        for sc in &suite.scenarios {
+            if let Some(ProcessTemplate {
+                program: Program::Serve(line),
+                ..
+            }) = &sc.sut
+            {
+                assert!(line.ends_with(" --threads 1"), "{line}");
+            }
+            if let Some(ProcessTemplate {
+                program: Program::Serve(line),
+                ..
+            }) = &sc.backend
+            {
+                assert!(
+                    !line.contains("--threads 1"),
+                    "backends keep their settings: {line}"
+                );
+            }
+        }
+        assert!(
+            suite.to_toml().contains("--threads 1"),
+            "the resolved suite records it"
+        );
+        assert_eq!(suite.append_sut_args("  "), 0);
     }
 
     #[test]

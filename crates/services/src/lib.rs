@@ -9,16 +9,37 @@
 //! # Layout
 //! - [`echo`]: the echo backend (seed 004's Netty echo, made correct): echoes request bodies,
 //!   serves fixed bytes to GET, optional delay, HTTP/1.1, TLS and HTTP/2.
+//! - [`proxy`]: the passthrough reverse proxy (every seed-004 protocol pair), and the request
+//!   path the balancer and the transform share: intermediary header rules, forwarding,
+//!   retries, 502/503/504.
+//! - [`balance`]: the round-robin balancer (seed 001) with active health checks and passive
+//!   ejection; also the upstream selection of the other two.
+//! - [`transform`]: JSON request bodies forwarded as XML (seed 004), over [`json_xml`].
+//! - [`json_xml`]: the JSON → XML converter.
+//! - `upstream` (private): upstream targets, TLS client configuration, connections and pools.
+//! - `h1client` (private): the lean HTTP/1.1 client of upstream connections.
+//! - `h1check` (private): strict HTTP/1.1 request framing in front of hyper (request
+//!   smuggling, limits, the slowloris deadline).
 //! - [`tls`]: TLS settings shared by every service: certificate loading, self-signed generation.
 //! - [`error`]: [`ServicesError`], the one error type of this crate.
 //! - `server` (private): the accept loop, per-connection protocol selection and graceful drain
 //!   that every service shares.
 
+pub mod balance;
 pub mod echo;
 pub mod error;
+mod h1check;
+mod h1client;
+pub mod json_xml;
+pub mod proxy;
 mod server;
 pub mod tls;
+pub mod transform;
+mod upstream;
 
+pub use balance::{BalanceConfig, EjectionConfig, HealthConfig};
 pub use echo::EchoConfig;
 pub use error::ServicesError;
+pub use proxy::{ProxyConfig, Timeouts, UpstreamTls};
 pub use tls::{SelfSignedCert, TlsSettings};
+pub use transform::TransformConfig;

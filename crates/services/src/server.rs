@@ -10,6 +10,7 @@
 use std::error::Error as StdError;
 use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,6 +28,7 @@ use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
 use crate::error::ServicesError;
+use crate::h1check::{H1Limits, StrictH1};
 
 /// How long in-flight requests get to finish once shutdown starts.
 pub(crate) const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -85,6 +87,13 @@ pub(crate) struct ListenOptions {
     pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
+/// What a service learns about the connection it is built for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ConnInfo {
+    /// The client's address.
+    pub peer: SocketAddr,
+}
+
 /// Per-listener connection builders, shared by every connection of the listener.
 pub(crate) struct Protocols {
     h1: http1::Builder,
@@ -92,6 +101,9 @@ pub(crate) struct Protocols {
     auto: auto::Builder<TokioExecutor>,
     http2: bool,
     tls: Option<TlsAcceptor>,
+    /// Strict HTTP/1.1 request checks in front of hyper (`h1check`); `None` leaves requests to
+    /// hyper alone (the echo backend).
+    strict_h1: Option<Arc<H1Limits>>,
 }
 
 impl Protocols {
@@ -120,7 +132,19 @@ impl Protocols {
             auto,
             http2: options.http2,
             tls: options.tls.clone().map(TlsAcceptor::from),
+            strict_h1: None,
         }
+    }
+
+    /// Puts [`StrictH1`] in front of every HTTP/1 connection, and makes hyper's header read
+    /// timer the keep-alive idle timeout: hyper starts it when it waits for the next head and,
+    /// since the checker hands over a head only once it is complete, it then measures the idle
+    /// time (plus the head's own time, which the checker bounds more tightly with a 408).
+    pub(crate) fn with_strict_h1(mut self, limits: H1Limits, idle_timeout: Duration) -> Self {
+        self.h1.header_read_timeout(idle_timeout);
+        self.auto.http1().header_read_timeout(idle_timeout);
+        self.strict_h1 = Some(Arc::new(limits));
+        self
     }
 
     /// Serves one accepted connection to the end (or until the drain ends it).
@@ -139,12 +163,24 @@ impl Protocols {
     {
         let mut drain = drain;
         let Some(acceptor) = &self.tls else {
-            let io = TokioIo::new(stream);
-            if self.http2 {
+            match (&self.strict_h1, self.http2) {
+                (Some(limits), http2) => {
+                    let io = TokioIo::new(StrictH1::new(stream, limits.clone(), http2));
+                    if http2 {
+                        drive!(self.auto.serve_connection(io, service), drain);
+                    } else {
+                        drive!(self.h1.serve_connection(io, service), drain);
+                    }
+                }
                 // HTTP/1.1 or h2c by prior knowledge, told apart by the connection preface.
-                drive!(self.auto.serve_connection(io, service), drain);
-            } else {
-                drive!(self.h1.serve_connection(io, service), drain);
+                (None, true) => drive!(
+                    self.auto.serve_connection(TokioIo::new(stream), service),
+                    drain
+                ),
+                (None, false) => drive!(
+                    self.h1.serve_connection(TokioIo::new(stream), service),
+                    drain
+                ),
             }
             return;
         };
@@ -157,11 +193,13 @@ impl Protocols {
             () = draining(&mut drain) => return,
         };
         let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
-        let io = TokioIo::new(tls);
-        if h2 {
-            drive!(self.h2.serve_connection(io, service), drain);
-        } else {
-            drive!(self.h1.serve_connection(io, service), drain);
+        match (&self.strict_h1, h2) {
+            (_, true) => drive!(self.h2.serve_connection(TokioIo::new(tls), service), drain),
+            (Some(limits), false) => {
+                let io = TokioIo::new(StrictH1::new(tls, limits.clone(), false));
+                drive!(self.h1.serve_connection(io, service), drain);
+            }
+            (None, false) => drive!(self.h1.serve_connection(TokioIo::new(tls), service), drain),
         }
     }
 }
@@ -247,13 +285,14 @@ impl Drain {
 }
 
 /// Accepts connections until the drain starts, spawning one task per connection on the
-/// current runtime.
-pub(crate) async fn accept_loop<S, B>(
+/// current runtime; `make` builds each connection's service.
+pub(crate) async fn accept_loop<M, S, B>(
     listener: TcpListener,
     protocols: Arc<Protocols>,
-    service: S,
+    make: M,
     mut drain: watch::Receiver<bool>,
 ) where
+    M: Fn(ConnInfo) -> S,
     S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
     S::Future: Send + 'static,
     S::Error: Into<Box<dyn StdError + Send + Sync>>,
@@ -269,17 +308,17 @@ pub(crate) async fn accept_loop<S, B>(
             accepted = listener.accept() => accepted,
         };
         match accepted {
-            Ok((stream, _peer)) => {
+            Ok((stream, peer)) => {
                 backing_off = false;
                 // Small responses must leave at once, not wait for Nagle.
                 if let Err(error) = stream.set_nodelay(true) {
                     debug!(%error, "failed to set TCP_NODELAY");
                 }
-                tokio::spawn(
-                    protocols
-                        .clone()
-                        .serve(stream, service.clone(), drain.clone()),
-                );
+                tokio::spawn(protocols.clone().serve(
+                    stream,
+                    make(ConnInfo { peer }),
+                    drain.clone(),
+                ));
             }
             // The peer gave up before we accepted: nothing to do but take the next one.
             Err(error) if is_connection_error(&error) => {
@@ -337,8 +376,26 @@ pub(crate) async fn serve<S, B>(
     B::Data: Send,
     B::Error: Into<Box<dyn StdError + Send + Sync>>,
 {
+    serve_with(listener, protocols, move |_| service.clone(), shutdown).await;
+}
+
+/// [`serve`] with a service built per connection by `make`.
+pub(crate) async fn serve_with<M, S, B>(
+    listener: TcpListener,
+    protocols: Arc<Protocols>,
+    make: M,
+    shutdown: impl Future<Output = ()>,
+) where
+    M: Fn(ConnInfo) -> S + Send + 'static,
+    S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn StdError + Send + Sync>>,
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn StdError + Send + Sync>>,
+{
     let drain = Drain::new();
-    let accept = tokio::spawn(accept_loop(listener, protocols, service, drain.watcher()));
+    let accept = tokio::spawn(accept_loop(listener, protocols, make, drain.watcher()));
     shutdown.await;
     info!("shutting down: stopped accepting, draining in-flight requests");
     drain.drain(DRAIN_TIMEOUT).await;
@@ -371,6 +428,32 @@ where
     B::Data: Send,
     B::Error: Into<Box<dyn StdError + Send + Sync>>,
 {
+    run_blocking_with(
+        listener,
+        threads,
+        protocols,
+        move |_| service.clone(),
+        shutdown,
+    )
+}
+
+/// [`run_blocking`] with a service built per connection by `make`.
+pub(crate) fn run_blocking_with<M, S, B>(
+    listener: std::net::TcpListener,
+    threads: usize,
+    protocols: Arc<Protocols>,
+    make: M,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServicesError>
+where
+    M: Fn(ConnInfo) -> S + Clone + Send + 'static,
+    S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn StdError + Send + Sync>>,
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn StdError + Send + Sync>>,
+{
     listener
         .set_nonblocking(true)
         .map_err(|source| ServicesError::Listener { source })?;
@@ -388,7 +471,7 @@ where
         let listener = listener
             .try_clone()
             .map_err(|source| ServicesError::Listener { source })?;
-        let (protocols, service) = (protocols.clone(), service.clone());
+        let (protocols, make) = (protocols.clone(), make.clone());
         let (watcher, mut stop_rx) = (drain.watcher(), stop_rx.clone());
         let worker_failed = failed_tx.clone();
         let worker = std::thread::Builder::new()
@@ -406,7 +489,7 @@ where
                 };
                 runtime.block_on(async move {
                     match TcpListener::from_std(listener) {
-                        Ok(listener) => accept_loop(listener, protocols, service, watcher).await,
+                        Ok(listener) => accept_loop(listener, protocols, make, watcher).await,
                         Err(source) => {
                             let _ = worker_failed.send(ServicesError::Listener { source });
                             return;

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod compare;
 pub mod load;
 pub mod report;
 pub mod run;

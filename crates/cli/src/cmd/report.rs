@@ -1,23 +1,27 @@
-//! `gatebench report DIR`: re-renders a results directory's summaries from its cell records
-//! (after a crash or Ctrl-C, or with a newer renderer) and prints `summary.md`.
+//! `gatebench report DIR`: re-renders a results directory's summaries and its HTML report
+//! (`report.html` with its plots under `plots/`) from its cell records and side files (after a
+//! crash or Ctrl-C, or with a newer renderer) and prints `summary.md`.
 //!
 //! A directory that is not a results directory, or is of another schema version, is refused
 //! with a clear message; an incomplete one is rendered and said to be incomplete.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
-use gatebench_model::CellRecord;
+use gatebench_model::{CellRecord, Environment};
+use gatebench_report::cellfiles;
+use gatebench_report::html::{self, CellData, ReportInput};
 use gatebench_report::summary::{self, Phase};
 use gatebench_runner::{ResultsDir, RunnerError};
 
 /// `gatebench report DIR`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Rewrites summary.md, summary.csv, warmup.csv and summary.json in DIR \
-from cells/*/record.json, and prints summary.md.\n\nExit status: 0 done, 2 DIR is not a results \
+    after_help = "Rewrites summary.md, summary.csv, warmup.csv, summary.json and report.html \
+(self-contained; its plots also as SVG files in plots/) in DIR from cells/*/record.json and the \
+cells' samples.csv, timeline.csv and latency.hlog, and prints summary.md.\n\nExit status: 0 done, 2 DIR is not a results \
 directory (or of another version)."
 )]
 pub struct ReportArgs {
@@ -30,6 +34,7 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
     let r = gatebench_runner::results::read(&args.dir)?;
     let dir = ResultsDir::open(&args.dir);
     write_summaries(&dir, &r.manifest.suite, &r.records, r.missing.len())?;
+    let page = write_report(&args.dir)?;
     print!(
         "{}",
         summary::markdown(&r.manifest.suite, &r.records, r.missing.len())
@@ -43,8 +48,68 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
             r.missing[0]
         );
     }
-    eprintln!("summaries rewritten in {}", args.dir.display());
+    eprintln!(
+        "summaries rewritten in {}; report: {}",
+        args.dir.display(),
+        page.display()
+    );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `report.html` and `plots/*.svg` in the results directory `root` from what is on disk
+/// (records, environment, each cell's side files); returns the page's path. A side file that
+/// is missing or unreadable leaves its plot out (or falls back: the latency spectrum to the
+/// record's percentiles, the time series to the interval log), never the whole report.
+pub fn write_report(root: &Path) -> Result<PathBuf> {
+    let r = gatebench_runner::results::read(root)?;
+    let env: Option<Environment> = std::fs::read_to_string(root.join("environment.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    let mut cells = Vec::with_capacity(r.records.len());
+    for rec in &r.records {
+        let dir = root.join("cells").join(&rec.cell.id);
+        let mut c = CellData::new(rec);
+        if let Ok(t) = std::fs::read_to_string(dir.join("samples.csv")) {
+            c.samples = cellfiles::parse_samples(&t);
+        }
+        if let Ok(t) = std::fs::read_to_string(dir.join("timeline.csv")) {
+            c.timeline = cellfiles::parse_timeline(&t);
+        }
+        if let Ok(bytes) = std::fs::read(dir.join("latency.hlog")) {
+            let warmup = rec
+                .load
+                .as_ref()
+                .and_then(|l| l.warmup.as_ref())
+                .map_or(0.0, |w| w.duration_s);
+            match cellfiles::read_hlog(&bytes, warmup) {
+                Ok(h) => {
+                    if c.timeline.is_empty() && !h.intervals.is_empty() {
+                        c.timeline = h.intervals;
+                        c.timeline_from_load_start = true;
+                    }
+                    c.spectrum = h.corrected;
+                    c.spectrum_uncorrected = h.uncorrected;
+                }
+                Err(e) => tracing::warn!("{}: latency.hlog: {e}", rec.cell.id),
+            }
+        }
+        cells.push(c);
+    }
+    let rendered = html::render(&ReportInput {
+        suite: &r.manifest.suite,
+        manifest: Some(&r.manifest),
+        environment: env.as_ref(),
+        cells,
+        missing: r.missing.len(),
+    });
+    let dir = ResultsDir::open(root);
+    let plots = root.join("plots");
+    std::fs::create_dir_all(&plots).with_context(|| format!("creating {}", plots.display()))?;
+    for (name, svg) in &rendered.svgs {
+        dir.write(&format!("plots/{name}"), svg.as_bytes())?;
+    }
+    dir.write("report.html", rendered.html.as_bytes())?;
+    Ok(root.join("report.html"))
 }
 
 /// Writes `summary.md`, `summary.csv`, `warmup.csv` and `summary.json` (each atomically).

@@ -25,7 +25,7 @@ use gatebench_runner::results::{self, ResultsDir};
 use gatebench_runner::suite::Intensity;
 use gatebench_runner::{Observer, Plan, Progress, RunSettings, Suite};
 
-use crate::cmd::report::write_summaries;
+use crate::cmd::report::{write_report, write_summaries};
 use crate::signal;
 
 /// `gatebench run [SUITE]`.
@@ -52,14 +52,32 @@ pub struct RunArgs {
     /// No cell whose id or scenario name matches GLOB (repeatable).
     #[arg(long, value_name = "GLOB")]
     pub exclude: Vec<String>,
+    /// Run every cell N times (instead of the suite's `repeats`): the samples `gatebench
+    /// compare` tests; 5 or more lets it call a change significant.
+    #[arg(long, value_name = "N")]
+    pub repeats: Option<std::num::NonZeroU32>,
+    /// Extra arguments for every built-in system under test (proxy, transform, balancer), e.g.
+    /// `--sut-args "--threads 1"`: two runs that differ in one setting, for `gatebench compare`.
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+    pub sut_args: Option<String>,
 }
 
 /// Runs the subcommand.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
-    let suite = match &args.suite {
+    let mut suite = match &args.suite {
         Some(p) => Suite::load(p)?,
         None => Suite::builtin(),
     };
+    if let Some(n) = args.repeats {
+        suite.repeats = n;
+    }
+    if let Some(extra) = &args.sut_args {
+        if suite.append_sut_args(extra) == 0 {
+            anyhow::bail!(
+                "--sut-args: no scenario of this suite runs a built-in service as its system under test"
+            );
+        }
+    }
     let plan = Plan::new(&suite, &args.include, &args.exclude)?;
     print!("{}", plan_text(&suite, &plan, args.suite.is_none()));
     if args.estimate || suite.estimate_only {
@@ -99,16 +117,19 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     )?;
     let missing = plan.cells.len() - run.records.len();
     write_summaries(&dir, &suite.name, &run.records, missing)?;
+    let page = write_report(&out_dir)?;
     println!();
     print!(
         "{}",
         summary::table(&run.records, SummaryPhase::Measurement)
     );
     println!(
-        "\n{} cells, {} failed. Summaries: {}/summary.md (.csv, .json; warm-up apart)",
+        "\n{} cells, {} failed. Summaries: {}/summary.md (.csv, .json; warm-up apart). \
+         Report: {}",
         run.records.len(),
         run.failed(),
-        out_dir.display()
+        out_dir.display(),
+        page.display()
     );
     if run.interrupted {
         eprintln!(
@@ -199,6 +220,35 @@ fn plan_text(suite: &Suite, plan: &Plan, builtin: bool) -> String {
         "Estimated time: {}\n",
         format_estimate(plan.estimate)
     ));
+    s.push_str(&repeats_note(suite, plan));
+    s
+}
+
+/// What the repeats allow `gatebench compare` to tell. With n repeats on each side the
+/// Mann-Whitney U test's smallest p-value is 2 / C(2n, n): 0.1 for 3, 0.029 for 4, 0.008 for 5.
+fn repeats_note(suite: &Suite, plan: &Plan) -> String {
+    const ADVISED: u32 = 5;
+    let n = suite.repeats.get();
+    let reach = if n >= ADVISED {
+        "enough for `gatebench compare` to call a change significant"
+    } else if n == 4 {
+        "`gatebench compare` can call only a clean separation significant"
+    } else {
+        "too few for `gatebench compare` to call any change significant"
+    };
+    let mut s = format!(
+        "Repeats: {n} per cell ({} runs in all), {reach}",
+        plan.cells.len()
+    );
+    if n < ADVISED {
+        let per_repeat = plan.cells.len() / n as usize;
+        let cells = per_repeat * ADVISED as usize;
+        s.push_str(&format!(
+            "; --repeats {ADVISED} takes about {}",
+            format_estimate(gatebench_runner::matrix::estimate(suite, cells))
+        ));
+    }
+    s.push_str(".\n");
     s
 }
 

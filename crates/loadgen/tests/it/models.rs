@@ -167,3 +167,30 @@ fn per_thread_histograms_merge_exactly() {
     assert_eq!(out.measurement.latency.len(), m.outcomes.responses());
     assert_eq!(m.latency.count, m.outcomes.responses());
 }
+
+#[test]
+fn the_last_partial_second_is_reported_with_its_real_length() {
+    let echo = Echo::start(Duration::ZERO);
+    let config =
+        gatebench_loadgen::LoadConfig::try_new(spec(&echo.url(), 2, Duration::from_millis(1500)))
+            .unwrap();
+    let mut views = Vec::new();
+    let mut collect = |v: &gatebench_loadgen::IntervalView| views.push(v.clone());
+    gatebench_loadgen::run(
+        config,
+        gatebench_loadgen::RunOptions {
+            on_interval: Some(&mut collect),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(views.len(), 2, "{views:?}");
+    assert_eq!(views[0].length, Duration::from_secs(1));
+    let last = &views[1];
+    assert!(
+        last.length > Duration::from_millis(400) && last.length < Duration::from_millis(700),
+        "{last:?}"
+    );
+    let expected = last.responses as f64 / last.length.as_secs_f64();
+    assert!((last.rps - expected).abs() < 1e-6, "{last:?}");
+}

@@ -197,8 +197,10 @@ fn delay_is_honoured_on_every_protocol() {
         let out = run_alone(s);
         let l = &out.report.measurement.latency;
         let p50 = l.at(50.0).unwrap();
-        assert!((20.0..22.0).contains(&p50), "{url} {proto:?}: p50 {p50} ms");
+        // Every response waited the delay (a protocol that forgot it answers in ~0.1 ms), and
+        // not much longer. The tight 20–22 ms calibration is `latency_is_calibrated_*`'s job.
         assert!(l.min_ms >= 20.0, "{url} {proto:?}: min {} ms", l.min_ms);
+        assert!((20.0..30.0).contains(&p50), "{url} {proto:?}: p50 {p50} ms");
     }
 }
 

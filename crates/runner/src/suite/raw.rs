@@ -144,6 +144,12 @@ pub struct RawScenario {
     /// The system under test.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sut: Option<RawProcess>,
+    /// The format of the SUT's GC log: `jvm` (unified logging) or `go` (gctrace).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gc_format: Option<String>,
+    /// Where the SUT writes its GC log (placeholders allowed); default: the SUT's own log.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gc_log: Option<String>,
 }
 
 /// `backend = {…}` / `sut = {…}`.

@@ -131,6 +131,7 @@ impl Driver for FakeDriver {
                 warmup,
                 responses: 1000,
                 errors: 0,
+                length: Duration::from_secs(1),
                 rps: 1000.0,
                 p99_ms: 1.0,
                 total_responses: 1000 * (index + 1),

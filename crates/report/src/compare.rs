@@ -1,0 +1,1685 @@
+//! Comparing runs: two results directories (two versions of a service), a version history
+//! against a chosen baseline, or two scenarios of one suite run side by side.
+//!
+//! Cells are matched by their parameters — scenario (unless scenarios themselves are what is
+//! compared), protocol, users or rate, message size, back-end delay — and the repeats of a cell
+//! are its samples. For every matched cell and metric (throughput, mean and p99 latency,
+//! error %, SUT CPU and memory, and the GC figures where both sides have them) it gives the
+//! medians, the change as a Hodges-Lehmann estimate with a confidence interval, the two-sided
+//! Mann-Whitney U p-value and a verdict: improved, regressed, no significant change — or too
+//! few repeats to tell, when the sample sizes cannot reach significance at all (see
+//! [`crate::stats`]). A geometric mean of the per-cell ratios summarizes each metric, as
+//! benchstat does. It warns, loudly, when repeats are too few, when the environments or the
+//! suites' settings differ, and when cells failed or were generator-bound.
+//!
+//! Renders Markdown and JSON here, JUnit XML in [`crate::junit`]. Pure functions of the
+//! records: reading directories is the caller's job.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use gatebench_model::{CellRecord, CellStatus, Environment, SCHEMA_VERSION};
+use serde::Serialize;
+
+use crate::fmt::rate;
+use crate::stats::{self, hodges_lehmann, mann_whitney, min_p_value};
+
+/// One run to compare: a results directory, or one scenario of it.
+#[derive(Clone, Debug)]
+pub struct RunInput {
+    /// Short name in tables (`A`, `v1.2`, the directory's name, a scenario's name).
+    pub label: String,
+    /// Where it came from (a path, `path` + scenario), for the header.
+    pub source: String,
+    /// Its `environment.json`, when there is one.
+    pub environment: Option<Environment>,
+    /// Its cell records (every repeat).
+    pub records: Vec<CellRecord>,
+}
+
+/// How to compare.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Significance level of the test (benchstat's default, 0.05).
+    pub alpha: f64,
+    /// Confidence level of the intervals (0.95).
+    pub confidence: f64,
+    /// Index of the baseline run in the inputs.
+    pub baseline: usize,
+    /// A regression counts against `--fail-on-regression` only beyond this change (percent
+    /// for ratio metrics, percentage points for Error % and GC throughput); `None`: any
+    /// significant regression.
+    pub threshold: Option<f64>,
+    /// Match cells on the scenario too (runs are directories). Off when the runs are scenarios
+    /// of one directory.
+    pub match_scenario: bool,
+    /// Metric keys to compare (see [`METRICS`]); empty: all.
+    pub metrics: Vec<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            alpha: 0.05,
+            confidence: 0.95,
+            baseline: 0,
+            threshold: None,
+            match_scenario: true,
+            metrics: Vec::new(),
+        }
+    }
+}
+
+/// A compared figure of a cell.
+#[derive(Clone, Copy, Debug)]
+pub struct Metric {
+    /// Machine name (JSON, `--metric`).
+    pub key: &'static str,
+    /// Heading.
+    pub label: &'static str,
+    /// Unit of the values.
+    pub unit: &'static str,
+    /// Whether a higher value is better (throughput, GC throughput).
+    pub higher_is_better: bool,
+    /// Compared as a ratio (percent change); otherwise as a difference in the metric's own
+    /// unit (percentage points for the percentages that sit near 0 or 100).
+    pub ratio: bool,
+    /// The value of one repeat; `None` when the record has none.
+    pub value: fn(&CellRecord) -> Option<f64>,
+}
+
+/// Every metric, in report order.
+pub const METRICS: [Metric; 9] = [
+    Metric {
+        key: "throughput_rps",
+        label: "Throughput",
+        unit: "req/s",
+        higher_is_better: true,
+        ratio: true,
+        value: |r| r.load.as_ref().map(|l| l.measurement.throughput_rps),
+    },
+    Metric {
+        key: "mean_ms",
+        label: "Average response time",
+        unit: "ms",
+        higher_is_better: false,
+        ratio: true,
+        value: |r| r.load.as_ref().map(|l| l.measurement.latency.mean_ms),
+    },
+    Metric {
+        key: "p99_ms",
+        label: "99th percentile of response time",
+        unit: "ms",
+        higher_is_better: false,
+        ratio: true,
+        value: |r| r.load.as_ref().and_then(|l| l.measurement.latency.at(99.0)),
+    },
+    Metric {
+        key: "error_percent",
+        label: "Error %",
+        unit: "% of requests",
+        higher_is_better: false,
+        ratio: false,
+        value: |r| r.load.as_ref().map(|l| l.measurement.error_percent),
+    },
+    Metric {
+        key: "sut_cpu_percent",
+        label: "SUT CPU",
+        unit: "% of a core",
+        higher_is_better: false,
+        ratio: true,
+        value: |r| r.sut_measurement.as_ref().map(|s| s.cpu_mean_percent),
+    },
+    Metric {
+        key: "sut_rss_mib",
+        label: "SUT resident memory",
+        unit: "MiB",
+        higher_is_better: false,
+        ratio: true,
+        value: |r| r.sut_measurement.as_ref().map(|s| s.rss_mean_mib),
+    },
+    Metric {
+        key: "gc_throughput_percent",
+        label: "GC throughput",
+        unit: "% of the time not paused",
+        higher_is_better: true,
+        ratio: false,
+        value: |r| r.gc_measurement.as_ref().map(|g| g.throughput_percent),
+    },
+    Metric {
+        key: "gc_pause_p99_ms",
+        label: "GC pause p99",
+        unit: "ms",
+        higher_is_better: false,
+        ratio: true,
+        value: |r| r.gc_measurement.as_ref().map(|g| g.pause_p99_ms),
+    },
+    Metric {
+        key: "heap_after_full_gc_mib",
+        label: "Memory footprint after full GC",
+        unit: "MiB",
+        higher_is_better: false,
+        ratio: true,
+        value: |r| {
+            r.gc_measurement
+                .as_ref()
+                .and_then(|g| g.heap_after_full_gc_mib)
+        },
+    },
+];
+
+/// What a comparison found for one cell and metric.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Significantly better.
+    Improved,
+    /// Significantly worse.
+    Regressed,
+    /// No difference the test can tell from noise.
+    NoSignificantChange,
+    /// The repeats are too few for the test ever to reach significance.
+    TooFewRepeats,
+}
+
+impl Verdict {
+    /// How it reads in a table.
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::Improved => "improved",
+            Verdict::Regressed => "regressed",
+            Verdict::NoSignificantChange => "no significant change",
+            Verdict::TooFewRepeats => "too few repeats",
+        }
+    }
+}
+
+/// A cell's parameters, as matched between runs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CellKey {
+    /// The scenario; `None` when scenarios are what is compared.
+    pub scenario: Option<String>,
+    /// The protocol the generator spoke.
+    pub protocol: String,
+    /// Concurrent users (connections).
+    pub users: u32,
+    /// Target rate (open model).
+    pub rate: Option<f64>,
+    /// Payload size, bytes.
+    pub size_bytes: u64,
+    /// Back-end delay, ms.
+    pub delay_ms: f64,
+}
+
+/// One side's samples of a cell and metric.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Sample {
+    /// Repeats with a value.
+    pub n: usize,
+    /// Their median.
+    pub median: f64,
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+    /// Every value, in repeat order.
+    pub values: Vec<f64>,
+}
+
+/// One row: a cell, a metric, both sides and the verdict.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Row {
+    /// The cell's name (its id without the repeat, and without the scenario when scenarios are
+    /// compared).
+    pub cell: String,
+    /// Its parameters.
+    pub key: CellKey,
+    /// [`Metric::key`].
+    pub metric: &'static str,
+    /// [`Metric::unit`].
+    pub unit: &'static str,
+    /// [`Metric::higher_is_better`].
+    pub higher_is_better: bool,
+    /// The baseline's samples.
+    pub baseline: Sample,
+    /// The candidate's samples.
+    pub candidate: Sample,
+    /// The change: percent for ratio metrics, else in the metric's unit (percentage points);
+    /// `None` when a ratio has a zero baseline.
+    pub change: Option<f64>,
+    /// `%` (ratio metrics) or `pp` (percentage points: Error %, GC throughput).
+    pub change_unit: &'static str,
+    /// The confidence interval of the change, same unit.
+    pub ci: Option<[f64; 2]>,
+    /// The interval's actual level (lower than asked when the repeats are few).
+    pub ci_level: Option<f64>,
+    /// Two-sided Mann-Whitney U p-value.
+    pub p_value: f64,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// A regression beyond the threshold (what `--fail-on-regression` fails on).
+    pub beyond_threshold: bool,
+    /// `generator-bound` when a repeat on either side was: its figures describe the
+    /// generator.
+    pub flags: Vec<String>,
+}
+
+/// The geometric mean of a ratio metric's per-cell changes.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Geomean {
+    /// [`Metric::key`].
+    pub metric: &'static str,
+    /// Percent change of the geometric mean of the cells' median ratios.
+    pub change_percent: f64,
+    /// Cells in it.
+    pub cells: usize,
+}
+
+/// How many rows got each verdict.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    /// Improved.
+    pub improved: usize,
+    /// Regressed.
+    pub regressed: usize,
+    /// Of which beyond the threshold.
+    pub regressed_beyond_threshold: usize,
+    /// No significant change.
+    pub no_significant_change: usize,
+    /// Too few repeats to tell.
+    pub too_few_repeats: usize,
+}
+
+/// One candidate against the baseline.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Pair {
+    /// The baseline's label.
+    pub baseline: String,
+    /// The candidate's label.
+    pub candidate: String,
+    /// Every matched cell and metric.
+    pub rows: Vec<Row>,
+    /// Per ratio metric, the geometric mean of the cells' changes.
+    pub geomean: Vec<Geomean>,
+    /// Verdict counts.
+    pub counts: Counts,
+    /// Cells only the baseline has.
+    pub only_in_baseline: Vec<String>,
+    /// Cells only the candidate has.
+    pub only_in_candidate: Vec<String>,
+}
+
+/// One compared run, as described in the header.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunInfo {
+    /// Label.
+    pub label: String,
+    /// Source.
+    pub source: String,
+    /// Distinct cells with at least one usable repeat.
+    pub cells: usize,
+    /// Fewest usable repeats of a cell.
+    pub repeats_min: usize,
+    /// Most usable repeats of a cell.
+    pub repeats_max: usize,
+    /// Failed repeats, left out.
+    pub failed: usize,
+    /// The environment, when known.
+    pub environment: Option<Environment>,
+}
+
+/// An environment field that differs between the baseline and another run.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Difference {
+    /// The run that differs from the baseline.
+    pub run: String,
+    /// The field (`cpu_model`, `kernel`, `duration_s`, …).
+    pub field: String,
+    /// The baseline's value.
+    pub baseline: String,
+    /// The run's value.
+    pub other: String,
+}
+
+/// A whole comparison (what `gatebench compare --json` prints).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Comparison {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Always `gatebench-comparison`.
+    pub kind: &'static str,
+    /// Significance level.
+    pub alpha: f64,
+    /// Asked confidence level of the intervals.
+    pub confidence: f64,
+    /// The regression threshold, when given.
+    pub threshold: Option<f64>,
+    /// The baseline's label.
+    pub baseline: String,
+    /// Every run, the baseline included.
+    pub runs: Vec<RunInfo>,
+    /// What a reader must know before trusting the verdicts.
+    pub warnings: Vec<String>,
+    /// Environment and settings that differ from the baseline's.
+    pub differences: Vec<Difference>,
+    /// Each other run against the baseline.
+    pub pairs: Vec<Pair>,
+}
+
+impl Comparison {
+    /// Regressions beyond the threshold, over every pair: `--fail-on-regression` exits 1 when
+    /// this is not zero.
+    pub fn regressions_beyond_threshold(&self) -> usize {
+        self.pairs
+            .iter()
+            .map(|p| p.counts.regressed_beyond_threshold)
+            .sum()
+    }
+}
+
+/// Usable repeats of a run grouped by cell, in summary order, with the name shown.
+struct Grouped<'a> {
+    cells: Vec<(CellKey, String, Vec<&'a CellRecord>)>,
+    failed: usize,
+}
+
+fn group<'a>(records: &'a [CellRecord], match_scenario: bool) -> Grouped<'a> {
+    let mut sorted: Vec<&CellRecord> = records.iter().collect();
+    sorted.sort_by(|a, b| {
+        let (a, b) = (&a.cell, &b.cell);
+        a.scenario_index
+            .cmp(&b.scenario_index)
+            .then(a.protocol.cmp(&b.protocol))
+            .then(a.rate.unwrap_or(0.0).total_cmp(&b.rate.unwrap_or(0.0)))
+            .then(a.users.cmp(&b.users))
+            .then(a.size_bytes.cmp(&b.size_bytes))
+            .then(a.delay_ms.total_cmp(&b.delay_ms))
+            .then(a.repeat.cmp(&b.repeat))
+    });
+    let mut cells: Vec<(CellKey, String, Vec<&CellRecord>)> = Vec::new();
+    let mut failed = 0;
+    for r in sorted {
+        if r.status != CellStatus::Ok || r.load.is_none() {
+            failed += 1;
+            continue;
+        }
+        let key = key_of(r, match_scenario);
+        match cells.iter_mut().find(|(k, _, _)| *k == key) {
+            Some((_, _, v)) => v.push(r),
+            None => cells.push((key, cell_name(r, match_scenario), vec![r])),
+        }
+    }
+    Grouped { cells, failed }
+}
+
+fn key_of(r: &CellRecord, match_scenario: bool) -> CellKey {
+    let c = &r.cell;
+    CellKey {
+        scenario: match_scenario.then(|| c.scenario.clone()),
+        protocol: c.protocol.clone(),
+        users: if c.rate.is_some() { 0 } else { c.users },
+        rate: c.rate,
+        size_bytes: c.size_bytes,
+        delay_ms: c.delay_ms,
+    }
+}
+
+/// The cell id without `_r<repeat>` (and without the scenario when it is not matched on).
+fn cell_name(r: &CellRecord, match_scenario: bool) -> String {
+    let id = &r.cell.id;
+    let base = match id.rfind("_r") {
+        Some(i) if id[i + 2..].bytes().all(|b| b.is_ascii_digit()) => &id[..i],
+        _ => id.as_str(),
+    };
+    if match_scenario {
+        base.to_owned()
+    } else {
+        base.strip_prefix(&format!("{}_", r.cell.scenario))
+            .unwrap_or(base)
+            .to_owned()
+    }
+}
+
+/// Compares every run against `opts.baseline`.
+pub fn compare(runs: &[RunInput], opts: &Options) -> Comparison {
+    let metrics: Vec<&Metric> = METRICS
+        .iter()
+        .filter(|m| opts.metrics.is_empty() || opts.metrics.iter().any(|k| k == m.key))
+        .collect();
+    let grouped: Vec<Grouped<'_>> = runs
+        .iter()
+        .map(|r| group(&r.records, opts.match_scenario))
+        .collect();
+    let infos: Vec<RunInfo> = runs
+        .iter()
+        .zip(&grouped)
+        .map(|(r, g)| RunInfo {
+            label: r.label.clone(),
+            source: r.source.clone(),
+            cells: g.cells.len(),
+            repeats_min: g.cells.iter().map(|c| c.2.len()).min().unwrap_or(0),
+            repeats_max: g.cells.iter().map(|c| c.2.len()).max().unwrap_or(0),
+            failed: g.failed,
+            environment: r.environment.clone(),
+        })
+        .collect();
+    let base = opts.baseline.min(runs.len().saturating_sub(1));
+    let mut warnings = Vec::new();
+    let mut differences = Vec::new();
+    let mut pairs = Vec::new();
+    for (i, run) in runs.iter().enumerate() {
+        if i == base {
+            continue;
+        }
+        differences.extend(environment_differences(&runs[base], run));
+        differences.extend(settings_differences(&runs[base], run));
+        pairs.push(compare_pair(
+            &runs[base].label,
+            &grouped[base],
+            &run.label,
+            &grouped[i],
+            &metrics,
+            opts,
+        ));
+    }
+    // Warnings, the most consequential first.
+    let mut too_few: BTreeMap<(usize, usize), usize> = BTreeMap::new();
+    for p in &pairs {
+        for r in p
+            .rows
+            .iter()
+            .filter(|r| r.verdict == Verdict::TooFewRepeats)
+        {
+            *too_few.entry((r.baseline.n, r.candidate.n)).or_default() += 1;
+        }
+    }
+    if !too_few.is_empty() {
+        let rows: usize = too_few.values().sum();
+        let total: usize = pairs.iter().map(|p| p.rows.len()).sum();
+        let sizes: Vec<String> = too_few
+            .keys()
+            .map(|(n, m)| {
+                format!(
+                    "with {n} and {m} repeats the smallest possible p-value is {:.3}",
+                    min_p_value(*n, *m)
+                )
+            })
+            .collect();
+        warnings.push(format!(
+            "too few repeats to tell: {rows} of {total} comparisons cannot reach significance \
+             at α = {} whatever the data ({}). Run at least 5 repeats per cell (`repeats = 5` \
+             in [suite], or `gatebench run --repeats 5`); benchstat advises 10.",
+            opts.alpha,
+            sizes.join("; ")
+        ));
+    }
+    let env_fields: Vec<&Difference> = differences
+        .iter()
+        .filter(|d| !d.field.starts_with("suite "))
+        .collect();
+    if !env_fields.is_empty() {
+        let list: Vec<String> = env_fields
+            .iter()
+            .map(|d| {
+                format!(
+                    "{} of {}: \"{}\" vs \"{}\"",
+                    d.field, d.run, d.baseline, d.other
+                )
+            })
+            .collect();
+        warnings.push(format!(
+            "the runs' environments differ, so a change may come from the machine or the tool \
+             rather than the system under test: {}",
+            list.join("; ")
+        ));
+    }
+    let settings: Vec<&Difference> = differences
+        .iter()
+        .filter(|d| d.field.starts_with("suite "))
+        .collect();
+    if !settings.is_empty() {
+        let list: Vec<String> = settings
+            .iter()
+            .map(|d| {
+                format!(
+                    "{} of {}: {} vs {}",
+                    d.field.trim_start_matches("suite "),
+                    d.run,
+                    d.baseline,
+                    d.other
+                )
+            })
+            .collect();
+        warnings.push(format!(
+            "the runs were measured with different settings: {}",
+            list.join("; ")
+        ));
+    }
+    let missing_env: Vec<&str> = runs
+        .iter()
+        .filter(|r| r.environment.is_none())
+        .map(|r| r.label.as_str())
+        .collect();
+    if !missing_env.is_empty() {
+        warnings.push(format!(
+            "no environment.json for {}: cannot check that the runs share a machine",
+            missing_env.join(", ")
+        ));
+    }
+    for info in &infos {
+        if info.failed > 0 {
+            warnings.push(format!(
+                "{}: {} failed repeat(s) left out of the comparison",
+                info.label, info.failed
+            ));
+        }
+    }
+    let bound: usize = runs
+        .iter()
+        .flat_map(|r| &r.records)
+        .filter(|r| r.load.as_ref().is_some_and(|l| !l.valid))
+        .count();
+    if bound > 0 {
+        warnings.push(format!(
+            "{bound} repeat(s) were generator-bound (flagged in the rows): their figures describe \
+             the load generator, not the system under test"
+        ));
+    }
+    for p in &pairs {
+        if !p.only_in_baseline.is_empty() || !p.only_in_candidate.is_empty() {
+            warnings.push(format!(
+                "{} vs {}: {} cell(s) only in {}, {} only in {}: not compared",
+                p.candidate,
+                p.baseline,
+                p.only_in_baseline.len(),
+                p.baseline,
+                p.only_in_candidate.len(),
+                p.candidate
+            ));
+        }
+        if p.rows.is_empty() {
+            warnings.push(format!(
+                "{} vs {}: no cell in common: nothing compared",
+                p.candidate, p.baseline
+            ));
+        }
+    }
+    Comparison {
+        schema_version: SCHEMA_VERSION,
+        kind: "gatebench-comparison",
+        alpha: opts.alpha,
+        confidence: opts.confidence,
+        threshold: opts.threshold,
+        baseline: runs.get(base).map(|r| r.label.clone()).unwrap_or_default(),
+        runs: infos,
+        warnings,
+        differences,
+        pairs,
+    }
+}
+
+fn compare_pair(
+    base_label: &str,
+    base: &Grouped<'_>,
+    cand_label: &str,
+    cand: &Grouped<'_>,
+    metrics: &[&Metric],
+    opts: &Options,
+) -> Pair {
+    let mut rows = Vec::new();
+    let mut only_in_baseline = Vec::new();
+    for (key, name, a) in &base.cells {
+        let Some((_, _, b)) = cand.cells.iter().find(|(k, _, _)| k == key) else {
+            only_in_baseline.push(name.clone());
+            continue;
+        };
+        for m in metrics {
+            if let Some(row) = compare_metric(m, key, name, a, b, opts) {
+                rows.push(row);
+            }
+        }
+    }
+    let only_in_candidate = cand
+        .cells
+        .iter()
+        .filter(|(k, _, _)| !base.cells.iter().any(|(bk, _, _)| bk == k))
+        .map(|(_, n, _)| n.clone())
+        .collect();
+    let geomean = metrics
+        .iter()
+        .filter(|m| m.ratio)
+        .filter_map(|m| {
+            let ratios: Vec<f64> = rows
+                .iter()
+                .filter(|r| r.metric == m.key)
+                .filter(|r| r.baseline.median > 0.0 && r.candidate.median > 0.0)
+                .map(|r| r.candidate.median / r.baseline.median)
+                .collect();
+            stats::geomean(&ratios).map(|g| Geomean {
+                metric: m.key,
+                change_percent: (g - 1.0) * 100.0,
+                cells: ratios.len(),
+            })
+        })
+        .collect();
+    let mut counts = Counts::default();
+    for r in &rows {
+        match r.verdict {
+            Verdict::Improved => counts.improved += 1,
+            Verdict::Regressed => counts.regressed += 1,
+            Verdict::NoSignificantChange => counts.no_significant_change += 1,
+            Verdict::TooFewRepeats => counts.too_few_repeats += 1,
+        }
+        if r.beyond_threshold {
+            counts.regressed_beyond_threshold += 1;
+        }
+    }
+    Pair {
+        baseline: base_label.to_owned(),
+        candidate: cand_label.to_owned(),
+        rows,
+        geomean,
+        counts,
+        only_in_baseline,
+        only_in_candidate,
+    }
+}
+
+fn sample(values: Vec<f64>) -> Option<Sample> {
+    let median = stats::median(&values)?;
+    Some(Sample {
+        n: values.len(),
+        median,
+        min: values.iter().copied().fold(f64::INFINITY, f64::min),
+        max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        values,
+    })
+}
+
+fn compare_metric(
+    m: &Metric,
+    key: &CellKey,
+    name: &str,
+    a: &[&CellRecord],
+    b: &[&CellRecord],
+    opts: &Options,
+) -> Option<Row> {
+    let va: Vec<f64> = a.iter().filter_map(|r| (m.value)(r)).collect();
+    let vb: Vec<f64> = b.iter().filter_map(|r| (m.value)(r)).collect();
+    let sa = sample(va)?;
+    let sb = sample(vb)?;
+    let mw = mann_whitney(&sa.values, &sb.values)?;
+    let positive = sa.values.iter().chain(&sb.values).all(|v| *v > 0.0);
+    let (change, ci, level, unit) = if m.ratio {
+        if positive {
+            let ln = |v: &[f64]| v.iter().map(|x| x.ln()).collect::<Vec<f64>>();
+            let s = hodges_lehmann(&ln(&sa.values), &ln(&sb.values), opts.confidence)?;
+            let pct = |x: f64| (x.exp() - 1.0) * 100.0;
+            (
+                Some(pct(s.estimate)),
+                Some([pct(s.low), pct(s.high)]),
+                Some(s.level),
+                "%",
+            )
+        } else if sa.median > 0.0 {
+            // A zero on one side (a GC pause-free window): the ratio of medians, no interval.
+            (Some((sb.median / sa.median - 1.0) * 100.0), None, None, "%")
+        } else {
+            (None, None, None, "%")
+        }
+    } else {
+        let s = hodges_lehmann(&sa.values, &sb.values, opts.confidence)?;
+        (
+            Some(s.estimate),
+            Some([s.low, s.high]),
+            Some(s.level),
+            // The absolute metrics are percentages: their changes are percentage points.
+            "pp",
+        )
+    };
+    let direction = change.unwrap_or(if sb.median > sa.median {
+        f64::INFINITY
+    } else {
+        0.0
+    });
+    let verdict = if min_p_value(sa.n, sb.n) > opts.alpha {
+        Verdict::TooFewRepeats
+    } else if mw.p_value < opts.alpha && direction != 0.0 {
+        if (direction > 0.0) == m.higher_is_better {
+            Verdict::Improved
+        } else {
+            Verdict::Regressed
+        }
+    } else {
+        Verdict::NoSignificantChange
+    };
+    let beyond_threshold = verdict == Verdict::Regressed
+        && match (opts.threshold, change) {
+            (None, _) | (_, None) => true,
+            (Some(t), Some(c)) => c.abs() > t,
+        };
+    let mut flags = Vec::new();
+    if a.iter()
+        .chain(b)
+        .any(|r| r.load.as_ref().is_some_and(|l| !l.valid))
+    {
+        flags.push("generator-bound".to_owned());
+    }
+    Some(Row {
+        cell: name.to_owned(),
+        key: key.clone(),
+        metric: m.key,
+        unit: m.unit,
+        higher_is_better: m.higher_is_better,
+        baseline: sa,
+        candidate: sb,
+        change,
+        change_unit: unit,
+        ci,
+        ci_level: level,
+        p_value: mw.p_value,
+        verdict,
+        beyond_threshold,
+        flags,
+    })
+}
+
+fn environment_differences(base: &RunInput, other: &RunInput) -> Vec<Difference> {
+    let (Some(a), Some(b)) = (&base.environment, &other.environment) else {
+        return Vec::new();
+    };
+    let fields: [(&str, String, String); 7] = [
+        ("cpu_model", a.cpu_model.clone(), b.cpu_model.clone()),
+        ("cores", a.cores.to_string(), b.cores.to_string()),
+        (
+            "cores_available",
+            a.cores_available.to_string(),
+            b.cores_available.to_string(),
+        ),
+        ("kernel", a.kernel.clone(), b.kernel.clone()),
+        ("arch", a.arch.clone(), b.arch.clone()),
+        (
+            "gatebench_version",
+            a.gatebench_version.clone(),
+            b.gatebench_version.clone(),
+        ),
+        (
+            "git_revision",
+            a.git_revision.clone(),
+            b.git_revision.clone(),
+        ),
+    ];
+    fields
+        .into_iter()
+        .filter(|(_, x, y)| x != y)
+        .map(|(f, x, y)| Difference {
+            run: other.label.clone(),
+            field: f.to_owned(),
+            baseline: x,
+            other: y,
+        })
+        .collect()
+}
+
+/// Settings every cell of a run shares (warm-up, measurement, generator threads,
+/// connections of rate cells, pinning by the processes' CPU lists is not recorded per run).
+fn settings_differences(base: &RunInput, other: &RunInput) -> Vec<Difference> {
+    type Get = fn(&CellRecord) -> Option<String>;
+    let fields: [(&str, Get); 4] = [
+        ("suite warm-up (s)", |r| Some(num(r.cell.warmup_s))),
+        ("suite measurement (s)", |r| Some(num(r.cell.duration_s))),
+        ("suite generator threads", |r| {
+            r.load.as_ref().map(|l| l.config.threads.to_string())
+        }),
+        ("suite method", |r| {
+            r.load.as_ref().map(|l| l.config.method.clone())
+        }),
+    ];
+    let values = |records: &[CellRecord], get: Get| {
+        let mut v: Vec<String> = records.iter().filter_map(get).collect();
+        v.sort();
+        v.dedup();
+        v.join(", ")
+    };
+    fields
+        .into_iter()
+        .filter_map(|(name, get)| {
+            let (x, y) = (values(&base.records, get), values(&other.records, get));
+            (x != y && !x.is_empty() && !y.is_empty()).then(|| Difference {
+                run: other.label.clone(),
+                field: name.to_owned(),
+                baseline: x,
+                other: y,
+            })
+        })
+        .collect()
+}
+
+fn num(x: f64) -> String {
+    if x.fract() == 0.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x}")
+    }
+}
+
+/// A value in its metric's format.
+pub fn value(metric: &str, v: f64) -> String {
+    match metric {
+        "throughput_rps" => rate(v),
+        "error_percent" | "gc_throughput_percent" => format!("{v:.2}"),
+        "sut_cpu_percent" | "sut_rss_mib" | "heap_after_full_gc_mib" => format!("{v:.1}"),
+        _ => significant(v),
+    }
+}
+
+/// Three significant digits, never in exponent form (`0.0812`, `1.23`, `45.6`, `1234`).
+fn significant(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 {
+        "0".to_owned()
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        let digits = (-a.log10().floor()) as usize + 2;
+        format!("{v:.digits$}")
+    }
+}
+
+/// A change with its sign and unit: `+12.3%`, `-0.40 pp`.
+pub fn change(c: Option<f64>, unit: &str) -> String {
+    match c {
+        None => "n/a (from 0)".to_owned(),
+        Some(c) if unit == "%" => format!("{c:+.1}%"),
+        Some(c) => format!("{c:+.2} {unit}"),
+    }
+}
+
+fn trim_level(pct: f64) -> String {
+    let s = format!("{pct:.1}");
+    s.strip_suffix(".0").map(str::to_owned).unwrap_or(s)
+}
+
+fn interval(r: &Row, confidence: f64) -> String {
+    match (r.ci, r.ci_level) {
+        (Some([lo, hi]), Some(level)) => {
+            let f = |x: f64| change(Some(x), r.change_unit);
+            // The nominal level when it is reached (the interval is then conservative), else
+            // the level the repeats allow.
+            let shown = if level + 1e-9 >= confidence {
+                confidence
+            } else {
+                level
+            };
+            format!("{} … {} ({}%)", f(lo), f(hi), trim_level(shown * 100.0))
+        }
+        _ => String::new(),
+    }
+}
+
+fn metric_of(key: &str) -> &'static Metric {
+    METRICS
+        .iter()
+        .find(|m| m.key == key)
+        .expect("rows name known metrics")
+}
+
+/// The Markdown report: a header, the warnings, and per candidate one table per metric.
+pub fn markdown(c: &Comparison) -> String {
+    let mut out = String::new();
+    let others: Vec<&str> = c
+        .runs
+        .iter()
+        .filter(|r| r.label != c.baseline)
+        .map(|r| r.label.as_str())
+        .collect();
+    let _ = writeln!(
+        out,
+        "# gatebench compare: {} against {}\n",
+        others.join(", "),
+        c.baseline
+    );
+    for r in &c.runs {
+        let repeats = if r.repeats_min == r.repeats_max {
+            format!("{}", r.repeats_min)
+        } else {
+            format!("{}–{}", r.repeats_min, r.repeats_max)
+        };
+        let _ = writeln!(
+            out,
+            "- **{}**{}: `{}`, {} cells, {} repeats per cell",
+            r.label,
+            if r.label == c.baseline {
+                " (baseline)"
+            } else {
+                ""
+            },
+            r.source,
+            r.cells,
+            repeats
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nMann-Whitney U test (exact, two-sided) at α = {}; the change is the Hodges-Lehmann \
+         estimate with its {:.0}% confidence interval (lower where the repeats allow no more); \
+         the columns of each run are medians of its repeats.{}",
+        c.alpha,
+        c.confidence * 100.0,
+        match c.threshold {
+            Some(t) => format!(
+                " Regressions beyond {t}% (percentage points for Error % and GC throughput) \
+                 fail the gate."
+            ),
+            None => String::new(),
+        }
+    );
+    for w in &c.warnings {
+        let _ = writeln!(out, "\n> **Warning:** {w}");
+    }
+    for p in &c.pairs {
+        let k = &p.counts;
+        let _ = writeln!(
+            out,
+            "\n## {} vs {}: {} improved, {} regressed{}, {} no significant change{}",
+            p.candidate,
+            p.baseline,
+            k.improved,
+            k.regressed,
+            if c.threshold.is_some() {
+                format!(" ({} beyond the threshold)", k.regressed_beyond_threshold)
+            } else {
+                String::new()
+            },
+            k.no_significant_change,
+            if k.too_few_repeats > 0 {
+                format!(", {} too few repeats to tell", k.too_few_repeats)
+            } else {
+                String::new()
+            }
+        );
+        for m in METRICS.iter() {
+            let rows: Vec<&Row> = p.rows.iter().filter(|r| r.metric == m.key).collect();
+            if rows.is_empty() {
+                continue;
+            }
+            let _ = writeln!(
+                out,
+                "\n### {} ({}), {} is better\n",
+                m.label,
+                m.unit,
+                if m.higher_is_better {
+                    "higher"
+                } else {
+                    "lower"
+                }
+            );
+            let _ = writeln!(
+                out,
+                "| Cell | {} | {} | Change | Confidence interval | p (n) | Verdict |",
+                p.baseline, p.candidate
+            );
+            let _ = writeln!(out, "|---|---:|---:|---:|---|---:|---|");
+            for r in rows {
+                let verdict = match r.verdict {
+                    Verdict::Regressed if r.beyond_threshold && c.threshold.is_some() => {
+                        format!("**{}** (beyond the threshold)", r.verdict.label())
+                    }
+                    Verdict::Improved | Verdict::Regressed => {
+                        format!("**{}**", r.verdict.label())
+                    }
+                    v => v.label().to_owned(),
+                };
+                let flags = if r.flags.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", r.flags.join(", "))
+                };
+                let _ = writeln!(
+                    out,
+                    "| {}{flags} | {} | {} | {} | {} | {:.3} ({}+{}) | {verdict} |",
+                    r.cell.replace('|', "\\|"),
+                    value(m.key, r.baseline.median),
+                    value(m.key, r.candidate.median),
+                    change(r.change, r.change_unit),
+                    interval(r, c.confidence),
+                    r.p_value,
+                    r.baseline.n,
+                    r.candidate.n,
+                );
+            }
+            if let Some(g) = p.geomean.iter().find(|g| g.metric == m.key) {
+                let _ = writeln!(
+                    out,
+                    "| geomean, {} cells | | | {} | | | |",
+                    g.cells,
+                    change(Some(g.change_percent), "%")
+                );
+            }
+        }
+        if !p.only_in_baseline.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nOnly in {}: {}",
+                p.baseline,
+                p.only_in_baseline.join(", ")
+            );
+        }
+        if !p.only_in_candidate.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nOnly in {}: {}",
+                p.candidate,
+                p.only_in_candidate.join(", ")
+            );
+        }
+    }
+    out
+}
+
+/// The comparison as pretty JSON (the [`Comparison`] structure).
+pub fn json(c: &Comparison) -> String {
+    let mut s = serde_json::to_string_pretty(c).expect("comparisons always serialize");
+    s.push('\n');
+    s
+}
+
+/// A short text for one row, used by the JUnit renderer and the CLI's summary line.
+pub fn describe(r: &Row, alpha: f64, confidence: f64) -> String {
+    let m = metric_of(r.metric);
+    let mut s = format!(
+        "{} {}: {} → {} {} ({}",
+        r.cell,
+        m.label,
+        value(m.key, r.baseline.median),
+        value(m.key, r.candidate.median),
+        m.unit,
+        change(r.change, r.change_unit),
+    );
+    let ci = interval(r, confidence);
+    if !ci.is_empty() {
+        let _ = write!(s, ", CI {ci}");
+    }
+    let _ = write!(
+        s,
+        ", p = {:.3}, n = {}+{}, α = {alpha}): {}",
+        r.p_value,
+        r.baseline.n,
+        r.candidate.n,
+        r.verdict.label()
+    );
+    s
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use gatebench_model::{
+        CellParams, LatencySummary, LoadConfigRecord, LoadReport, Model, Outcome, OutcomeCounts,
+        Percentile, PhaseReport, ResourceSummary, SelfCheck, ToolInfo,
+    };
+
+    /// A record with the given throughput (mean and p99 follow from it) for `scenario`.
+    pub(crate) fn record(scenario: &str, users: u32, repeat: u32, rps: f64) -> CellRecord {
+        let mut outcomes = OutcomeCounts::default();
+        outcomes.add(Outcome::Ok, (rps * 4.0) as u64);
+        let mean = users as f64 * 1000.0 / rps;
+        let phase = PhaseReport {
+            duration_s: 4.0,
+            requests: outcomes.total(),
+            error_percent: 0.0,
+            outcomes,
+            throughput_rps: rps,
+            ok_rps: rps,
+            target_rps: None,
+            sent_rps: rps,
+            bytes_read: 0,
+            bytes_written: 0,
+            latency: LatencySummary {
+                count: (rps * 4.0) as u64,
+                min_ms: mean / 10.0,
+                mean_ms: mean,
+                stdev_ms: mean / 3.0,
+                max_ms: mean * 20.0,
+                percentiles: vec![Percentile {
+                    p: 99.0,
+                    ms: mean * 4.0,
+                }],
+            },
+            latency_uncorrected: None,
+            concurrency: users as f64,
+            connections: Default::default(),
+        };
+        CellRecord {
+            schema_version: SCHEMA_VERSION,
+            cell: CellParams {
+                id: format!("{scenario}_u{users}_s50_d0_r{repeat}"),
+                scenario: scenario.into(),
+                title: scenario.into(),
+                scenario_index: 0,
+                users,
+                rate: None,
+                size_bytes: 50,
+                delay_ms: 0.0,
+                protocol: "h1c".into(),
+                repeat,
+                order: repeat,
+                warmup_s: 1.0,
+                duration_s: 4.0,
+            },
+            status: CellStatus::Ok,
+            reason: None,
+            started_at_unix_ms: 0,
+            finished_at_unix_ms: 0,
+            processes: vec![],
+            load: Some(LoadReport {
+                schema_version: SCHEMA_VERSION,
+                tool: ToolInfo {
+                    name: "gatebench".into(),
+                    version: "0.1.0".into(),
+                },
+                started_at_unix_ms: 0,
+                config: LoadConfigRecord {
+                    url: "http://127.0.0.1:1/".into(),
+                    method: "POST".into(),
+                    protocol: "http/1.1".into(),
+                    model: Model::Closed,
+                    connections: users,
+                    streams: 1,
+                    threads: 2,
+                    rate: None,
+                    duration_s: Some(4.0),
+                    requests: None,
+                    warmup_s: 1.0,
+                    timeout_ms: 10_000.0,
+                    connect_timeout_ms: 3_000.0,
+                    keepalive: true,
+                    verify: true,
+                    headers: vec![],
+                    body_bytes: 50,
+                },
+                warmup: None,
+                measurement: phase,
+                self_check: SelfCheck {
+                    cpu_user_s: 1.0,
+                    cpu_sys_s: 1.0,
+                    cpu_percent: 50.0,
+                    send_lag: None,
+                    schedule_kept_percent: None,
+                    warnings: vec![],
+                },
+                valid: true,
+            }),
+            sut_warmup: None,
+            sut_measurement: Some(ResourceSummary {
+                samples: 4,
+                cpu_mean_percent: 90.0 + repeat as f64,
+                cpu_max_percent: 99.0,
+                rss_mean_mib: 12.0,
+                rss_max_mib: 12.5,
+                threads_max: 3,
+                fds_max: 30,
+                loadavg_mean: 1.0,
+            }),
+            gc_warmup: None,
+            gc_measurement: None,
+        }
+    }
+
+    pub(crate) fn env(cpu: &str) -> Environment {
+        Environment {
+            schema_version: SCHEMA_VERSION,
+            cpu_model: cpu.into(),
+            cores: 2,
+            cores_available: 2,
+            kernel: "Linux 6.1.0".into(),
+            arch: "x86_64".into(),
+            gatebench_version: "0.1.0".into(),
+            git_revision: "6ec44bd".into(),
+        }
+    }
+
+    pub(crate) fn run(label: &str, cells: &[(&str, u32, &[f64])]) -> RunInput {
+        let records = cells
+            .iter()
+            .flat_map(|(s, u, rps)| {
+                rps.iter()
+                    .enumerate()
+                    .map(move |(i, r)| record(s, *u, i as u32 + 1, *r))
+            })
+            .collect();
+        RunInput {
+            label: label.into(),
+            source: format!("results/{label}"),
+            environment: Some(env("Test CPU")),
+            records,
+        }
+    }
+
+    /// Two runs: `proxy` twice as fast in B at 100 users, unchanged at 10, `echo` unchanged.
+    pub(crate) fn fixture(repeats: usize) -> (RunInput, RunInput) {
+        let noise = [1.0, 1.012, 0.991, 1.004, 0.997, 1.008, 0.994];
+        let n = |base: f64, shift: usize| -> Vec<f64> {
+            (0..repeats)
+                .map(|i| base * noise[(i + shift) % noise.len()])
+                .collect()
+        };
+        let a = run(
+            "A",
+            &[
+                ("echo", 10, &n(20_000.0, 0)),
+                ("proxy", 10, &n(10_000.0, 1)),
+                ("proxy", 100, &n(9_000.0, 2)),
+            ],
+        );
+        let b = run(
+            "B",
+            &[
+                ("echo", 10, &n(20_000.0, 3)),
+                ("proxy", 10, &n(10_000.0, 4)),
+                ("proxy", 100, &n(18_000.0, 5)),
+            ],
+        );
+        (a, b)
+    }
+
+    fn opts() -> Options {
+        Options {
+            metrics: vec!["throughput_rps".into(), "p99_ms".into()],
+            ..Options::default()
+        }
+    }
+
+    fn verdict(c: &Comparison, cell: &str, metric: &str) -> Verdict {
+        c.pairs[0]
+            .rows
+            .iter()
+            .find(|r| r.cell == cell && r.metric == metric)
+            .unwrap_or_else(|| panic!("no row {cell} {metric}"))
+            .verdict
+    }
+
+    #[test]
+    fn the_real_change_is_significant_and_the_rest_is_not() {
+        let (a, b) = fixture(5);
+        let c = compare(&[a, b], &opts());
+        assert_eq!(
+            verdict(&c, "proxy_u100_s50_d0", "throughput_rps"),
+            Verdict::Improved
+        );
+        // Lower latency is better: p99 halves, also improved.
+        assert_eq!(
+            verdict(&c, "proxy_u100_s50_d0", "p99_ms"),
+            Verdict::Improved
+        );
+        for cell in ["echo_u10_s50_d0", "proxy_u10_s50_d0"] {
+            assert_eq!(
+                verdict(&c, cell, "throughput_rps"),
+                Verdict::NoSignificantChange
+            );
+        }
+        let row = c.pairs[0]
+            .rows
+            .iter()
+            .find(|r| r.cell == "proxy_u100_s50_d0" && r.metric == "throughput_rps")
+            .unwrap();
+        let ch = row.change.unwrap();
+        assert!((90.0..110.0).contains(&ch), "{ch}");
+        let [lo, hi] = row.ci.unwrap();
+        assert!(lo > 0.0 && lo <= ch && ch <= hi, "{row:?}");
+        assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+        // Geomean over three cells: one doubled, two unchanged → about 2^(1/3) = +26 %.
+        let g = &c.pairs[0].geomean[0];
+        assert_eq!(g.cells, 3);
+        assert!((20.0..32.0).contains(&g.change_percent), "{g:?}");
+    }
+
+    #[test]
+    fn the_reverse_is_a_regression_and_the_gate_sees_it() {
+        let (a, b) = fixture(5);
+        let opts = Options {
+            threshold: Some(5.0),
+            ..opts()
+        };
+        let c = compare(&[b, a], &opts);
+        assert_eq!(
+            verdict(&c, "proxy_u100_s50_d0", "throughput_rps"),
+            Verdict::Regressed
+        );
+        assert_eq!(c.regressions_beyond_threshold(), 2, "throughput and p99");
+        // A threshold beyond the change lets it pass.
+        let lenient = Options {
+            threshold: Some(200.0),
+            ..opts
+        };
+        let (a, b) = fixture(5);
+        assert_eq!(compare(&[b, a], &lenient).regressions_beyond_threshold(), 0);
+    }
+
+    #[test]
+    fn identical_runs_show_no_significant_change() {
+        let (a, _) = fixture(5);
+        let mut same = a.clone();
+        same.label = "A2".into();
+        let c = compare(&[a, same], &Options::default());
+        assert!(c.pairs[0]
+            .rows
+            .iter()
+            .all(|r| r.verdict == Verdict::NoSignificantChange));
+        assert_eq!(c.regressions_beyond_threshold(), 0);
+        assert!(c.pairs[0]
+            .geomean
+            .iter()
+            .all(|g| g.change_percent.abs() < 1e-9));
+    }
+
+    #[test]
+    fn too_few_repeats_are_said_so() {
+        let (a, b) = fixture(3);
+        let c = compare(&[a, b], &opts());
+        assert!(c.pairs[0]
+            .rows
+            .iter()
+            .all(|r| r.verdict == Verdict::TooFewRepeats));
+        assert!(
+            c.warnings[0].starts_with("too few repeats to tell")
+                && c.warnings[0]
+                    .contains("with 3 and 3 repeats the smallest possible p-value is 0.100"),
+            "{:?}",
+            c.warnings
+        );
+        assert_eq!(c.regressions_beyond_threshold(), 0);
+    }
+
+    #[test]
+    fn different_environments_and_settings_are_warned_about() {
+        let (a, mut b) = fixture(5);
+        b.environment = Some(env("Other CPU"));
+        for r in &mut b.records {
+            r.cell.duration_s = 10.0;
+        }
+        let c = compare(&[a, b], &opts());
+        assert!(
+            c.warnings.iter().any(|w| w.contains("environments differ")
+                && w.contains("\"Test CPU\" vs \"Other CPU\"")),
+            "{:?}",
+            c.warnings
+        );
+        assert!(
+            c.warnings
+                .iter()
+                .any(|w| w.contains("measurement (s) of B: 4 vs 10")),
+            "{:?}",
+            c.warnings
+        );
+    }
+
+    #[test]
+    fn scenarios_of_one_run_are_matched_without_their_names() {
+        let (a, b) = fixture(5);
+        let mut old: Vec<CellRecord> = a.records.clone();
+        old.retain(|r| r.cell.scenario == "proxy");
+        let mut new: Vec<CellRecord> = b.records.clone();
+        new.retain(|r| r.cell.scenario == "proxy");
+        for r in &mut new {
+            r.cell.scenario = "proxy-v2".into();
+            r.cell.id = r.cell.id.replace("proxy_", "proxy-v2_");
+        }
+        let runs = [
+            RunInput {
+                label: "proxy".into(),
+                source: "results/x scenario proxy".into(),
+                environment: None,
+                records: old,
+            },
+            RunInput {
+                label: "proxy-v2".into(),
+                source: "results/x scenario proxy-v2".into(),
+                environment: None,
+                records: new,
+            },
+        ];
+        let c = compare(
+            &runs,
+            &Options {
+                match_scenario: false,
+                ..opts()
+            },
+        );
+        assert_eq!(
+            verdict(&c, "u100_s50_d0", "throughput_rps"),
+            Verdict::Improved
+        );
+        assert_eq!(
+            verdict(&c, "u10_s50_d0", "throughput_rps"),
+            Verdict::NoSignificantChange
+        );
+    }
+
+    #[test]
+    fn markdown_rendering() {
+        let (a, b) = fixture(5);
+        let c = compare(
+            &[a, b],
+            &Options {
+                threshold: Some(5.0),
+                ..opts()
+            },
+        );
+        insta::assert_snapshot!(markdown(&c), @r"
+            # gatebench compare: B against A
+
+            - **A** (baseline): `results/A`, 3 cells, 5 repeats per cell
+            - **B**: `results/B`, 3 cells, 5 repeats per cell
+
+            Mann-Whitney U test (exact, two-sided) at α = 0.05; the change is the Hodges-Lehmann estimate with its 95% confidence interval (lower where the repeats allow no more); the columns of each run are medians of its repeats. Regressions beyond 5% (percentage points for Error % and GC throughput) fail the gate.
+
+            ## B vs A: 2 improved, 0 regressed (0 beyond the threshold), 4 no significant change
+
+            ### Throughput (req/s), higher is better
+
+            | Cell | A | B | Change | Confidence interval | p (n) | Verdict |
+            |---|---:|---:|---:|---|---:|---|
+            | echo_u10_s50_d0 | 20,000.0 | 20,000.0 | +0.0% | -1.2% … +1.1% (95%) | 1.000 (5+5) | no significant change |
+            | proxy_u10_s50_d0 | 10,040.0 | 10,000.0 | +0.0% | -1.4% … +1.5% (95%) | 1.000 (5+5) | no significant change |
+            | proxy_u100_s50_d0 | 8,973.0 | 18,000.0 | +100.6% | +97.4% … +103.4% (95%) | 0.008 (5+5) | **improved** |
+            | geomean, 3 cells | | | +26.0% | | | |
+
+            ### 99th percentile of response time (ms), lower is better
+
+            | Cell | A | B | Change | Confidence interval | p (n) | Verdict |
+            |---|---:|---:|---:|---|---:|---|
+            | echo_u10_s50_d0 | 2.00 | 2.00 | +0.0% | -1.1% … +1.2% (95%) | 1.000 (5+5) | no significant change |
+            | proxy_u10_s50_d0 | 3.98 | 4.00 | +0.0% | -1.5% … +1.4% (95%) | 1.000 (5+5) | no significant change |
+            | proxy_u100_s50_d0 | 44.6 | 22.2 | -50.2% | -50.8% … -49.3% (95%) | 0.008 (5+5) | **improved** |
+            | geomean, 3 cells | | | -20.6% | | | |
+        ");
+    }
+
+    #[test]
+    fn json_rendering() {
+        let a = run("A", &[("echo", 10, &[100.0, 101.0, 99.0, 100.5, 99.5])]);
+        let b = run("B", &[("echo", 10, &[120.0, 121.0, 119.0, 120.5, 119.5])]);
+        let c = compare(
+            &[a, b],
+            &Options {
+                threshold: Some(5.0),
+                metrics: vec!["throughput_rps".into()],
+                ..Options::default()
+            },
+        );
+        insta::assert_snapshot!(json(&c), @r#"
+            {
+              "schema_version": 1,
+              "kind": "gatebench-comparison",
+              "alpha": 0.05,
+              "confidence": 0.95,
+              "threshold": 5.0,
+              "baseline": "A",
+              "runs": [
+                {
+                  "label": "A",
+                  "source": "results/A",
+                  "cells": 1,
+                  "repeats_min": 5,
+                  "repeats_max": 5,
+                  "failed": 0,
+                  "environment": {
+                    "schema_version": 1,
+                    "cpu_model": "Test CPU",
+                    "cores": 2,
+                    "cores_available": 2,
+                    "kernel": "Linux 6.1.0",
+                    "arch": "x86_64",
+                    "gatebench_version": "0.1.0",
+                    "git_revision": "6ec44bd"
+                  }
+                },
+                {
+                  "label": "B",
+                  "source": "results/B",
+                  "cells": 1,
+                  "repeats_min": 5,
+                  "repeats_max": 5,
+                  "failed": 0,
+                  "environment": {
+                    "schema_version": 1,
+                    "cpu_model": "Test CPU",
+                    "cores": 2,
+                    "cores_available": 2,
+                    "kernel": "Linux 6.1.0",
+                    "arch": "x86_64",
+                    "gatebench_version": "0.1.0",
+                    "git_revision": "6ec44bd"
+                  }
+                }
+              ],
+              "warnings": [],
+              "differences": [],
+              "pairs": [
+                {
+                  "baseline": "A",
+                  "candidate": "B",
+                  "rows": [
+                    {
+                      "cell": "echo_u10_s50_d0",
+                      "key": {
+                        "scenario": "echo",
+                        "protocol": "h1c",
+                        "users": 10,
+                        "rate": null,
+                        "size_bytes": 50,
+                        "delay_ms": 0.0
+                      },
+                      "metric": "throughput_rps",
+                      "unit": "req/s",
+                      "higher_is_better": true,
+                      "baseline": {
+                        "n": 5,
+                        "median": 100.0,
+                        "min": 99.0,
+                        "max": 101.0,
+                        "values": [
+                          100.0,
+                          101.0,
+                          99.0,
+                          100.5,
+                          99.5
+                        ]
+                      },
+                      "candidate": {
+                        "n": 5,
+                        "median": 120.0,
+                        "min": 119.0,
+                        "max": 121.0,
+                        "values": [
+                          120.0,
+                          121.0,
+                          119.0,
+                          120.5,
+                          119.5
+                        ]
+                      },
+                      "change": 19.99999999999993,
+                      "change_unit": "%",
+                      "ci": [
+                        18.407960199005014,
+                        21.608040201005085
+                      ],
+                      "ci_level": 0.9682539682539683,
+                      "p_value": 0.007936507936507936,
+                      "verdict": "improved",
+                      "beyond_threshold": false,
+                      "flags": []
+                    }
+                  ],
+                  "geomean": [
+                    {
+                      "metric": "throughput_rps",
+                      "change_percent": 19.999999999999996,
+                      "cells": 1
+                    }
+                  ],
+                  "counts": {
+                    "improved": 1,
+                    "regressed": 0,
+                    "regressed_beyond_threshold": 0,
+                    "no_significant_change": 0,
+                    "too_few_repeats": 0
+                  },
+                  "only_in_baseline": [],
+                  "only_in_candidate": []
+                }
+              ]
+            }
+        "#);
+    }
+
+    #[test]
+    fn markdown_with_warnings() {
+        let a = run("A", &[("echo", 10, &[100.0, 101.0, 99.0])]);
+        let mut b = run("B", &[("echo", 10, &[120.0, 121.0, 119.0])]);
+        b.environment = Some(env("Other CPU"));
+        b.records[0].load.as_mut().unwrap().valid = false;
+        let c = compare(
+            &[a, b],
+            &Options {
+                metrics: vec!["throughput_rps".into(), "error_percent".into()],
+                ..Options::default()
+            },
+        );
+        insta::assert_snapshot!(markdown(&c), @r#"
+            # gatebench compare: B against A
+
+            - **A** (baseline): `results/A`, 1 cells, 3 repeats per cell
+            - **B**: `results/B`, 1 cells, 3 repeats per cell
+
+            Mann-Whitney U test (exact, two-sided) at α = 0.05; the change is the Hodges-Lehmann estimate with its 95% confidence interval (lower where the repeats allow no more); the columns of each run are medians of its repeats.
+
+            > **Warning:** too few repeats to tell: 2 of 2 comparisons cannot reach significance at α = 0.05 whatever the data (with 3 and 3 repeats the smallest possible p-value is 0.100). Run at least 5 repeats per cell (`repeats = 5` in [suite], or `gatebench run --repeats 5`); benchstat advises 10.
+
+            > **Warning:** the runs' environments differ, so a change may come from the machine or the tool rather than the system under test: cpu_model of B: "Test CPU" vs "Other CPU"
+
+            > **Warning:** 1 repeat(s) were generator-bound (flagged in the rows): their figures describe the load generator, not the system under test
+
+            ## B vs A: 0 improved, 0 regressed, 0 no significant change, 2 too few repeats to tell
+
+            ### Throughput (req/s), higher is better
+
+            | Cell | A | B | Change | Confidence interval | p (n) | Verdict |
+            |---|---:|---:|---:|---|---:|---|
+            | echo_u10_s50_d0 (generator-bound) | 100.0 | 120.0 | +20.0% | +17.8% … +22.2% (90%) | 0.100 (3+3) | too few repeats |
+            | geomean, 1 cells | | | +20.0% | | | |
+
+            ### Error % (% of requests), lower is better
+
+            | Cell | A | B | Change | Confidence interval | p (n) | Verdict |
+            |---|---:|---:|---:|---|---:|---|
+            | echo_u10_s50_d0 (generator-bound) | 0.00 | 0.00 | +0.00 pp | +0.00 pp … +0.00 pp (90%) | 1.000 (3+3) | too few repeats |
+        "#);
+    }
+}

@@ -1,0 +1,984 @@
+//! Strict HTTP/1.1 request framing in front of hyper: a stream wrapper that reads each request
+//! head and body framing before hyper sees a byte of it, and refuses what BEHAVIOUR.md refuses.
+//!
+//! hyper's server parser is lenient where an intermediary must not be: it drops Content-Length
+//! when Transfer-Encoding is present (RFC 9112 §6.3 allows a *server* to do so, but a proxy that
+//! forwards such a request is the textbook request-smuggling vector), it accepts bare LF line
+//! ends, leaves Host to the application, has no 408 and no total head deadline. [`StrictH1`]
+//! sits between the socket and hyper and sees the same bytes in the same order. It passes on
+//! only what it has checked:
+//!
+//! - a request head is held back until it is complete, parsed with httparse and checked against
+//!   RFC 9112: one Host, valid (§3.2); Content-Length only as one plain decimal (§6.3, RFC 9110
+//!   §8.6); Transfer-Encoding only as a single final `chunked`, never with Content-Length and
+//!   never in HTTP/1.0 (§6.1, §6.3); CRLF line ends only (§2.2); no obs-fold and no CR/LF/NUL
+//!   in values (§5.2, §5.5 — httparse refuses these); limits on the request line (414), the head
+//!   (431) and a total deadline for it (408);
+//! - a body is passed on as its framing says: Content-Length bytes, or chunks whose size lines
+//!   are strict hex with overflow checks, each chunk followed by CRLF (§7.1), then trailer
+//!   fields checked like header fields;
+//! - the bytes after one message are checked as the next head, so pipelined requests cannot
+//!   hide a second request in a body.
+//!
+//! A refused head is replaced by a short synthetic request ([`REJECT_METHOD`]) that hyper parses
+//! and the service answers with the status and `Connection: close`: the answer then leaves in
+//! order, after the answers to earlier pipelined requests. A framing error inside a body, where
+//! an answer may already be on its way, becomes an I/O error that hyper reports as a broken body;
+//! the connection closes. A connection closed while the client may still be sending lingers
+//! (reads and discards for up to [`LINGER`]) so that the close does not become a reset that
+//! destroys the answer before the client reads it (Apache's "lingering close").
+//!
+//! What it does not do: it does not decide anything about responses, HTTP/2 (a cleartext
+//! connection that opens with the HTTP/2 preface is passed through untouched) or body sizes of
+//! chunked requests (the service counts those, on every protocol).
+
+use std::future::Future;
+use std::io;
+use std::mem::MaybeUninit;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::{Buf, BytesMut};
+use http::{Request, StatusCode};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::time::{Instant, Sleep};
+
+/// The method of the synthetic request that stands for a refused head. hyper parses it like any
+/// extension method; a client that sends it is refused with 400 itself, so the service sees it
+/// only from this module.
+pub(crate) const REJECT_METHOD: &str = "X-GB-REJECT";
+/// Largest number of header fields in a request head (hyper's default too); more gets 431.
+pub(crate) const MAX_HEADERS: usize = 100;
+/// Longest chunk-size line, extensions included; a longer one is a framing error.
+const MAX_CHUNK_LINE: usize = 4096;
+/// How long a closed connection keeps reading (and discarding) what the client still sends.
+const LINGER: Duration = Duration::from_secs(2);
+/// Bytes read at once while a head is being assembled.
+const HEAD_READ: usize = 4096;
+/// The HTTP/2 connection preface (RFC 9113 §3.4).
+const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+/// Transfer codings registered with IANA: a request using one of them in an order we cannot
+/// frame gets 400, one using any other coding 501 (RFC 9112 §6.1).
+const KNOWN_CODINGS: [&str; 7] = [
+    "chunked",
+    "compress",
+    "deflate",
+    "gzip",
+    "x-compress",
+    "x-gzip",
+    "trailers",
+];
+
+/// Limits and deadlines of the request side of one listener.
+#[derive(Debug, Clone)]
+pub(crate) struct H1Limits {
+    /// Longest request line; longer gets 414.
+    pub max_request_line: usize,
+    /// Largest head (request line and fields) and largest trailer section; larger gets 431.
+    pub max_head: usize,
+    /// A Content-Length above this gets 413 before a byte of the body is read.
+    pub max_body: u64,
+    /// Total time from the first byte of a head to its end; then 408 and close (slowloris).
+    pub head_timeout: Duration,
+    /// Longest wait for the next bytes of a request body; then the body fails and the
+    /// connection closes.
+    pub body_timeout: Duration,
+}
+
+/// The status a synthetic [`REJECT_METHOD`] request stands for, if `req` is one.
+///
+/// Only meaningful on HTTP/1 connections wrapped by [`StrictH1`]; callers check the version.
+pub(crate) fn rejection<B>(req: &Request<B>) -> Option<StatusCode> {
+    if req.method().as_str() != REJECT_METHOD {
+        return None;
+    }
+    let code = req.uri().path().trim_start_matches('/');
+    StatusCode::from_bytes(code.as_bytes()).ok()
+}
+
+/// Where the reader is in the request stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// The first bytes of a cleartext connection that also serves h2c: maybe the preface.
+    Sniff,
+    /// An HTTP/2 connection: nothing is checked.
+    Passthrough,
+    /// Between messages or inside a head.
+    Head,
+    /// Inside a Content-Length body.
+    Body { remaining: u64 },
+    /// Expecting a chunk-size line.
+    ChunkSize,
+    /// Inside chunk data.
+    ChunkData { remaining: u64 },
+    /// Expecting the CRLF after chunk data.
+    ChunkDataEnd,
+    /// After the last chunk: trailer fields, then an empty line.
+    Trailers,
+    /// A refused head was replaced by the synthetic request; nothing more is read.
+    Rejected,
+    /// A body broke its framing; every read fails.
+    Failed,
+}
+
+/// What one pass over newly read bytes found.
+#[derive(Debug, PartialEq, Eq)]
+enum Step {
+    /// The first `ok` bytes are checked; the rest need more bytes.
+    Progress(usize),
+    /// The first `ok` bytes are checked; a head after them is refused with `status`.
+    Reject { ok: usize, status: StatusCode },
+    /// The first `ok` bytes are checked; a body's framing breaks after them.
+    Fail { ok: usize },
+}
+
+/// How a checked head frames its body.
+#[derive(Debug, PartialEq, Eq)]
+enum Framing {
+    None,
+    Length(u64),
+    Chunked,
+}
+
+/// A stream that passes to hyper only checked HTTP/1.1 request bytes (see the module docs).
+#[derive(Debug)]
+pub(crate) struct StrictH1<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> {
+    /// `None` only once dropped into the lingering task.
+    inner: Option<S>,
+    limits: Arc<H1Limits>,
+    state: State,
+    /// Bytes read but not yet given to hyper; the first `ready` of them are checked.
+    held: BytesMut,
+    ready: usize,
+    /// When the first byte of the head being read arrived.
+    head_started: Option<Instant>,
+    /// Armed while a read waits: the head deadline or the body inactivity deadline.
+    timer: Option<Pin<Box<Sleep>>>,
+    armed: bool,
+    eof: bool,
+    /// What reads report once [`State::Failed`]: broken framing or a stalled body.
+    failure: io::ErrorKind,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> StrictH1<S> {
+    /// Wraps an accepted connection. `sniff_h2`: the port also serves HTTP/2 by prior
+    /// knowledge, so a connection opening with the preface is passed through.
+    pub(crate) fn new(inner: S, limits: Arc<H1Limits>, sniff_h2: bool) -> Self {
+        Self {
+            inner: Some(inner),
+            limits,
+            state: if sniff_h2 { State::Sniff } else { State::Head },
+            held: BytesMut::new(),
+            ready: 0,
+            head_started: None,
+            timer: None,
+            armed: false,
+            eof: false,
+            failure: io::ErrorKind::InvalidData,
+        }
+    }
+
+    fn inner(&mut self) -> Pin<&mut S> {
+        Pin::new(
+            self.inner
+                .as_mut()
+                .expect("inner stream present until drop"),
+        )
+    }
+
+    /// Runs the state machine over `bytes`, which follow everything checked so far.
+    fn advance(&mut self, bytes: &[u8]) -> Step {
+        let mut pos = 0;
+        loop {
+            let rest = &bytes[pos..];
+            match self.state {
+                State::Sniff => {
+                    let n = rest.len().min(H2_PREFACE.len());
+                    if rest[..n] != H2_PREFACE[..n] {
+                        self.state = State::Head;
+                    } else if n == H2_PREFACE.len() {
+                        self.state = State::Passthrough;
+                    } else {
+                        if n > 0 && self.head_started.is_none() {
+                            self.head_started = Some(Instant::now());
+                        }
+                        return Step::Progress(pos);
+                    }
+                }
+                State::Passthrough => return Step::Progress(bytes.len()),
+                State::Head => {
+                    if rest.is_empty() {
+                        return Step::Progress(pos);
+                    }
+                    match check_head(rest, &self.limits) {
+                        Ok(Some((len, framing))) => {
+                            pos += len;
+                            self.head_started = None;
+                            self.state = match framing {
+                                Framing::None | Framing::Length(0) => State::Head,
+                                Framing::Length(n) => State::Body { remaining: n },
+                                Framing::Chunked => State::ChunkSize,
+                            };
+                        }
+                        Ok(None) => {
+                            if self.head_started.is_none() {
+                                self.head_started = Some(Instant::now());
+                            }
+                            return Step::Progress(pos);
+                        }
+                        Err(status) => return Step::Reject { ok: pos, status },
+                    }
+                }
+                State::Body { remaining } => {
+                    if rest.is_empty() {
+                        return Step::Progress(pos);
+                    }
+                    let n = remaining.min(rest.len() as u64);
+                    pos += n as usize;
+                    self.state = match remaining - n {
+                        0 => State::Head,
+                        remaining => State::Body { remaining },
+                    };
+                }
+                State::ChunkSize => {
+                    let Some(lf) = memchr(b'\n', rest) else {
+                        if rest.len() > MAX_CHUNK_LINE {
+                            return Step::Fail { ok: pos };
+                        }
+                        return Step::Progress(pos);
+                    };
+                    if lf == 0 || rest[lf - 1] != b'\r' || lf > MAX_CHUNK_LINE {
+                        return Step::Fail { ok: pos };
+                    }
+                    let Some(size) = chunk_size(&rest[..lf - 1]) else {
+                        return Step::Fail { ok: pos };
+                    };
+                    pos += lf + 1;
+                    self.state = if size == 0 {
+                        State::Trailers
+                    } else {
+                        State::ChunkData { remaining: size }
+                    };
+                }
+                State::ChunkData { remaining } => {
+                    if rest.is_empty() {
+                        return Step::Progress(pos);
+                    }
+                    let n = remaining.min(rest.len() as u64);
+                    pos += n as usize;
+                    self.state = match remaining - n {
+                        0 => State::ChunkDataEnd,
+                        remaining => State::ChunkData { remaining },
+                    };
+                }
+                State::ChunkDataEnd => match rest {
+                    [] | [b'\r'] => return Step::Progress(pos),
+                    [b'\r', b'\n', ..] => {
+                        pos += 2;
+                        self.state = State::ChunkSize;
+                    }
+                    _ => return Step::Fail { ok: pos },
+                },
+                State::Trailers => {
+                    match rest {
+                        [] | [b'\r'] => return Step::Progress(pos),
+                        [b'\r', b'\n', ..] => {
+                            pos += 2;
+                            self.state = State::Head;
+                            continue;
+                        }
+                        _ => {}
+                    }
+                    let Some(end) = find(rest, b"\r\n\r\n") else {
+                        if rest.len() > self.limits.max_head {
+                            return Step::Fail { ok: pos };
+                        }
+                        return Step::Progress(pos);
+                    };
+                    let section = &rest[..end + 4];
+                    if section.len() > self.limits.max_head || !trailers_ok(section) {
+                        return Step::Fail { ok: pos };
+                    }
+                    pos += section.len();
+                    self.state = State::Head;
+                }
+                State::Rejected | State::Failed => return Step::Progress(pos),
+            }
+        }
+    }
+
+    /// Keeps the first `keep` held bytes (checked) and replaces everything after them with the
+    /// synthetic request for `status`.
+    fn reject(&mut self, keep: usize, status: StatusCode) {
+        tracing::debug!(side = "downstream", %status, "refusing a request head");
+        self.held.truncate(keep);
+        self.held.extend_from_slice(REJECT_METHOD.as_bytes());
+        self.held.extend_from_slice(b" /");
+        self.held.extend_from_slice(status.as_str().as_bytes());
+        self.held.extend_from_slice(b" HTTP/1.1\r\n\r\n");
+        self.ready = self.held.len();
+        self.state = State::Rejected;
+        self.armed = false;
+    }
+
+    /// Keeps the first `keep` held bytes (checked) for hyper; every read after them fails.
+    fn fail(&mut self, keep: usize) {
+        tracing::debug!(
+            side = "downstream",
+            "request body breaks its framing or stalled"
+        );
+        self.held.truncate(keep);
+        self.ready = keep;
+        self.state = State::Failed;
+        self.armed = false;
+    }
+
+    /// The deadline that applies while a read waits, if any: the head deadline is fixed from
+    /// the head's first byte; the body deadline counts from when the wait began.
+    fn deadline(&self) -> Option<Instant> {
+        match self.state {
+            State::Head | State::Sniff => self.head_started.map(|t| t + self.limits.head_timeout),
+            State::Body { .. }
+            | State::ChunkSize
+            | State::ChunkData { .. }
+            | State::ChunkDataEnd
+            | State::Trailers => Some(Instant::now() + self.limits.body_timeout),
+            State::Passthrough | State::Rejected | State::Failed => None,
+        }
+    }
+
+    /// Called when the socket has nothing: arms the deadline and reports whether it passed.
+    fn poll_deadline(&mut self, cx: &mut Context<'_>) -> bool {
+        if !self.armed {
+            let Some(deadline) = self.deadline() else {
+                return false;
+            };
+            match &mut self.timer {
+                Some(timer) => timer.as_mut().reset(deadline),
+                None => self.timer = Some(Box::pin(tokio::time::sleep_until(deadline))),
+            }
+            self.armed = true;
+        }
+        let timer = self.timer.as_mut().expect("armed implies a timer");
+        if timer.as_mut().poll(cx).is_ready() {
+            self.armed = false;
+            return true;
+        }
+        false
+    }
+
+    /// True when a head is being read and its deadline has passed (for a client that trickles
+    /// bytes fast enough never to leave the socket empty).
+    fn head_overdue(&self) -> bool {
+        matches!(self.state, State::Head | State::Sniff)
+            && self
+                .head_started
+                .is_some_and(|t| t.elapsed() >= self.limits.head_timeout)
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> AsyncRead for StrictH1<S> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        out: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        loop {
+            if this.ready > 0 {
+                let n = this.ready.min(out.remaining());
+                out.put_slice(&this.held[..n]);
+                this.held.advance(n);
+                this.ready -= n;
+                if this.held.is_empty() {
+                    // Idle connections keep no buffer of their own.
+                    this.held = BytesMut::new();
+                }
+                return Poll::Ready(Ok(()));
+            }
+            match this.state {
+                // hyper writes the refusal and closes; it needs nothing more from the client.
+                State::Rejected => return Poll::Pending,
+                State::Failed => {
+                    let why = match this.failure {
+                        io::ErrorKind::TimedOut => "request body stalled past the body timeout",
+                        _ => "request body breaks HTTP/1.1 chunked framing",
+                    };
+                    return Poll::Ready(Err(io::Error::new(this.failure, why)));
+                }
+                State::Passthrough if this.held.is_empty() => {
+                    return this.inner().poll_read(cx, out)
+                }
+                _ => {}
+            }
+            if this.eof {
+                return Poll::Ready(Ok(()));
+            }
+            if this.held.is_empty() {
+                // Fast path: read straight into hyper's buffer, keep back what is not checked.
+                let before = out.filled().len();
+                match this.inner().poll_read(cx, out) {
+                    Poll::Pending => {
+                        if this.poll_deadline(cx) {
+                            on_deadline(this);
+                            continue;
+                        }
+                        return Poll::Pending;
+                    }
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Ready(Ok(())) => {}
+                }
+                let got = out.filled().len() - before;
+                if got == 0 {
+                    this.eof = true;
+                    return Poll::Ready(Ok(()));
+                }
+                this.armed = false;
+                let step = this.advance(&out.filled()[before..]);
+                let ok = match step {
+                    Step::Progress(ok) => {
+                        this.held.extend_from_slice(&out.filled()[before + ok..]);
+                        ok
+                    }
+                    Step::Reject { ok, status } => {
+                        this.reject(0, status);
+                        ok
+                    }
+                    Step::Fail { ok } => {
+                        this.fail(0);
+                        ok
+                    }
+                };
+                out.set_filled(before + ok);
+                if ok > 0 {
+                    return Poll::Ready(Ok(()));
+                }
+                if this.head_overdue() {
+                    this.reject(0, StatusCode::REQUEST_TIMEOUT);
+                }
+                continue;
+            }
+            // Slow path: a head (or chunk line) arrives in pieces; gather them in `held`.
+            let mut chunk = [MaybeUninit::<u8>::uninit(); HEAD_READ];
+            let mut buf = ReadBuf::uninit(&mut chunk);
+            match this.inner().poll_read(cx, &mut buf) {
+                Poll::Pending => {
+                    if this.poll_deadline(cx) {
+                        on_deadline(this);
+                        continue;
+                    }
+                    return Poll::Pending;
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Ready(Ok(())) => {}
+            }
+            if buf.filled().is_empty() {
+                // A partial head at EOF is dropped: hyper sees a quiet close.
+                this.eof = true;
+                continue;
+            }
+            this.armed = false;
+            this.held.extend_from_slice(buf.filled());
+            let held = std::mem::take(&mut this.held);
+            let step = this.advance(&held);
+            this.held = held;
+            match step {
+                Step::Progress(ok) => this.ready = ok,
+                Step::Reject { ok, status } => this.reject(ok, status),
+                Step::Fail { ok } => this.fail(ok),
+            }
+            if this.ready == 0 && this.head_overdue() {
+                this.reject(0, StatusCode::REQUEST_TIMEOUT);
+            }
+        }
+    }
+}
+
+/// A deadline passed while the socket was empty: 408 for a head, a failed body otherwise.
+fn on_deadline<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(this: &mut StrictH1<S>) {
+    match this.state {
+        State::Head | State::Sniff => this.reject(0, StatusCode::REQUEST_TIMEOUT),
+        _ => {
+            this.fail(0);
+            this.failure = io::ErrorKind::TimedOut;
+        }
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> AsyncWrite for StrictH1<S> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.get_mut().inner().poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        self.get_mut().inner().poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.as_ref().is_some_and(|s| s.is_write_vectored())
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.get_mut().inner().poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.get_mut().inner().poll_shutdown(cx)
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> Drop for StrictH1<S> {
+    /// Closes with a linger when the client may still be sending (a refused head, a body cut
+    /// short): a close with unread data becomes a reset, which can destroy the answer in the
+    /// client's receive buffer before it is read.
+    fn drop(&mut self) {
+        let mid_message = !matches!(self.state, State::Head | State::Passthrough | State::Sniff)
+            || self.head_started.is_some();
+        if !mid_message || self.eof {
+            return;
+        }
+        let (Some(mut stream), Ok(runtime)) =
+            (self.inner.take(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        runtime.spawn(async move {
+            let mut sink = [0u8; 4096];
+            let linger = async {
+                stream.shutdown().await?;
+                while stream.read(&mut sink).await? > 0 {}
+                Ok::<(), io::Error>(())
+            };
+            let _ = tokio::time::timeout(LINGER, linger).await;
+        });
+    }
+}
+
+/// Checks one request head at the start of `buf`: `Ok(None)` when it is not complete yet,
+/// `Ok(Some((length, framing)))` when it is complete and acceptable, `Err(status)` when it is
+/// refused.
+fn check_head(buf: &[u8], limits: &H1Limits) -> Result<Option<(usize, Framing)>, StatusCode> {
+    let mut headers = [MaybeUninit::<httparse::Header<'_>>::uninit(); MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut []);
+    let len = match req.parse_with_uninit_headers(buf, &mut headers) {
+        Ok(httparse::Status::Complete(len)) => len,
+        Ok(httparse::Status::Partial) => {
+            let start = leading_empty_lines(buf);
+            let line = memchr(b'\n', &buf[start..]).unwrap_or(buf.len() - start);
+            if line > limits.max_request_line {
+                return Err(StatusCode::URI_TOO_LONG);
+            }
+            if buf.len() > limits.max_head {
+                return Err(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE);
+            }
+            return Ok(None);
+        }
+        Err(httparse::Error::TooManyHeaders) => {
+            return Err(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE)
+        }
+        Err(_) => return Err(StatusCode::BAD_REQUEST),
+    };
+    let head = &buf[..len];
+    let start = leading_empty_lines(head);
+    let line = memchr(b'\n', &head[start..]).unwrap_or(0);
+    if line > limits.max_request_line {
+        return Err(StatusCode::URI_TOO_LONG);
+    }
+    if len > limits.max_head {
+        return Err(StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE);
+    }
+    // RFC 9112 §2.2: a bare LF is tolerated by some parsers and not others; refuse it.
+    if !crlf_only(&head[start..]) {
+        return Err(StatusCode::BAD_REQUEST);
+    }
+    let method = req.method.unwrap_or_default();
+    let target = req.path.unwrap_or_default();
+    let http10 = req.version == Some(0);
+    if method == REJECT_METHOD {
+        return Err(StatusCode::BAD_REQUEST);
+    }
+    if method == "CONNECT" {
+        // A reverse proxy has no tunnels to offer (RFC 9110 §9.3.6).
+        return Err(StatusCode::METHOD_NOT_ALLOWED);
+    }
+    if !target_ok(method, target) {
+        return Err(StatusCode::BAD_REQUEST);
+    }
+    let mut hosts = 0;
+    let mut length: Option<u64> = None;
+    let mut lengths = 0;
+    let mut codings = 0;
+    let mut chunked_only = true;
+    let mut unknown_coding = false;
+    for header in req.headers.iter() {
+        let name = header.name;
+        let value = trim(header.value);
+        if name.eq_ignore_ascii_case("host") {
+            hosts += 1;
+            if !host_ok(value) {
+                return Err(StatusCode::BAD_REQUEST);
+            }
+        } else if name.eq_ignore_ascii_case("content-length") {
+            lengths += 1;
+            length = Some(decimal(value).ok_or(StatusCode::BAD_REQUEST)?);
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            for coding in value.split(|&b| b == b',') {
+                let coding = trim(coding);
+                codings += 1;
+                if !coding.eq_ignore_ascii_case(b"chunked") {
+                    chunked_only = false;
+                    unknown_coding |= !KNOWN_CODINGS
+                        .iter()
+                        .any(|known| coding.eq_ignore_ascii_case(known.as_bytes()));
+                }
+            }
+        }
+    }
+    // RFC 9112 §3.2: exactly one Host in HTTP/1.1, at most one in HTTP/1.0.
+    if hosts > 1 || (hosts == 0 && !http10) {
+        return Err(StatusCode::BAD_REQUEST);
+    }
+    if codings > 0 {
+        // RFC 9112 §6.1: 501 for a coding we do not know; §6.3: 400 for anything we cannot
+        // frame (not a single final chunked, with Content-Length, or in HTTP/1.0).
+        if unknown_coding {
+            return Err(StatusCode::NOT_IMPLEMENTED);
+        }
+        if http10 || lengths > 0 || codings != 1 || !chunked_only {
+            return Err(StatusCode::BAD_REQUEST);
+        }
+        return Ok(Some((len, Framing::Chunked)));
+    }
+    // RFC 9110 §8.6 lets a recipient accept repeated identical values; a proxy in front of
+    // parsers that may not is safer refusing every repetition.
+    if lengths > 1 {
+        return Err(StatusCode::BAD_REQUEST);
+    }
+    match length {
+        Some(n) if n > limits.max_body => Err(StatusCode::PAYLOAD_TOO_LARGE),
+        Some(n) => Ok(Some((len, Framing::Length(n)))),
+        None => Ok(Some((len, Framing::None))),
+    }
+}
+
+/// Bytes of empty lines before a request line (RFC 9112 §2.2 lets a server skip them).
+fn leading_empty_lines(buf: &[u8]) -> usize {
+    let mut i = 0;
+    while i < buf.len() && (buf[i] == b'\r' || buf[i] == b'\n') {
+        i += 1;
+    }
+    i
+}
+
+/// True when every LF is preceded by CR.
+pub(crate) fn crlf_only(bytes: &[u8]) -> bool {
+    let mut from = 0;
+    while let Some(i) = memchr(b'\n', &bytes[from..]) {
+        let at = from + i;
+        if at == 0 || bytes[at - 1] != b'\r' {
+            return false;
+        }
+        from = at + 1;
+    }
+    true
+}
+
+/// RFC 9112 §3.2: origin-form for every method, absolute-form (http/https), asterisk-form for
+/// OPTIONS only; authority-form belongs to CONNECT, which is refused before this.
+fn target_ok(method: &str, target: &str) -> bool {
+    let t = target.as_bytes();
+    if t.first() == Some(&b'/') {
+        return true;
+    }
+    if target == "*" {
+        return method == "OPTIONS";
+    }
+    let lower = |n: usize| t.len() > n && t[..n].eq_ignore_ascii_case(&b"https://"[..n]);
+    (t.len() > 7 && t[..7].eq_ignore_ascii_case(b"http://")) || lower(8)
+}
+
+/// RFC 3986 §3.2.2/§3.2.3 `host [ ":" port ]` (an empty value is allowed: RFC 9112 §3.2).
+fn host_ok(value: &[u8]) -> bool {
+    let (host, port) = if value.first() == Some(&b'[') {
+        let Some(close) = memchr(b']', value) else {
+            return false;
+        };
+        let literal = &value[1..close];
+        if literal.is_empty()
+            || !literal
+                .iter()
+                .all(|&b| b.is_ascii_hexdigit() || b == b':' || b == b'.')
+        {
+            return false;
+        }
+        match &value[close + 1..] {
+            [] => return true,
+            [b':', port @ ..] => (&value[..0], port),
+            _ => return false,
+        }
+    } else {
+        match value.iter().rposition(|&b| b == b':') {
+            Some(i) => (&value[..i], &value[i + 1..]),
+            None => (value, &value[..0]),
+        }
+    };
+    let reg_name = |b: &u8| {
+        b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'-' | b'.'
+                    | b'_'
+                    | b'~'
+                    | b'%'
+                    | b'!'
+                    | b'$'
+                    | b'&'
+                    | b'\''
+                    | b'('
+                    | b')'
+                    | b'*'
+                    | b'+'
+                    | b','
+                    | b';'
+                    | b'='
+            )
+    };
+    host.iter().all(reg_name) && port.len() <= 5 && port.iter().all(u8::is_ascii_digit)
+}
+
+/// `1*DIGIT` without sign, spaces or overflow (RFC 9110 §8.6).
+fn decimal(value: &[u8]) -> Option<u64> {
+    if value.is_empty() || value.len() > 19 {
+        return None;
+    }
+    value.iter().try_fold(0u64, |n, &b| {
+        if b.is_ascii_digit() {
+            n.checked_mul(10)?.checked_add(u64::from(b - b'0'))
+        } else {
+            None
+        }
+    })
+}
+
+/// A chunk-size line without its CRLF: `1*HEXDIG [ ";" chunk-ext ]` (RFC 9112 §7.1), strictly:
+/// no whitespace, no sign or `0x`, no overflow, no control characters in extensions.
+pub(crate) fn chunk_size(line: &[u8]) -> Option<u64> {
+    let digits = line.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+    if digits == 0 || digits > 16 {
+        return None;
+    }
+    match &line[digits..] {
+        [] => {}
+        [b';', ext @ ..] if ext.iter().all(|&b| b == b'\t' || (0x20..0x7f).contains(&b)) => {}
+        _ => return None,
+    }
+    line[..digits].iter().try_fold(0u64, |n, &b| {
+        let d = (b as char).to_digit(16)? as u64;
+        n.checked_mul(16)?.checked_add(d)
+    })
+}
+
+/// A trailer section (ending in an empty line) that parses as header fields with CRLF ends.
+fn trailers_ok(section: &[u8]) -> bool {
+    let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    crlf_only(section)
+        && matches!(
+            httparse::parse_headers(section, &mut fields),
+            Ok(httparse::Status::Complete((n, _))) if n == section.len()
+        )
+}
+
+fn trim(mut v: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = v {
+        v = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = v {
+        v = rest;
+    }
+    v
+}
+
+fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
+    haystack.iter().position(|&b| b == needle)
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> H1Limits {
+        H1Limits {
+            max_request_line: 64,
+            max_head: 256,
+            max_body: 1000,
+            head_timeout: Duration::from_secs(1),
+            body_timeout: Duration::from_secs(1),
+        }
+    }
+
+    fn status(raw: &[u8]) -> Result<Option<Framing>, u16> {
+        check_head(raw, &limits())
+            .map(|r| r.map(|(_, f)| f))
+            .map_err(|s| s.as_u16())
+    }
+
+    #[test]
+    fn framing_of_acceptable_heads() {
+        assert_eq!(
+            status(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"),
+            Ok(Some(Framing::None))
+        );
+        assert_eq!(
+            status(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n"),
+            Ok(Some(Framing::Length(5)))
+        );
+        assert_eq!(
+            status(b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: Chunked \r\n\r\n"),
+            Ok(Some(Framing::Chunked))
+        );
+        assert_eq!(status(b"GET / HTTP/1.0\r\n\r\n"), Ok(Some(Framing::None)));
+        assert_eq!(
+            status(b"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n"),
+            Ok(Some(Framing::None))
+        );
+        assert_eq!(
+            status(b"GET http://a/b HTTP/1.1\r\nHost: a\r\n\r\n"),
+            Ok(Some(Framing::None))
+        );
+        assert_eq!(status(b"GET / HTTP/1.1\r\nHost: a\r\n"), Ok(None));
+        assert_eq!(
+            status(b"\r\nGET / HTTP/1.1\r\nHost: [::1]:80\r\n\r\n"),
+            Ok(Some(Framing::None))
+        );
+    }
+
+    #[test]
+    fn smuggling_shapes_are_refused() {
+        for (raw, code) in [
+            (&b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"[..], 400),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n", 400),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 5\r\n\r\n", 400),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: +5\r\n\r\n", 400),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n", 400),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0x10\r\n\r\n", 400),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 99999999999999999999\r\n\r\n", 400),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", 400),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked, gzip\r\n\r\n", 400),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 400),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: foo\r\n\r\n", 501),
+            (b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding : chunked\r\n\r\n", 400),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nX: a\r\n folded\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\nHost: a\n\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: a\nX: b\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nX: a\x00b\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nX: a\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 400),
+            (b"GET / HTTP/1.1\r\nHost: a@b\r\n\r\n", 400),
+            (b"GET foo HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            (b"CONNECT a:443 HTTP/1.1\r\nHost: a\r\n\r\n", 405),
+            (b"X-GB-REJECT /200 HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1001\r\n\r\n", 413),
+        ] {
+            assert_eq!(status(raw), Err(code), "{}", String::from_utf8_lossy(raw));
+        }
+    }
+
+    #[test]
+    fn limits_give_414_and_431_before_the_head_is_complete() {
+        let long_line = format!("GET /{} HTTP/1.1\r\n", "a".repeat(100));
+        assert_eq!(status(long_line.as_bytes()), Err(414));
+        assert_eq!(status(&long_line.as_bytes()[..80]), Err(414));
+        let big_head = format!("GET / HTTP/1.1\r\nHost: a\r\nX: {}\r\n", "b".repeat(300));
+        assert_eq!(status(big_head.as_bytes()), Err(431));
+        let mut many = b"GET / HTTP/1.1\r\nHost: a\r\n".to_vec();
+        for _ in 0..MAX_HEADERS {
+            many.extend_from_slice(b"X: 1\r\n");
+        }
+        many.extend_from_slice(b"\r\n");
+        let wide = H1Limits {
+            max_head: 100_000,
+            ..limits()
+        };
+        assert_eq!(
+            check_head(&many, &wide).map_err(|s| s.as_u16()).err(),
+            Some(431)
+        );
+    }
+
+    #[test]
+    fn chunk_size_lines_are_strict() {
+        assert_eq!(chunk_size(b"0"), Some(0));
+        assert_eq!(chunk_size(b"1a"), Some(26));
+        assert_eq!(chunk_size(b"A;name=value"), Some(10));
+        assert_eq!(chunk_size(b"ffffffffffffffff"), Some(u64::MAX));
+        for bad in [
+            &b""[..],
+            b" 1",
+            b"1 ",
+            b"+1",
+            b"0x1",
+            b"-1",
+            b"1;\x00",
+            b"zz",
+            b"10000000000000000",
+        ] {
+            assert_eq!(chunk_size(bad), None, "{}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    fn checker() -> StrictH1<tokio::io::DuplexStream> {
+        let (a, _b) = tokio::io::duplex(64);
+        StrictH1::new(a, Arc::new(limits()), false)
+    }
+
+    #[tokio::test]
+    async fn pipelined_messages_are_checked_one_by_one() {
+        let mut c = checker();
+        let first = b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX-T: 1\r\n\r\n";
+        let second = b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n";
+        let mut all = first.to_vec();
+        all.extend_from_slice(second);
+        assert_eq!(
+            c.advance(&all),
+            Step::Reject {
+                ok: first.len(),
+                status: StatusCode::BAD_REQUEST
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn a_chunked_body_cannot_hide_a_request() {
+        let mut c = checker();
+        let raw = b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloGET /smuggled HTTP/1.1\r\n\r\n";
+        let head = raw.iter().position(|&b| b == b'5').unwrap();
+        assert_eq!(c.advance(raw), Step::Fail { ok: head + 3 + 5 });
+    }
+
+    #[tokio::test]
+    async fn partial_input_is_held_back() {
+        let mut c = checker();
+        let raw = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nab";
+        assert_eq!(c.advance(&raw[..10]), Step::Progress(0));
+        assert_eq!(c.advance(raw), Step::Progress(raw.len()));
+        assert_eq!(c.state, State::Body { remaining: 1 });
+        assert_eq!(c.advance(b"cGET"), Step::Progress(1));
+        assert_eq!(c.state, State::Head);
+    }
+}

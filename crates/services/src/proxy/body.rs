@@ -1,0 +1,265 @@
+//! The bodies the intermediaries move: requests going upstream ([`UpBody`]) and responses going
+//! back to the client ([`ResBody`]). Both stream frame by frame; nothing is collected except by
+//! the transform, which must parse the whole JSON document.
+//!
+//! An HTTP/1.1 upstream's body ([`H1Body`]) owns its connection: the connection goes back to
+//! the pool only when the body ended cleanly. A body that breaks (the upstream resets,
+//! truncates or stalls) closes its connection, and the error reaches hyper, which truncates the client's message (HTTP/1: close before the end;
+//! HTTP/2: RST_STREAM) — a failure is never turned into a complete-looking response
+//! (BEHAVIOUR.md, "as an intermediary").
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use tokio::sync::oneshot;
+use tokio::time::{Instant, Sleep};
+
+use crate::h1client::H1Body;
+use crate::proxy::forward::{log_failure, Failure};
+
+/// Why a body stopped.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BodyError {
+    /// The client's body went past the configured limit (413).
+    #[error("request body is larger than the limit of {0} bytes")]
+    TooLarge(u64),
+    /// The client's body could not be read: broken framing, a stall, or the client left.
+    #[error("reading the request body failed")]
+    Downstream(#[source] hyper::Error),
+    /// The upstream's body could not be read: a reset, a truncation or a protocol error.
+    #[error("reading the upstream response body failed")]
+    Upstream(#[source] hyper::Error),
+    /// The upstream sent nothing for the read timeout in the middle of a body.
+    #[error("upstream response body stalled for {0:?}")]
+    UpstreamStalled(Duration),
+    /// The upstream's body broke its framing (or ended early).
+    #[error("upstream response body: {0}")]
+    UpstreamFraming(&'static str),
+    /// Reading the upstream's body failed (a reset).
+    #[error("reading the upstream response body failed")]
+    UpstreamIo(#[source] std::io::Error),
+}
+
+/// A request body on its way upstream.
+#[derive(Debug)]
+pub(crate) enum UpBody {
+    /// No body.
+    Empty,
+    /// A body already in memory (the transform's XML).
+    Full(Option<Bytes>),
+    /// The client's body, streamed, counted against the limit.
+    Stream {
+        inner: Incoming,
+        seen: u64,
+        max: u64,
+        /// Told when the whole body has been handed over (the response timeout starts then).
+        done: Option<oneshot::Sender<()>>,
+    },
+}
+
+impl UpBody {
+    /// Streams `inner`, failing with [`BodyError::TooLarge`] past `max` bytes.
+    pub(crate) fn stream(inner: Incoming, max: u64) -> Self {
+        if inner.is_end_stream() {
+            return UpBody::Empty;
+        }
+        UpBody::Stream {
+            inner,
+            seen: 0,
+            max,
+            done: None,
+        }
+    }
+
+    /// For a streamed body: a receiver that resolves once the body has been sent whole (or
+    /// dropped). `None` for bodies already in memory.
+    pub(crate) fn watch_done(&mut self) -> Option<oneshot::Receiver<()>> {
+        match self {
+            UpBody::Stream { done, .. } => {
+                let (tx, rx) = oneshot::channel();
+                *done = Some(tx);
+                Some(rx)
+            }
+            _ => None,
+        }
+    }
+}
+
+impl Body for UpBody {
+    type Data = Bytes;
+    type Error = BodyError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        match self.get_mut() {
+            UpBody::Empty => Poll::Ready(None),
+            UpBody::Full(data) => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
+            UpBody::Stream {
+                inner,
+                seen,
+                max,
+                done,
+            } => match std::task::ready!(Pin::new(&mut *inner).poll_frame(cx)) {
+                Some(Ok(frame)) => {
+                    if let Some(data) = frame.data_ref() {
+                        *seen += data.len() as u64;
+                        if *seen > *max {
+                            return Poll::Ready(Some(Err(BodyError::TooLarge(*max))));
+                        }
+                    }
+                    // hyper stops polling once the body says it has ended.
+                    if inner.is_end_stream() {
+                        if let Some(done) = done.take() {
+                            let _ = done.send(());
+                        }
+                    }
+                    Poll::Ready(Some(Ok(frame)))
+                }
+                Some(Err(e)) => Poll::Ready(Some(Err(BodyError::Downstream(e)))),
+                None => {
+                    if let Some(done) = done.take() {
+                        let _ = done.send(());
+                    }
+                    Poll::Ready(None)
+                }
+            },
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            UpBody::Empty => true,
+            UpBody::Full(data) => data.is_none(),
+            UpBody::Stream { inner, .. } => inner.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            UpBody::Empty => SizeHint::with_exact(0),
+            UpBody::Full(data) => SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64)),
+            UpBody::Stream { inner, .. } => inner.size_hint(),
+        }
+    }
+}
+
+/// A response body on its way to the client.
+#[derive(Debug)]
+pub(crate) enum ResBody {
+    /// An answer of the proxy's own (errors, health).
+    Local(Option<Bytes>),
+    /// An HTTP/1.1 upstream's body, read straight from its connection.
+    H1(H1Body),
+    /// An HTTP/2 upstream's body, streamed from hyper's client.
+    Upstream(UpstreamBody),
+}
+
+impl ResBody {
+    /// A body of the proxy's own.
+    pub(crate) fn local(data: impl Into<Bytes>) -> Self {
+        ResBody::Local(Some(data.into()))
+    }
+}
+
+/// An HTTP/2 upstream's response body with its read timeout.
+#[derive(Debug)]
+pub(crate) struct UpstreamBody {
+    inner: Incoming,
+    read_timeout: Duration,
+    timer: Option<Pin<Box<Sleep>>>,
+    armed: bool,
+    /// Which upstream, for the log line if the body breaks.
+    upstream: Arc<str>,
+    /// An error held back for one poll so hyper flushes what it has first (see `H1Body`).
+    failed: Option<BodyError>,
+}
+
+impl UpstreamBody {
+    pub(crate) fn new(inner: Incoming, read_timeout: Duration, upstream: Arc<str>) -> Self {
+        Self {
+            inner,
+            read_timeout,
+            timer: None,
+            armed: false,
+            upstream,
+            failed: None,
+        }
+    }
+}
+
+impl Body for ResBody {
+    type Data = Bytes;
+    type Error = BodyError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        let body = match self.get_mut() {
+            ResBody::Local(data) => return Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
+            ResBody::H1(body) => return Pin::new(body).poll_frame(cx),
+            ResBody::Upstream(body) => body,
+        };
+        if let Some(error) = body.failed.take() {
+            return Poll::Ready(Some(Err(error)));
+        }
+        match Pin::new(&mut body.inner).poll_frame(cx) {
+            Poll::Ready(Some(Ok(frame))) => {
+                body.armed = false;
+                Poll::Ready(Some(Ok(frame)))
+            }
+            Poll::Ready(Some(Err(error))) => {
+                log_failure(Failure::UpstreamBodyBroken, Some(&body.upstream), &error);
+                body.failed = Some(BodyError::Upstream(error));
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => {
+                if !body.armed {
+                    let deadline = Instant::now() + body.read_timeout;
+                    match &mut body.timer {
+                        Some(timer) => timer.as_mut().reset(deadline),
+                        None => body.timer = Some(Box::pin(tokio::time::sleep_until(deadline))),
+                    }
+                    body.armed = true;
+                }
+                let timer = body.timer.as_mut().expect("armed implies a timer");
+                if timer.as_mut().poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                body.armed = false;
+                let error = BodyError::UpstreamStalled(body.read_timeout);
+                log_failure(Failure::UpstreamBodyBroken, Some(&body.upstream), &error);
+                body.failed = Some(error);
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            ResBody::Local(data) => data.is_none(),
+            ResBody::H1(body) => body.is_end_stream(),
+            ResBody::Upstream(body) => body.inner.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            ResBody::Local(data) => {
+                SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
+            }
+            ResBody::H1(body) => body.size_hint(),
+            ResBody::Upstream(body) => body.inner.size_hint(),
+        }
+    }
+}

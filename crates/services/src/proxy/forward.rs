@@ -1,0 +1,738 @@
+//! Forwarding one request: choosing an upstream, getting a connection, sending, retrying, and
+//! turning failures into the answers BEHAVIOUR.md names.
+//!
+//! - Upstream refused or reset before a response → 502; connect, first-byte or read timeout →
+//!   504; no eligible upstream → 503 at once (selection reads in-memory state, it never walks
+//!   through dead hosts); a malformed response → 502 and its connection is closed, never pooled.
+//!   Every error answer carries `Proxy-Status` (RFC 9209) naming the error type.
+//! - Retries: a failure before anything was sent (connect failure, a pooled connection found
+//!   closed) may be retried on another upstream for any method; any other failure only for an
+//!   idempotent method (RFC 9110 §9.2.2) without a body, i.e. one the proxy can send again
+//!   whole, and always before a byte went to the client (the answer is chosen only once a
+//!   response head is in hand). Each upstream is tried at most once per request, within the
+//!   `tries` budget. A pooled connection that turns out to be stale is retried once on a fresh
+//!   connection to the same upstream, without counting against the budget or the upstream.
+//! - A POST that reached an upstream is never sent again: after a first-byte timeout, a reset
+//!   or a truncated answer the client gets 502/504.
+//!
+//! Errors carry their side (pingora's `ErrorSource`): upstream failures answer 5xx and count
+//! towards passive ejection; downstream ones (the client's body over the limit, broken or
+//! stalled) answer 4xx and blame no upstream.
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{HeaderValue, CONNECTION, CONTENT_TYPE, HOST, TE};
+use http::uri::{Authority, PathAndQuery};
+use http::{HeaderMap, Method, Request, Response, StatusCode, Uri, Version};
+use hyper::body::{Body, Incoming};
+use hyper::client::conn::http2;
+use tracing::{debug, warn};
+
+use crate::h1client::{self, H1Error};
+use crate::proxy::body::{BodyError, ResBody, UpBody, UpstreamBody};
+use crate::proxy::{headers, Shared};
+use crate::upstream::{ConnectError, Sender, Target};
+
+/// Upper bound of the `tries` budget: a request tries at most this many upstreams.
+pub(crate) const MAX_TRIES: usize = 16;
+
+/// Which side a failure is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Side {
+    Upstream,
+    Downstream,
+    Internal,
+}
+
+impl Side {
+    fn as_str(self) -> &'static str {
+        match self {
+            Side::Upstream => "upstream",
+            Side::Downstream => "downstream",
+            Side::Internal => "internal",
+        }
+    }
+}
+
+/// Every way a forwarded request can fail; a small `Copy` enum, nothing allocated per failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Failure {
+    ConnectRefused,
+    ConnectTimeout,
+    ConnectFailed,
+    TlsFailed,
+    ResponseTimeout,
+    UpstreamClosed,
+    UpstreamProtocol,
+    ResponseHeadTooLarge,
+    UpstreamBodyBroken,
+    NoUpstream,
+    LoopDetected,
+    RequestTooLarge,
+    RequestBodyInvalid,
+    RequestBodyTimeout,
+    UnsupportedMediaType,
+    InvalidJson,
+}
+
+impl Failure {
+    /// Every failure, in declaration order (the index of [`Failure::index`]).
+    pub(crate) const ALL: [Failure; 16] = [
+        Failure::ConnectRefused,
+        Failure::ConnectTimeout,
+        Failure::ConnectFailed,
+        Failure::TlsFailed,
+        Failure::ResponseTimeout,
+        Failure::UpstreamClosed,
+        Failure::UpstreamProtocol,
+        Failure::ResponseHeadTooLarge,
+        Failure::UpstreamBodyBroken,
+        Failure::NoUpstream,
+        Failure::LoopDetected,
+        Failure::RequestTooLarge,
+        Failure::RequestBodyInvalid,
+        Failure::RequestBodyTimeout,
+        Failure::UnsupportedMediaType,
+        Failure::InvalidJson,
+    ];
+
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The status the client gets.
+    pub(crate) fn status(self) -> StatusCode {
+        match self {
+            Failure::ConnectTimeout | Failure::ResponseTimeout => StatusCode::GATEWAY_TIMEOUT,
+            Failure::NoUpstream => StatusCode::SERVICE_UNAVAILABLE,
+            Failure::LoopDetected => StatusCode::LOOP_DETECTED,
+            Failure::RequestTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Failure::RequestBodyInvalid | Failure::InvalidJson => StatusCode::BAD_REQUEST,
+            Failure::RequestBodyTimeout => StatusCode::REQUEST_TIMEOUT,
+            Failure::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            _ => StatusCode::BAD_GATEWAY,
+        }
+    }
+
+    pub(crate) fn side(self) -> Side {
+        match self {
+            Failure::RequestTooLarge
+            | Failure::RequestBodyInvalid
+            | Failure::RequestBodyTimeout
+            | Failure::UnsupportedMediaType
+            | Failure::InvalidJson => Side::Downstream,
+            Failure::LoopDetected => Side::Internal,
+            _ => Side::Upstream,
+        }
+    }
+
+    /// The RFC 9209 §2.3 error type.
+    pub(crate) fn proxy_error(self) -> &'static str {
+        match self {
+            Failure::ConnectRefused => "connection_refused",
+            Failure::ConnectTimeout => "connection_timeout",
+            Failure::ConnectFailed | Failure::UpstreamClosed => "connection_terminated",
+            Failure::TlsFailed => "tls_protocol_error",
+            Failure::ResponseTimeout => "http_response_timeout",
+            Failure::UpstreamProtocol => "http_protocol_error",
+            Failure::ResponseHeadTooLarge => "http_response_header_section_size",
+            Failure::UpstreamBodyBroken => "http_response_incomplete",
+            Failure::NoUpstream => "destination_unavailable",
+            Failure::LoopDetected => "proxy_loop_detected",
+            Failure::RequestTooLarge
+            | Failure::RequestBodyInvalid
+            | Failure::RequestBodyTimeout
+            | Failure::UnsupportedMediaType
+            | Failure::InvalidJson => "http_request_error",
+        }
+    }
+
+    /// What the log and the error body say.
+    pub(crate) fn message(self) -> &'static str {
+        match self {
+            Failure::ConnectRefused => "upstream refused the connection",
+            Failure::ConnectTimeout => "upstream connect timed out",
+            Failure::ConnectFailed => "upstream connect failed",
+            Failure::TlsFailed => "upstream TLS handshake failed",
+            Failure::ResponseTimeout => "upstream sent no response in time",
+            Failure::UpstreamClosed => "upstream closed or reset the connection before a response",
+            Failure::UpstreamProtocol => "upstream sent a malformed response",
+            Failure::ResponseHeadTooLarge => "upstream response head is over the limit",
+            Failure::UpstreamBodyBroken => {
+                "upstream response body broke off: client sees a truncated response"
+            }
+            Failure::NoUpstream => "no upstream is available",
+            Failure::LoopDetected => "request loops back to this proxy (Via)",
+            Failure::RequestTooLarge => "request body is over the limit",
+            Failure::RequestBodyInvalid => "request body could not be read",
+            Failure::RequestBodyTimeout => "request body stalled",
+            Failure::UnsupportedMediaType => "request body is not JSON",
+            Failure::InvalidJson => "request body is not valid JSON",
+        }
+    }
+
+    fn from_connect(error: &ConnectError) -> Self {
+        match error {
+            ConnectError::Refused(_) => Failure::ConnectRefused,
+            ConnectError::Timeout => Failure::ConnectTimeout,
+            ConnectError::Tls(_) => Failure::TlsFailed,
+            ConnectError::Other(_) => Failure::ConnectFailed,
+        }
+    }
+}
+
+/// Logs at most [`LogGate::PER_SECOND`] failures a second at `warn`; the rest at `debug`, with
+/// the count of those held back reported on the next `warn`. A dead upstream under load must
+/// not turn the proxy into a log writer.
+struct LogGate {
+    second: AtomicU64,
+    count: AtomicU32,
+    held_back: AtomicU64,
+}
+
+impl LogGate {
+    const PER_SECOND: u32 = 10;
+
+    /// `Some(held back since the last warn)` when this one may be a warn.
+    fn admit(&self) -> Option<u64> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        if self.second.swap(now, Ordering::Relaxed) != now {
+            self.count.store(0, Ordering::Relaxed);
+        }
+        if self.count.fetch_add(1, Ordering::Relaxed) < Self::PER_SECOND {
+            Some(self.held_back.swap(0, Ordering::Relaxed))
+        } else {
+            self.held_back.fetch_add(1, Ordering::Relaxed);
+            None
+        }
+    }
+}
+
+static LOG_GATE: LogGate = LogGate {
+    second: AtomicU64::new(0),
+    count: AtomicU32::new(0),
+    held_back: AtomicU64::new(0),
+};
+
+/// Logs a failure with its side and, for upstream failures, which upstream.
+pub(crate) fn log_failure(failure: Failure, upstream: Option<&str>, error: &dyn fmt::Display) {
+    let side = failure.side().as_str();
+    let upstream = upstream.unwrap_or("-");
+    match LOG_GATE.admit() {
+        Some(held_back) => warn!(
+            side,
+            upstream,
+            status = failure.status().as_u16(),
+            %error,
+            similar_held_back = held_back,
+            "{}",
+            failure.message()
+        ),
+        None => debug!(side, upstream, %error, "{}", failure.message()),
+    }
+}
+
+/// A request ready to go upstream, in a protocol-neutral form.
+#[derive(Debug)]
+pub(crate) struct Outgoing {
+    pub method: Method,
+    pub uri: Uri,
+    pub headers: HeaderMap,
+    /// The client sent `TE: trailers` (re-sent to HTTP/2 upstreams only).
+    pub te_trailers: bool,
+    pub body: UpBody,
+}
+
+/// What is kept to send a body-less idempotent request again.
+struct Spare {
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    te_trailers: bool,
+}
+
+impl Spare {
+    fn of(out: &Outgoing) -> Self {
+        Self {
+            method: out.method.clone(),
+            uri: out.uri.clone(),
+            headers: out.headers.clone(),
+            te_trailers: out.te_trailers,
+        }
+    }
+
+    fn rebuild(&self) -> Outgoing {
+        Outgoing {
+            method: self.method.clone(),
+            uri: self.uri.clone(),
+            headers: self.headers.clone(),
+            te_trailers: self.te_trailers,
+            body: UpBody::Empty,
+        }
+    }
+}
+
+/// The upstreams already tried for one request.
+#[derive(Default)]
+struct Tried {
+    indices: [usize; MAX_TRIES],
+    len: usize,
+}
+
+impl Tried {
+    fn push(&mut self, index: usize) {
+        if self.len < MAX_TRIES {
+            self.indices[self.len] = index;
+            self.len += 1;
+        }
+    }
+
+    fn as_slice(&self) -> &[usize] {
+        &self.indices[..self.len]
+    }
+}
+
+/// RFC 9110 §9.2.2.
+fn idempotent(method: &Method) -> bool {
+    matches!(
+        *method,
+        Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE | Method::PUT | Method::DELETE
+    )
+}
+
+/// Forwards `out` and returns what the client gets.
+pub(crate) async fn forward(shared: &Shared, mut out: Outgoing, http1: bool) -> Response<ResBody> {
+    let balancer = &shared.balancer;
+    // A request that can go again whole: idempotent, and no body to lose.
+    let repeatable = idempotent(&out.method) && out.body.is_end_stream();
+    let mut tried = Tried::default();
+    let mut last: Option<Failure> = None;
+    // A body chunk taken from the client but not yet written anywhere.
+    let mut stash: Option<Bytes> = None;
+    // Set for the one transparent retry of a stale pooled connection.
+    let mut fresh_on: Option<usize> = None;
+    let mut stale_retried = false;
+    // False once the request (or its body) was handed to hyper's HTTP/2 client for good.
+    let mut have_request = true;
+    while have_request {
+        let (index, fresh) = match fresh_on.take() {
+            Some(index) => (index, true),
+            None => {
+                if tried.len >= shared.tries {
+                    break;
+                }
+                match balancer.pick(tried.as_slice()) {
+                    Some(index) => (index, false),
+                    None => break,
+                }
+            }
+        };
+        if !fresh {
+            tried.push(index);
+        }
+        let upstream = &balancer.upstreams[index];
+        let shard = upstream.pool.shard();
+        let pooled = if fresh {
+            None
+        } else {
+            upstream.pool.take(shard)
+        };
+        let sender = match pooled {
+            Some(sender) => sender,
+            // Boxed: the connect future (TCP, TLS) is large and rarely needed; inline, every
+            // request's future would carry it.
+            None => match Box::pin(shared.connector.connect(&upstream.target)).await {
+                Ok(sender) => {
+                    if let Sender::H2(h2) = &sender {
+                        upstream.pool.put_h2(shard, h2);
+                    }
+                    sender
+                }
+                Err(error) => {
+                    // Nothing was sent: any method may go to the next upstream.
+                    let failure = Failure::from_connect(&error);
+                    log_failure(failure, Some(&upstream.label), &error);
+                    balancer.failed(index);
+                    last = Some(failure);
+                    continue;
+                }
+            },
+        };
+        let conn = match sender {
+            Sender::H1(conn) => conn,
+            Sender::H2(h2) => {
+                // hyper's HTTP/2 client takes the request; keep what a retry needs.
+                let spare = repeatable.then(|| Spare::of(&out));
+                let taken = std::mem::replace(
+                    &mut out,
+                    Outgoing {
+                        method: Method::GET,
+                        uri: Uri::default(),
+                        headers: HeaderMap::new(),
+                        te_trailers: false,
+                        body: UpBody::Empty,
+                    },
+                );
+                match send_h2(
+                    shared,
+                    h2,
+                    build_h2(taken, &upstream.target),
+                    &upstream.label,
+                )
+                .await
+                {
+                    Ok(response) => {
+                        balancer.succeeded(index);
+                        return response;
+                    }
+                    Err((failure, error, unsent)) => {
+                        if failure.side() == Side::Downstream {
+                            log_failure(failure, None, &error);
+                            return error_response(shared, failure, http1);
+                        }
+                        log_failure(failure, Some(&upstream.label), &error);
+                        balancer.failed(index);
+                        last = Some(failure);
+                        match (unsent, spare) {
+                            (Some(request), _) => out = unbuild(request),
+                            (None, Some(spare)) => out = spare.rebuild(),
+                            (None, None) => have_request = false,
+                        }
+                    }
+                }
+                continue;
+            }
+        };
+        let reused = conn.reused();
+        let target = prepare_h1(&mut out, &upstream.target);
+        let head = h1client::RequestHead {
+            method: &out.method,
+            target: target.as_str(),
+            headers: &out.headers,
+        };
+        let home = h1client::Home {
+            pool: upstream.pool.clone(),
+            shard,
+            label: upstream.label.clone(),
+        };
+        let limits = h1client::ExchangeLimits {
+            response_timeout: shared.timeouts.response,
+            read_timeout: shared.timeouts.upstream_read,
+            max_head: shared.max_response_head,
+        };
+        match h1client::exchange(conn, head, &mut out.body, &mut stash, limits, home).await {
+            Ok((parts, body)) => {
+                balancer.succeeded(index);
+                // Hop-by-hop fields were left out as the head was parsed.
+                return respond(shared, parts, ResBody::H1(body), false);
+            }
+            Err(H1Error::Unsent(error)) => {
+                // Not a byte was written: a stale pooled connection, or a fresh one that died.
+                if reused && !stale_retried {
+                    debug!(side = "upstream", upstream = %upstream.label, %error,
+                        "pooled connection was stale: retrying on a fresh one");
+                    stale_retried = true;
+                    fresh_on = Some(index);
+                } else {
+                    log_failure(Failure::UpstreamClosed, Some(&upstream.label), &error);
+                    balancer.failed(index);
+                    last = Some(Failure::UpstreamClosed);
+                }
+            }
+            Err(H1Error::Downstream(failure, error)) => {
+                log_failure(failure, None, &error);
+                return error_response(shared, failure, http1);
+            }
+            Err(H1Error::Upstream {
+                failure,
+                error,
+                nothing_received,
+            }) => {
+                // The classic keep-alive race: the upstream closed the idle connection as the
+                // request went out. Safe to repeat only for a request that can go again whole.
+                let stale = reused && nothing_received && failure == Failure::UpstreamClosed;
+                if stale && !stale_retried && repeatable {
+                    debug!(side = "upstream", upstream = %upstream.label, %error,
+                        "pooled connection closed under the request: retrying on a fresh one");
+                    stale_retried = true;
+                    fresh_on = Some(index);
+                    continue;
+                }
+                log_failure(failure, Some(&upstream.label), &error);
+                if !stale {
+                    balancer.failed(index);
+                }
+                last = Some(failure);
+                have_request = repeatable;
+            }
+        }
+    }
+    let failure = last.unwrap_or(Failure::NoUpstream);
+    if failure == Failure::NoUpstream {
+        log_failure(
+            failure,
+            None,
+            &"every upstream is down, ejected or already tried",
+        );
+    }
+    error_response(shared, failure, http1)
+}
+
+/// Makes `out` an HTTP/1.1 request: Host from the target's authority when it has one
+/// (absolute form, RFC 9112 §3.2.3; HTTP/2's `:authority`, RFC 9113 §8.3.1), else the
+/// client's Host, else the upstream's; returns the origin-form target. Idempotent, so a retry
+/// can call it again.
+fn prepare_h1(out: &mut Outgoing, target: &Target) -> PathAndQuery {
+    if let Some(authority) = out.uri.authority() {
+        if let Ok(host) = HeaderValue::from_str(authority.as_str()) {
+            out.headers.insert(HOST, host);
+        }
+    } else if !out.headers.contains_key(HOST) {
+        out.headers.insert(HOST, target.host_header.clone());
+    }
+    // TE is hop-by-hop in HTTP/1.1, and the proxy does not forward trailers.
+    out.headers.remove(TE);
+    out.uri
+        .path_and_query()
+        .cloned()
+        .unwrap_or_else(|| PathAndQuery::from_static("/"))
+}
+
+/// Strips the upstream response's hop-by-hop fields (`strip`), adds Via, and wraps it for the
+/// client.
+fn respond(
+    shared: &Shared,
+    mut parts: http::response::Parts,
+    body: ResBody,
+    strip: bool,
+) -> Response<ResBody> {
+    if strip {
+        headers::strip_hop_by_hop(&mut parts.headers);
+    }
+    parts
+        .headers
+        .append(http::header::VIA, shared.via.value(parts.version).clone());
+    Response::from_parts(parts, body)
+}
+
+/// Sends a request on an HTTP/2 upstream connection (hyper's client).
+async fn send_h2(
+    shared: &Shared,
+    h2: http2::SendRequest<UpBody>,
+    request: Request<UpBody>,
+    label: &std::sync::Arc<str>,
+) -> Result<Response<ResBody>, (Failure, String, Option<Request<UpBody>>)> {
+    match send(h2, request, shared.timeouts.response).await {
+        Sent::Response(response) => {
+            let (parts, body) = response.into_parts();
+            let body = UpstreamBody::new(body, shared.timeouts.upstream_read, label.clone());
+            Ok(respond(shared, parts, ResBody::Upstream(body), true))
+        }
+        Sent::Unsent(request, error) => {
+            Err((Failure::UpstreamClosed, error.to_string(), Some(request)))
+        }
+        Sent::Failed(failure, error) => Err((
+            failure,
+            error.map_or_else(|| "timed out".to_owned(), |e| e.to_string()),
+            None,
+        )),
+    }
+}
+
+/// Makes `out` an HTTP/2 request: absolute target with the upstream's scheme and the
+/// client's authority; Host folded into `:authority` (RFC 9113 §8.3.1); `TE: trailers` kept
+/// (RFC 9113 §8.2.2).
+fn build_h2(out: Outgoing, target: &Target) -> Request<UpBody> {
+    let Outgoing {
+        method,
+        uri,
+        mut headers,
+        te_trailers,
+        body,
+    } = out;
+    let authority = uri
+        .authority()
+        .cloned()
+        .or_else(|| {
+            headers
+                .get(HOST)
+                .and_then(|h| Authority::try_from(h.as_bytes()).ok())
+        })
+        .unwrap_or_else(|| target.authority.clone());
+    headers.remove(HOST);
+    if te_trailers {
+        headers.insert(TE, HeaderValue::from_static("trailers"));
+    }
+    let mut parts = http::uri::Parts::default();
+    parts.scheme = Some(target.scheme.clone());
+    parts.authority = Some(authority);
+    parts.path_and_query = Some(
+        uri.path_and_query()
+            .cloned()
+            .unwrap_or_else(|| PathAndQuery::from_static("/")),
+    );
+    let uri = Uri::from_parts(parts).unwrap_or(uri);
+    let mut request = Request::new(body);
+    *request.method_mut() = method;
+    *request.uri_mut() = uri;
+    *request.version_mut() = Version::HTTP_2;
+    *request.headers_mut() = headers;
+    request
+}
+
+/// Takes back a request hyper returned unsent.
+fn unbuild(request: Request<UpBody>) -> Outgoing {
+    let (mut parts, body) = request.into_parts();
+    let te_trailers = parts.headers.remove(TE).is_some();
+    Outgoing {
+        method: parts.method,
+        uri: parts.uri,
+        headers: parts.headers,
+        te_trailers,
+        body,
+    }
+}
+
+/// The outcome of one HTTP/2 exchange.
+enum Sent {
+    /// A response head arrived.
+    Response(Response<Incoming>),
+    /// Not a byte of the request was written; here it is back.
+    Unsent(Request<UpBody>, hyper::Error),
+    /// The exchange failed after the request (or part of it) was written.
+    Failed(Failure, Option<hyper::Error>),
+}
+
+/// Sends `request` and waits up to `timeout` for the response head, counted from when the
+/// request body has been handed over whole (a slow upload is the client body timeout's
+/// business, not the upstream's).
+async fn send(
+    mut sender: http2::SendRequest<UpBody>,
+    mut request: Request<UpBody>,
+    timeout: Duration,
+) -> Sent {
+    let body_sent = request.body_mut().watch_done();
+    let response_deadline = async move {
+        if let Some(body_sent) = body_sent {
+            // An error means the body was dropped (failed): the exchange ends by itself then.
+            let _ = body_sent.await;
+        }
+        tokio::time::sleep(timeout).await;
+    };
+    let exchange = sender.try_send_request(request);
+    let outcome = tokio::select! {
+        outcome = exchange => outcome,
+        () = response_deadline => return Sent::Failed(Failure::ResponseTimeout, None),
+    };
+    match outcome {
+        Ok(response) => Sent::Response(response),
+        Err(mut e) => match e.take_message() {
+            Some(request) => Sent::Unsent(request, e.into_error()),
+            None => {
+                let error = e.into_error();
+                Sent::Failed(classify(&error), Some(error))
+            }
+        },
+    }
+}
+
+/// Which failure a hyper client error is.
+fn classify(error: &hyper::Error) -> Failure {
+    let mut source = error.source();
+    while let Some(cause) = source {
+        if let Some(body) = cause.downcast_ref::<BodyError>() {
+            return match body {
+                BodyError::TooLarge(_) => Failure::RequestTooLarge,
+                BodyError::Downstream(e) if timed_out(e) => Failure::RequestBodyTimeout,
+                BodyError::Downstream(_) => Failure::RequestBodyInvalid,
+                _ => Failure::UpstreamClosed,
+            };
+        }
+        source = cause.source();
+    }
+    if error.is_parse_too_large() {
+        Failure::ResponseHeadTooLarge
+    } else if error.is_parse() || error.is_parse_status() {
+        Failure::UpstreamProtocol
+    } else if error.is_incomplete_message()
+        || error.is_canceled()
+        || error.is_closed()
+        || find_io(error).is_some()
+    {
+        Failure::UpstreamClosed
+    } else {
+        Failure::UpstreamProtocol
+    }
+}
+
+fn find_io<'a>(error: &'a (dyn StdError + 'static)) -> Option<&'a std::io::Error> {
+    let mut source: Option<&(dyn StdError + 'static)> = Some(error);
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            return Some(io);
+        }
+        source = cause.source();
+    }
+    None
+}
+
+pub(crate) fn timed_out(error: &hyper::Error) -> bool {
+    find_io(error).is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
+}
+
+const TEXT_PLAIN: HeaderValue = HeaderValue::from_static("text/plain; charset=utf-8");
+const CLOSE: HeaderValue = HeaderValue::from_static("close");
+
+/// The proxy's own answer for `failure`: status, Proxy-Status, a one-line body. HTTP/1
+/// connections close after downstream errors: the rest of the request is not worth reading.
+pub(crate) fn error_response(shared: &Shared, failure: Failure, http1: bool) -> Response<ResBody> {
+    let mut response = Response::new(ResBody::local(failure.message()));
+    *response.status_mut() = failure.status();
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, TEXT_PLAIN);
+    headers.insert(
+        crate::proxy::PROXY_STATUS,
+        shared.proxy_status[failure.index()].clone(),
+    );
+    if http1 && failure.side() == Side::Downstream {
+        headers.insert(CONNECTION, CLOSE);
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failure_table_is_in_declaration_order() {
+        for (i, f) in Failure::ALL.iter().enumerate() {
+            assert_eq!(f.index(), i, "{f:?}");
+        }
+    }
+
+    #[test]
+    fn statuses_follow_behaviour_md() {
+        assert_eq!(Failure::ConnectRefused.status(), 502);
+        assert_eq!(Failure::UpstreamClosed.status(), 502);
+        assert_eq!(Failure::UpstreamProtocol.status(), 502);
+        assert_eq!(Failure::ConnectTimeout.status(), 504);
+        assert_eq!(Failure::ResponseTimeout.status(), 504);
+        assert_eq!(Failure::NoUpstream.status(), 503);
+        assert_eq!(Failure::RequestTooLarge.side(), Side::Downstream);
+    }
+
+    #[test]
+    fn retry_rules() {
+        assert!(idempotent(&Method::GET));
+        assert!(idempotent(&Method::PUT));
+        assert!(!idempotent(&Method::POST));
+        assert!(!idempotent(&Method::PATCH));
+    }
+}

@@ -1,0 +1,516 @@
+//! The passthrough reverse proxy (seed 004's passthrough scenarios: h1c→h1c, h1→h1, h2→h2,
+//! h2→h1, h2→h1c and the downgrade), and the request path the balancer and the transform share.
+//!
+//! One request goes: strict HTTP/1.1 checks of the head and body framing (`h1check`, before
+//! hyper sees a byte; HTTP/2 framing is h2's) → the proxy's own answers (health endpoint,
+//! refused heads, loops) → hop-by-hop fields removed, `Via` and `X-Forwarded-For` added
+//! (`headers`, RFC 9110 §7.6) → upstream chosen, connection taken from the pool or made, request
+//! sent, retried where BEHAVIOUR.md allows (`forward`) → response checked, stripped, streamed
+//! back (`body`). Bodies stream in both directions; nothing is buffered whole except by the
+//! transform.
+//!
+//! The proxy answers `GET /__gatebench/health` itself (200 `ok`; the balancer says how many
+//! upstreams are eligible and answers 503 when none is). Every other path is forwarded.
+//!
+//! What it does not do: caching, header rewriting beyond the intermediary rules, WebSocket or
+//! CONNECT tunnels (Upgrade is stripped, CONNECT gets 405), h2c upstreams (cleartext upstreams
+//! get HTTP/1.1), retries of requests with a body once any of it was sent.
+
+pub(crate) mod body;
+pub(crate) mod forward;
+pub(crate) mod headers;
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue, CONNECTION, CONTENT_TYPE};
+use http::{Method, Request, Response, StatusCode, Version};
+use hyper::body::{Body, Incoming};
+use hyper::service::Service;
+use tokio::net::TcpListener;
+use tracing::info;
+
+use crate::balance::{Balancer, EjectionConfig, HealthConfig};
+use crate::error::ServicesError;
+use crate::h1check::{self, H1Limits};
+use crate::json_xml::JsonXmlLimits;
+use crate::proxy::body::{ResBody, UpBody};
+use crate::proxy::forward::{error_response, Failure, Outgoing};
+use crate::proxy::headers::Via;
+use crate::server::{self, ConnInfo, ListenOptions, Protocols};
+use crate::tls::{self, TlsSettings};
+use crate::upstream::{Connector, Pool, Target};
+
+pub use crate::upstream::UpstreamTls;
+
+/// The path the intermediaries answer themselves.
+pub const HEALTH_PATH: &str = "/__gatebench/health";
+/// RFC 9209's response field naming the proxy and the error type of its own error answers.
+pub(crate) const PROXY_STATUS: HeaderName = HeaderName::from_static("proxy-status");
+
+/// Timeouts of both sides. Defaults follow nginx's and HAProxy's usual settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Timeouts {
+    /// New upstream connection: TCP, TLS and HTTP handshakes together (504 beyond).
+    pub connect: Duration,
+    /// From sending a request to the upstream's response head (504 beyond).
+    pub response: Duration,
+    /// Longest silence inside an upstream response body (the client's message is then cut).
+    pub upstream_read: Duration,
+    /// Total time for a client's request head, from its first byte (408 beyond: slowloris).
+    pub client_header: Duration,
+    /// Longest silence inside a client's request body (then the request fails, 408).
+    pub client_body: Duration,
+    /// An idle keep-alive client connection is closed quietly after this.
+    pub client_idle: Duration,
+}
+
+impl Default for Timeouts {
+    /// Connect 5 s; response 60 s and upstream read 60 s (nginx `proxy_read_timeout`); client
+    /// head 10 s (HAProxy `timeout http-request`); client body 60 s (nginx
+    /// `client_body_timeout`); idle keep-alive 60 s.
+    fn default() -> Self {
+        Self {
+            connect: Duration::from_secs(5),
+            response: Duration::from_secs(60),
+            upstream_read: Duration::from_secs(60),
+            client_header: Duration::from_secs(10),
+            client_body: Duration::from_secs(60),
+            client_idle: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Configuration shared by the proxy, the balancer and the transform.
+#[derive(Debug, Clone)]
+pub struct ProxyConfig {
+    /// Upstream URLs (`http://host:port` or `https://…`, no path); the proxy and the
+    /// transform take exactly one.
+    pub upstreams: Vec<String>,
+    /// Worker threads used by `run_blocking` (at least 1); ignored by `serve`.
+    pub threads: usize,
+    /// Serve TLS instead of cleartext.
+    pub tls: Option<TlsSettings>,
+    /// Also serve HTTP/2 (ALPN over TLS, prior knowledge on cleartext).
+    pub http2: bool,
+    /// SETTINGS_MAX_CONCURRENT_STREAMS announced to HTTP/2 clients (at least 1).
+    pub h2_max_streams: u32,
+    /// How HTTPS upstreams are verified and which protocols are offered to them.
+    pub upstream_tls: UpstreamTls,
+    /// Timeouts of both sides.
+    pub timeouts: Timeouts,
+    /// Largest request body (413 beyond, as soon as known, also mid-chunked).
+    pub max_body: u64,
+    /// Largest request head and trailer section (431 beyond); also the largest upstream
+    /// response head (502 beyond).
+    pub max_head: usize,
+    /// Longest request line (414 beyond).
+    pub max_request_line: usize,
+    /// Upstreams one request may try (1..=16).
+    pub tries: usize,
+    /// Pooled upstream connections idle longer than this are closed.
+    pub pool_idle_timeout: Duration,
+    /// Idle connections kept per upstream and thread.
+    pub pool_max_idle: usize,
+}
+
+impl ProxyConfig {
+    /// Defaults around `upstreams`: one thread per core, cleartext HTTP/1.1, verified HTTPS
+    /// upstreams, the default [`Timeouts`], 16 MiB bodies, 16 KiB heads, 8 KiB request lines,
+    /// 3 tries, pooled connections kept 30 s idle, at most 1024 per upstream and thread.
+    pub fn new(upstreams: Vec<String>) -> Self {
+        Self {
+            upstreams,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            tls: None,
+            http2: false,
+            h2_max_streams: 256,
+            upstream_tls: UpstreamTls::default(),
+            timeouts: Timeouts::default(),
+            max_body: 16 * 1024 * 1024,
+            max_head: 16 * 1024,
+            max_request_line: 8 * 1024,
+            tries: 3,
+            pool_idle_timeout: Duration::from_secs(30),
+            pool_max_idle: 1024,
+        }
+    }
+}
+
+/// What distinguishes the three intermediaries.
+#[derive(Debug, Clone)]
+pub(crate) struct Extras {
+    pub name: &'static str,
+    pub health: Option<HealthConfig>,
+    pub ejection: Option<EjectionConfig>,
+    pub transform: Option<JsonXmlLimits>,
+}
+
+/// Serves the passthrough proxy on `listener`, on the caller's runtime, until `shutdown`
+/// resolves; then stops accepting, lets in-flight requests finish (at most 5 s) and returns.
+/// Fails only before serving starts (invalid configuration, unreadable certificate).
+pub async fn serve(
+    listener: TcpListener,
+    config: ProxyConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServicesError> {
+    serve_kind(listener, &config, proxy_extras(), shutdown).await
+}
+
+/// Blocking form of [`serve`]: serves on the already-bound `listener` with `config.threads`
+/// threads (thread per core, as the echo backend) until `shutdown` resolves, then drains.
+pub fn run_blocking(
+    listener: std::net::TcpListener,
+    config: ProxyConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServicesError> {
+    run_blocking_kind(listener, &config, proxy_extras(), shutdown)
+}
+
+fn proxy_extras() -> Extras {
+    Extras {
+        name: "proxy",
+        health: None,
+        ejection: None,
+        transform: None,
+    }
+}
+
+pub(crate) async fn serve_kind(
+    listener: TcpListener,
+    config: &ProxyConfig,
+    extras: Extras,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServicesError> {
+    let health = extras.health.clone();
+    let (protocols, shared) = prepare(config, extras, 1)?;
+    log_start(config, &shared, listener.local_addr().ok(), None);
+    let checks = health.map(|health| {
+        tokio::spawn(
+            shared
+                .balancer
+                .clone()
+                .run_health_checks(shared.connector.clone(), health),
+        )
+    });
+    let make = move |conn: ConnInfo| Proxy::new(shared.clone(), conn);
+    server::serve_with(listener, protocols, make, shutdown).await;
+    if let Some(checks) = checks {
+        checks.abort();
+    }
+    Ok(())
+}
+
+pub(crate) fn run_blocking_kind(
+    listener: std::net::TcpListener,
+    config: &ProxyConfig,
+    extras: Extras,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServicesError> {
+    let health = extras.health.clone();
+    let (protocols, shared) = prepare(config, extras, config.threads)?;
+    log_start(
+        config,
+        &shared,
+        listener.local_addr().ok(),
+        Some(config.threads),
+    );
+    let checks = health.map(|health| {
+        shared
+            .balancer
+            .clone()
+            .run_health_checks(shared.connector.clone(), health)
+    });
+    // Health checks run on the calling thread's runtime, beside the shutdown signal.
+    let shutdown = async move {
+        match checks {
+            Some(checks) => {
+                tokio::select! {
+                    () = shutdown => {}
+                    () = checks => {}
+                }
+            }
+            None => shutdown.await,
+        }
+    };
+    let make = move |conn: ConnInfo| Proxy::new(shared.clone(), conn);
+    server::run_blocking_with(listener, config.threads, protocols, make, shutdown)
+}
+
+fn log_start(
+    config: &ProxyConfig,
+    shared: &Shared,
+    addr: Option<std::net::SocketAddr>,
+    threads: Option<usize>,
+) {
+    info!(
+        service = shared.name,
+        addr = ?addr,
+        threads = ?threads,
+        upstreams = ?config.upstreams,
+        tls = config.tls.is_some(),
+        http2 = config.http2,
+        via = %shared.via.token,
+        "{} listening", shared.name,
+    );
+}
+
+/// What every connection of one intermediary shares.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub name: &'static str,
+    pub balancer: Arc<Balancer>,
+    pub connector: Arc<Connector>,
+    pub timeouts: Timeouts,
+    pub max_body: u64,
+    /// Largest upstream response head (502 beyond).
+    pub max_response_head: usize,
+    pub tries: usize,
+    pub via: Via,
+    /// `Proxy-Status` values, one per [`Failure`], built once.
+    pub proxy_status: Box<[HeaderValue]>,
+    pub transform: Option<JsonXmlLimits>,
+    /// The balancer reports its upstreams on the health endpoint.
+    pub report_upstreams: bool,
+}
+
+/// Validates `config` and builds what serving needs; nothing is bound or spawned.
+fn prepare(
+    config: &ProxyConfig,
+    extras: Extras,
+    shards: usize,
+) -> Result<(Arc<Protocols>, Arc<Shared>), ServicesError> {
+    let invalid = |reason: String| Err(ServicesError::InvalidConfig { reason });
+    if config.upstreams.is_empty() {
+        return invalid("at least one upstream is needed".to_owned());
+    }
+    if extras.name != "balance" && config.upstreams.len() > 1 {
+        return invalid(format!(
+            "the {} forwards to one upstream (use balance for several)",
+            extras.name
+        ));
+    }
+    if config.threads == 0 {
+        return invalid("threads must be at least 1".to_owned());
+    }
+    if config.h2_max_streams == 0 {
+        return invalid("h2_max_streams must be at least 1".to_owned());
+    }
+    if !(1..=forward::MAX_TRIES).contains(&config.tries) {
+        return invalid(format!("tries must be 1 to {}", forward::MAX_TRIES));
+    }
+    if config.max_head < 1024 || config.max_request_line < 64 {
+        return invalid("max_head must be at least 1024 and max_request_line at least 64".into());
+    }
+    if let Some(health) = &extras.health {
+        if health.interval.is_zero()
+            || health.timeout.is_zero()
+            || health.fall == 0
+            || health.rise == 0
+        {
+            return invalid(
+                "health checks need a non-zero interval, timeout, fall and rise".into(),
+            );
+        }
+        if !health.path.starts_with('/') {
+            return invalid("the health check path must start with /".into());
+        }
+    }
+    if let Some(ejection) = &extras.ejection {
+        if ejection.after == 0 || ejection.base.is_zero() {
+            return invalid("ejection needs a failure count and a base time above zero".into());
+        }
+    }
+    let targets = config
+        .upstreams
+        .iter()
+        .map(|url| Target::parse(url))
+        .collect::<Result<Vec<_>, _>>()?;
+    let need_tls = targets.iter().any(|t| t.https);
+    let connector = Connector::new(
+        &config.upstream_tls,
+        need_tls,
+        config.timeouts.connect,
+        config.max_head.max(64 * 1024),
+    )?;
+    let (idle, max_idle) = (config.pool_idle_timeout, config.pool_max_idle);
+    let balancer = Balancer::new(
+        targets,
+        || Pool::new(shards, idle, max_idle),
+        extras.ejection,
+    );
+    let tls = match &config.tls {
+        Some(settings) => Some(tls::server_config(settings, config.http2)?),
+        None => None,
+    };
+    let protocols = Protocols::new(&ListenOptions {
+        http2: config.http2,
+        h2_max_streams: config.h2_max_streams,
+        tls,
+    })
+    .with_strict_h1(
+        H1Limits {
+            max_request_line: config.max_request_line,
+            max_head: config.max_head,
+            max_body: config.max_body,
+            head_timeout: config.timeouts.client_header,
+            body_timeout: config.timeouts.client_body,
+        },
+        config.timeouts.client_idle,
+    );
+    let via = Via::new();
+    let proxy_status = Failure::ALL
+        .iter()
+        .map(|f| {
+            HeaderValue::from_str(&format!("{}; error={}", via.token, f.proxy_error()))
+                .expect("ASCII Proxy-Status value")
+        })
+        .collect();
+    let shared = Shared {
+        name: extras.name,
+        report_upstreams: extras.name == "balance",
+        balancer: Arc::new(balancer),
+        connector: Arc::new(connector),
+        timeouts: config.timeouts.clone(),
+        max_body: config.max_body,
+        max_response_head: config.max_head.max(64 * 1024),
+        tries: config.tries,
+        via,
+        proxy_status,
+        transform: extras.transform,
+    };
+    Ok((Arc::new(protocols), Arc::new(shared)))
+}
+
+/// The intermediary as a hyper service, built per connection (it knows the client's address).
+#[derive(Debug, Clone)]
+pub(crate) struct Proxy {
+    shared: Arc<Shared>,
+    /// The client's IP as an X-Forwarded-For entry, formatted once per connection.
+    client: HeaderValue,
+}
+
+impl Proxy {
+    fn new(shared: Arc<Shared>, conn: ConnInfo) -> Self {
+        let client = HeaderValue::from_str(&conn.peer.ip().to_string())
+            .expect("an IP address is a valid header value");
+        Self { shared, client }
+    }
+}
+
+type ProxyFuture = Pin<Box<dyn Future<Output = Result<Response<ResBody>, Infallible>> + Send>>;
+
+impl Service<Request<Incoming>> for Proxy {
+    type Response = Response<ResBody>;
+    type Error = Infallible;
+    type Future = ProxyFuture;
+
+    fn call(&self, req: Request<Incoming>) -> Self::Future {
+        let (shared, client) = (self.shared.clone(), self.client.clone());
+        Box::pin(async move { Ok(handle(&shared, &client, req).await) })
+    }
+}
+
+const TEXT_PLAIN: HeaderValue = HeaderValue::from_static("text/plain; charset=utf-8");
+const CLOSE: HeaderValue = HeaderValue::from_static("close");
+
+/// One request, start to end.
+async fn handle(
+    shared: &Shared,
+    client: &HeaderValue,
+    req: Request<Incoming>,
+) -> Response<ResBody> {
+    let http1 = req.version() <= Version::HTTP_11;
+    if http1 {
+        if let Some(status) = h1check::rejection(&req) {
+            return refusal(status);
+        }
+    }
+    if req.uri().path() == HEALTH_PATH && matches!(*req.method(), Method::GET | Method::HEAD) {
+        return health(shared, *req.method() == Method::HEAD);
+    }
+    if shared.via.seen_in(req.headers()) {
+        let failure = Failure::LoopDetected;
+        forward::log_failure(failure, None, &"our own Via token came back");
+        return error_response(shared, failure, http1);
+    }
+    // HTTP/1 bodies over the limit were refused by h1check already; HTTP/2 ones declare it here.
+    if req.body().size_hint().lower() > shared.max_body {
+        return error_response(shared, Failure::RequestTooLarge, http1);
+    }
+    let (parts, incoming) = req.into_parts();
+    let mut headers = parts.headers;
+    let body = match &shared.transform {
+        Some(limits) => {
+            match crate::transform::to_xml(&mut headers, incoming, limits, shared.max_body).await {
+                Ok(body) => body,
+                Err(failure) => {
+                    forward::log_failure(failure, None, &"transform refused the request body");
+                    return error_response(shared, failure, http1);
+                }
+            }
+        }
+        None => UpBody::stream(incoming, shared.max_body),
+    };
+    // RFC 9110 §7.6.1: connection-specific fields stop here. hyper answered any
+    // `Expect: 100-continue` itself when the body was first read.
+    let te_trailers = headers::strip_hop_by_hop(&mut headers);
+    headers.remove(http::header::EXPECT);
+    headers.append(http::header::VIA, shared.via.value(parts.version).clone());
+    headers::add_forwarded_for(&mut headers, client);
+    let out = Outgoing {
+        method: parts.method,
+        uri: parts.uri,
+        headers,
+        te_trailers,
+        body,
+    };
+    forward::forward(shared, out, http1).await
+}
+
+/// The answer for a head `h1check` refused: the status, and the connection closes.
+fn refusal(status: StatusCode) -> Response<ResBody> {
+    let reason = status.canonical_reason().unwrap_or("refused");
+    let mut response = Response::new(ResBody::local(Bytes::from_static(reason.as_bytes())));
+    *response.status_mut() = status;
+    response.headers_mut().insert(CONTENT_TYPE, TEXT_PLAIN);
+    response.headers_mut().insert(CONNECTION, CLOSE);
+    response
+}
+
+/// `GET /__gatebench/health`.
+fn health(shared: &Shared, head: bool) -> Response<ResBody> {
+    let (status, text) = if shared.report_upstreams {
+        let eligible = shared.balancer.eligible_count();
+        let total = shared.balancer.upstreams.len();
+        let status = if eligible == 0 {
+            StatusCode::SERVICE_UNAVAILABLE
+        } else {
+            StatusCode::OK
+        };
+        (
+            status,
+            format!("{eligible} of {total} upstreams eligible\n"),
+        )
+    } else {
+        (StatusCode::OK, "ok\n".to_owned())
+    };
+    let len = text.len();
+    let mut response = Response::new(if head {
+        ResBody::Local(None)
+    } else {
+        ResBody::local(text)
+    });
+    *response.status_mut() = status;
+    response.headers_mut().insert(CONTENT_TYPE, TEXT_PLAIN);
+    if head {
+        response
+            .headers_mut()
+            .insert(http::header::CONTENT_LENGTH, HeaderValue::from(len));
+    }
+    response
+}

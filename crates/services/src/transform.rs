@@ -1,0 +1,192 @@
+//! The JSON → XML transform (seed 004's "JSON to XML transformation" scenario): the proxy's
+//! request path with one step added — the JSON request body is read whole (it must be, to be
+//! parsed), converted by [`json_to_xml`](crate::json_xml::json_to_xml) and forwarded with
+//! `Content-Type: application/xml` and the new `Content-Length`. Responses stream back as the
+//! proxy's do.
+//!
+//! - A body over the limit (the smaller of `max_body` and the converter's `max_input`) → 413, as
+//!   soon as its declared length or running total says so.
+//! - Invalid JSON, or nesting deeper than the converter's limit → 400 (never a stack overflow:
+//!   the converter keeps its nesting on the heap).
+//! - A Content-Type that is not JSON (`application/json` or `*/*+json`), or a Content-Encoding
+//!   other than `identity` → 415. No Content-Type is taken as JSON.
+//! - A request without a body and without a Content-Type (a GET) is forwarded as it is.
+//! - `Cache-Control: no-transform` → forwarded untouched, streamed (RFC 9110 §7.7).
+
+use std::future::Future;
+
+use bytes::Bytes;
+use http::header::{
+    HeaderValue, CACHE_CONTROL, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, TRANSFER_ENCODING,
+};
+use http::HeaderMap;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use hyper::body::{Body, Incoming};
+use tokio::net::TcpListener;
+
+use crate::error::ServicesError;
+use crate::json_xml::{json_to_xml, JsonXmlError, JsonXmlLimits};
+use crate::proxy::body::UpBody;
+use crate::proxy::forward::Failure;
+use crate::proxy::{self, Extras, ProxyConfig};
+
+const APPLICATION_XML: HeaderValue = HeaderValue::from_static("application/xml");
+
+/// Configuration of the transform.
+#[derive(Debug, Clone)]
+pub struct TransformConfig {
+    /// Listener, the one upstream, timeouts and limits, as for the proxy.
+    pub proxy: ProxyConfig,
+    /// Limits of the converter (depth, input size).
+    pub json: JsonXmlLimits,
+}
+
+impl TransformConfig {
+    /// The transform in front of `upstream`, with default limits.
+    pub fn new(upstream: String) -> Self {
+        Self {
+            proxy: ProxyConfig::new(vec![upstream]),
+            json: JsonXmlLimits::default(),
+        }
+    }
+
+    fn extras(&self) -> Extras {
+        Extras {
+            name: "transform",
+            health: None,
+            ejection: None,
+            transform: Some(self.json),
+        }
+    }
+}
+
+/// Serves the transform on `listener`, on the caller's runtime, until `shutdown` resolves; then
+/// drains (at most 5 s) and returns.
+pub async fn serve(
+    listener: TcpListener,
+    config: TransformConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServicesError> {
+    proxy::serve_kind(listener, &config.proxy, config.extras(), shutdown).await
+}
+
+/// Blocking form of [`serve`]: thread per core (`config.proxy.threads`).
+pub fn run_blocking(
+    listener: std::net::TcpListener,
+    config: TransformConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServicesError> {
+    proxy::run_blocking_kind(listener, &config.proxy, config.extras(), shutdown)
+}
+
+/// Turns the JSON request body into the XML body to forward, adjusting `headers`.
+pub(crate) async fn to_xml(
+    headers: &mut HeaderMap,
+    body: Incoming,
+    limits: &JsonXmlLimits,
+    max_body: u64,
+) -> Result<UpBody, Failure> {
+    if no_transform(headers) {
+        return Ok(UpBody::stream(body, max_body));
+    }
+    let content_type = headers.get(CONTENT_TYPE);
+    if body.is_end_stream() && content_type.is_none() {
+        return Ok(UpBody::Empty);
+    }
+    if content_type.is_some_and(|ct| !is_json(ct.as_bytes())) {
+        return Err(Failure::UnsupportedMediaType);
+    }
+    if headers
+        .get(CONTENT_ENCODING)
+        .is_some_and(|ce| !ce.as_bytes().eq_ignore_ascii_case(b"identity"))
+    {
+        return Err(Failure::UnsupportedMediaType);
+    }
+    let limit = limits
+        .max_input
+        .min(usize::try_from(max_body).unwrap_or(usize::MAX));
+    if body.size_hint().lower() > limit as u64 {
+        return Err(Failure::RequestTooLarge);
+    }
+    let json = match Limited::new(body, limit).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(error) if error.is::<LengthLimitError>() => return Err(Failure::RequestTooLarge),
+        Err(error) => {
+            let timed_out = error
+                .downcast_ref::<hyper::Error>()
+                .is_some_and(crate::proxy::forward::timed_out);
+            return Err(if timed_out {
+                Failure::RequestBodyTimeout
+            } else {
+                Failure::RequestBodyInvalid
+            });
+        }
+    };
+    let xml = json_to_xml(&json, limits).map_err(|error| match error {
+        JsonXmlError::TooLarge { .. } => Failure::RequestTooLarge,
+        _ => Failure::InvalidJson,
+    })?;
+    headers.insert(CONTENT_TYPE, APPLICATION_XML);
+    headers.insert(CONTENT_LENGTH, HeaderValue::from(xml.len()));
+    headers.remove(TRANSFER_ENCODING);
+    Ok(UpBody::Full(Some(Bytes::from(xml))))
+}
+
+/// `Cache-Control: no-transform` among the directives (RFC 9111 §5.2.1.6, RFC 9110 §7.7).
+fn no_transform(headers: &HeaderMap) -> bool {
+    headers.get_all(CACHE_CONTROL).iter().any(|v| {
+        v.as_bytes()
+            .split(|&b| b == b',')
+            .any(|d| trim(d).eq_ignore_ascii_case(b"no-transform"))
+    })
+}
+
+/// `application/json` or a `+json` suffix (RFC 6839), parameters ignored.
+fn is_json(content_type: &[u8]) -> bool {
+    let media = trim(
+        content_type
+            .split(|&b| b == b';')
+            .next()
+            .unwrap_or_default(),
+    );
+    media.eq_ignore_ascii_case(b"application/json")
+        || (media.len() > 5 && media[media.len() - 5..].eq_ignore_ascii_case(b"+json"))
+}
+
+fn trim(mut v: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = v {
+        v = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = v {
+        v = rest;
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_media_types() {
+        assert!(is_json(b"application/json"));
+        assert!(is_json(b"Application/JSON; charset=utf-8"));
+        assert!(is_json(b"application/problem+json"));
+        assert!(!is_json(b"text/plain"));
+        assert!(!is_json(b"application/jsonx"));
+        assert!(!is_json(b"+json"));
+    }
+
+    #[test]
+    fn no_transform_directive() {
+        let mut h = HeaderMap::new();
+        assert!(!no_transform(&h));
+        h.insert(
+            CACHE_CONTROL,
+            HeaderValue::from_static("max-age=0, No-Transform"),
+        );
+        assert!(no_transform(&h));
+        h.insert(CACHE_CONTROL, HeaderValue::from_static("no-transformer"));
+        assert!(!no_transform(&h));
+    }
+}

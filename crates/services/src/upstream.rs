@@ -1,0 +1,588 @@
+//! The upstream side of the intermediaries: where an upstream is, how a connection to it is
+//! made (TCP, TLS with ALPN, the HTTP/1.1 or HTTP/2 handshake), and the per-upstream pools of
+//! keep-alive connections.
+//!
+//! Pools are hand-rolled over `hyper::client::conn` rather than hyper-util's legacy `Client`:
+//! the forwarding loop must know whether a request left the proxy at all (a stale pooled
+//! connection is retried transparently, a POST that reached a hanging upstream never is), which
+//! connection a response came on (a malformed one is closed, never pooled), and which failures
+//! were connect failures; and the pool is sharded per thread, so that with thread-per-core
+//! serving a connection is checked out on the thread whose runtime drives it.
+//!
+//! Upstream addresses are resolved once, at start-up. HTTPS upstreams are verified against the
+//! system's roots (plus `--upstream-cacert`) unless verification is explicitly turned off
+//! (BEHAVIOUR.md, "TLS"); ALPN offers `h2` and `http/1.1`, and the upstream's choice decides the
+//! protocol of that connection. Cleartext upstreams are spoken to in HTTP/1.1 (no seed scenario
+//! needs h2c upstreams).
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use http::header::HeaderValue;
+use http::uri::{Authority, Scheme};
+use http::{StatusCode, Uri};
+use hyper::client::conn::http2;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::TlsConnector;
+use tracing::{debug, warn};
+
+use crate::error::ServicesError;
+use crate::h1client::H1Conn;
+use crate::proxy::body::UpBody;
+
+/// How the intermediaries treat HTTPS upstreams.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UpstreamTls {
+    /// Accept any upstream certificate (self-signed test backends). Off by default: upstream
+    /// certificates are verified.
+    pub insecure: bool,
+    /// Also trust the CA certificates in this PEM file.
+    pub ca_file: Option<PathBuf>,
+    /// Offer only `http/1.1` in ALPN, never `h2`.
+    pub http1_only: bool,
+}
+
+/// One upstream, parsed and resolved.
+#[derive(Debug)]
+pub(crate) struct Target {
+    /// The URL as given, for logs.
+    pub url: String,
+    pub scheme: Scheme,
+    pub https: bool,
+    /// `host:port` as written in the URL: the Host sent when the client sent none.
+    pub authority: Authority,
+    pub host_header: HeaderValue,
+    pub server_name: ServerName<'static>,
+    /// Every address the host resolved to at start-up, tried in order.
+    pub addrs: Vec<SocketAddr>,
+}
+
+impl Target {
+    /// Parses `http://host[:port][/]` or `https://…` and resolves the host.
+    pub(crate) fn parse(url: &str) -> Result<Self, ServicesError> {
+        let invalid = |why: &str| ServicesError::InvalidConfig {
+            reason: format!("upstream `{url}`: {why}"),
+        };
+        let uri: Uri = url.parse().map_err(|_| invalid("not a valid URL"))?;
+        let https = match uri.scheme_str() {
+            Some("http") => false,
+            Some("https") => true,
+            _ => return Err(invalid("the scheme must be http or https")),
+        };
+        let authority = uri
+            .authority()
+            .cloned()
+            .ok_or_else(|| invalid("the host is missing"))?;
+        if authority.as_str().contains('@') {
+            return Err(invalid("user information is not supported"));
+        }
+        if !matches!(uri.path(), "" | "/") || uri.query().is_some() {
+            return Err(invalid(
+                "a path is not supported: requests are forwarded with their own path",
+            ));
+        }
+        let host = authority
+            .host()
+            .trim_start_matches('[')
+            .trim_end_matches(']');
+        let port = authority.port_u16().unwrap_or(if https { 443 } else { 80 });
+        let addrs: Vec<SocketAddr> = (host, port)
+            .to_socket_addrs()
+            .map_err(|e| invalid(&format!("cannot resolve the host: {e}")))?
+            .collect();
+        if addrs.is_empty() {
+            return Err(invalid("the host resolved to no address"));
+        }
+        let server_name = ServerName::try_from(host.to_owned())
+            .map_err(|_| invalid("the host is not a valid TLS server name"))?;
+        Ok(Self {
+            url: url.to_owned(),
+            scheme: if https { Scheme::HTTPS } else { Scheme::HTTP },
+            https,
+            host_header: HeaderValue::from_str(authority.as_str())
+                .map_err(|_| invalid("the host is not a valid Host value"))?,
+            authority,
+            server_name,
+            addrs,
+        })
+    }
+}
+
+/// A ready-to-use upstream connection.
+pub(crate) enum Sender {
+    /// HTTP/1.1, spoken by [`crate::h1client`].
+    H1(H1Conn),
+    /// HTTP/2, spoken by hyper's client (its connection runs as a task of its own).
+    H2(http2::SendRequest<UpBody>),
+}
+
+/// Why a connection could not be made.
+#[derive(Debug)]
+pub(crate) enum ConnectError {
+    /// Every address refused the connection.
+    Refused(io::Error),
+    /// The connect timeout (TCP, TLS and HTTP handshakes together) passed.
+    Timeout,
+    /// The TLS handshake failed (certificate, protocol).
+    Tls(io::Error),
+    /// Any other I/O or handshake failure.
+    Other(String),
+}
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConnectError::Refused(e) => write!(f, "connection refused ({e})"),
+            ConnectError::Timeout => f.write_str("connect timed out"),
+            ConnectError::Tls(e) => write!(f, "TLS handshake failed ({e})"),
+            ConnectError::Other(e) => write!(f, "connect failed ({e})"),
+        }
+    }
+}
+
+/// Makes upstream connections: TCP, optional TLS, then the HTTP handshake; the connection's
+/// task is spawned on the current runtime.
+pub(crate) struct Connector {
+    /// ALPN `h2` and `http/1.1` (or `http/1.1` only).
+    tls: Option<TlsConnector>,
+    /// ALPN `http/1.1` only, for health checks.
+    tls_h1: Option<TlsConnector>,
+    connect_timeout: Duration,
+    h2: http2::Builder<TokioExecutor>,
+}
+
+impl std::fmt::Debug for Connector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connector")
+            .field("tls", &self.tls.is_some())
+            .field("connect_timeout", &self.connect_timeout)
+            .finish()
+    }
+}
+
+impl Connector {
+    /// Builds the connector; TLS is prepared only when some upstream needs it.
+    pub(crate) fn new(
+        settings: &UpstreamTls,
+        need_tls: bool,
+        connect_timeout: Duration,
+        max_response_head: usize,
+    ) -> Result<Self, ServicesError> {
+        let max_response_head = u32::try_from(max_response_head).unwrap_or(u32::MAX);
+        let (tls, tls_h1) = if need_tls {
+            let alpn: &[&[u8]] = if settings.http1_only {
+                &[b"http/1.1"]
+            } else {
+                &[b"h2", b"http/1.1"]
+            };
+            (
+                Some(TlsConnector::from(client_config(settings, alpn)?)),
+                Some(TlsConnector::from(client_config(settings, &[b"http/1.1"])?)),
+            )
+        } else {
+            (None, None)
+        };
+        let mut h2 = http2::Builder::new(TokioExecutor::new());
+        h2.timer(TokioTimer::new())
+            .max_header_list_size(max_response_head);
+        Ok(Self {
+            tls,
+            tls_h1,
+            connect_timeout,
+            h2,
+        })
+    }
+
+    /// Opens a new connection to `target` within the connect timeout.
+    pub(crate) async fn connect(&self, target: &Target) -> Result<Sender, ConnectError> {
+        match tokio::time::timeout(self.connect_timeout, self.connect_inner(target, false)).await {
+            Ok(result) => result,
+            Err(_) => Err(ConnectError::Timeout),
+        }
+    }
+
+    async fn connect_inner(&self, target: &Target, h1_only: bool) -> Result<Sender, ConnectError> {
+        let (io, h2) = self.stream(target, h1_only).await?;
+        if !h2 {
+            return Ok(Sender::H1(H1Conn::new(io)));
+        }
+        let (sender, conn) = self
+            .h2
+            .handshake(TokioIo::new(io))
+            .await
+            .map_err(|e| ConnectError::Other(e.to_string()))?;
+        tokio::spawn(async move {
+            if let Err(error) = conn.await {
+                debug!(side = "upstream", %error, "HTTP/2 upstream connection ended");
+            }
+        });
+        Ok(Sender::H2(sender))
+    }
+
+    /// TCP (every resolved address in turn) and TLS; true when ALPN chose h2.
+    async fn stream(
+        &self,
+        target: &Target,
+        h1_only: bool,
+    ) -> Result<(UpstreamIo, bool), ConnectError> {
+        let mut last = None;
+        let mut tcp = None;
+        for addr in &target.addrs {
+            match TcpStream::connect(addr).await {
+                Ok(stream) => {
+                    tcp = Some(stream);
+                    break;
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        let tcp = match (tcp, last) {
+            (Some(tcp), _) => tcp,
+            (None, Some(e)) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                return Err(ConnectError::Refused(e))
+            }
+            (None, Some(e)) => return Err(ConnectError::Other(e.to_string())),
+            (None, None) => return Err(ConnectError::Other("no address".to_owned())),
+        };
+        // Small requests must leave at once, not wait for Nagle.
+        let _ = tcp.set_nodelay(true);
+        if !target.https {
+            return Ok((UpstreamIo::Plain(tcp), false));
+        }
+        let connector = if h1_only { &self.tls_h1 } else { &self.tls };
+        let connector = connector
+            .as_ref()
+            .expect("TLS is prepared whenever an upstream is https");
+        let tls = connector
+            .connect(target.server_name.clone(), tcp)
+            .await
+            .map_err(ConnectError::Tls)?;
+        let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+        Ok((UpstreamIo::Tls(Box::new(tls)), h2))
+    }
+
+    /// One active health check: a fresh HTTP/1.1 connection (never a pooled one, so checks do
+    /// not count as, or interfere with, client traffic), `GET path` with `Connection: close`,
+    /// within `timeout`. Returns the status, or why there is none.
+    pub(crate) async fn health_check(
+        &self,
+        target: &Target,
+        path: &str,
+        timeout: Duration,
+    ) -> Result<StatusCode, String> {
+        let check = async {
+            let sender = self
+                .connect_inner(target, true)
+                .await
+                .map_err(|e| e.to_string())?;
+            let Sender::H1(conn) = sender else {
+                return Err("upstream chose HTTP/2 for a health check".to_owned());
+            };
+            crate::h1client::health_status(conn, &target.host_header, path).await
+        };
+        match tokio::time::timeout(timeout, check).await {
+            Ok(result) => result,
+            Err(_) => Err(format!("no answer within {timeout:?}")),
+        }
+    }
+}
+
+/// Builds a rustls client configuration offering `alpn`.
+fn client_config(
+    settings: &UpstreamTls,
+    alpn: &[&[u8]],
+) -> Result<Arc<ClientConfig>, ServicesError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .map_err(|source| ServicesError::Tls { source })?;
+    let mut config = if settings.insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
+            .with_no_client_auth()
+    } else {
+        let mut roots = RootCertStore::empty();
+        let native = rustls_native_certs::load_native_certs();
+        let (added, _) = roots.add_parsable_certificates(native.certs);
+        if let Some(path) = &settings.ca_file {
+            let pem_err = |source| ServicesError::Pem {
+                path: path.clone(),
+                source,
+            };
+            let certs = CertificateDer::pem_file_iter(path)
+                .map_err(pem_err)?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(pem_err)?;
+            if certs.is_empty() {
+                return Err(ServicesError::NoCertificate { path: path.clone() });
+            }
+            for cert in certs {
+                roots
+                    .add(cert)
+                    .map_err(|source| ServicesError::Tls { source })?;
+            }
+        } else if added == 0 {
+            warn!(
+                "no system CA certificates found: HTTPS upstreams will fail verification \
+                 (give --upstream-cacert, or --insecure-upstream for self-signed test backends)"
+            );
+        }
+        builder.with_root_certificates(roots).with_no_client_auth()
+    };
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Ok(Arc::new(config))
+}
+
+/// Accepts any certificate but still checks the handshake signatures: for self-signed test
+/// backends only, behind an explicit flag.
+#[derive(Debug)]
+struct AcceptAnyCertificate(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// An upstream byte stream: cleartext or TLS.
+#[derive(Debug)]
+pub(crate) enum UpstreamIo {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl AsyncRead for UpstreamIo {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            UpstreamIo::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            UpstreamIo::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for UpstreamIo {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            UpstreamIo::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            UpstreamIo::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            UpstreamIo::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+            UpstreamIo::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            UpstreamIo::Plain(s) => s.is_write_vectored(),
+            UpstreamIo::Tls(s) => s.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            UpstreamIo::Plain(s) => Pin::new(s).poll_flush(cx),
+            UpstreamIo::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            UpstreamIo::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            UpstreamIo::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+/// Hands each thread its own pool shard (thread per core: a connection is then checked out by
+/// the thread whose runtime drives it, with no cross-thread wake-ups).
+static NEXT_SHARD: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    static SHARD: usize = NEXT_SHARD.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Idle keep-alive connections to one upstream.
+#[derive(Debug)]
+pub(crate) struct Pool {
+    shards: Box<[Mutex<Shard>]>,
+    idle_timeout: Duration,
+    max_idle: usize,
+}
+
+#[derive(Default)]
+struct Shard {
+    /// HTTP/1.1 connections, most recently used at the back (taken first: warm connections
+    /// stay warm, cold ones age out at the front).
+    h1: VecDeque<(H1Conn, Instant)>,
+    /// One shared HTTP/2 connection: streams multiplex on it.
+    h2: Option<http2::SendRequest<UpBody>>,
+}
+
+impl std::fmt::Debug for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shard")
+            .field("h1_idle", &self.h1.len())
+            .field("h2", &self.h2.is_some())
+            .finish()
+    }
+}
+
+impl Pool {
+    /// A pool with `shards` shards (the number of serving threads), closing connections idle
+    /// for `idle_timeout` and keeping at most `max_idle` per shard.
+    pub(crate) fn new(shards: usize, idle_timeout: Duration, max_idle: usize) -> Self {
+        Self {
+            shards: (0..shards.max(1)).map(|_| Mutex::default()).collect(),
+            idle_timeout,
+            max_idle,
+        }
+    }
+
+    /// The current thread's shard.
+    pub(crate) fn shard(&self) -> usize {
+        SHARD.with(|s| *s) % self.shards.len()
+    }
+
+    fn lock(&self, shard: usize) -> MutexGuard<'_, Shard> {
+        self.shards[shard]
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// A live pooled connection, if there is one. HTTP/1.1 connections are checked without
+    /// blocking (see [`H1Conn::alive`]); closed or expired ones are dropped on the way.
+    pub(crate) fn take(&self, shard: usize) -> Option<Sender> {
+        let mut s = self.lock(shard);
+        if let Some(h2) = &s.h2 {
+            if !h2.is_closed() {
+                return Some(Sender::H2(h2.clone()));
+            }
+            s.h2 = None;
+        }
+        while let Some((mut conn, since)) = s.h1.pop_back() {
+            if since.elapsed() <= self.idle_timeout && conn.alive() {
+                return Some(Sender::H1(conn));
+            }
+        }
+        None
+    }
+
+    /// Returns an HTTP/1.1 connection whose exchange completed.
+    pub(crate) fn put_h1(&self, shard: usize, conn: H1Conn) {
+        let now = Instant::now();
+        let mut s = self.lock(shard);
+        while let Some((_, since)) = s.h1.front() {
+            if now.duration_since(*since) <= self.idle_timeout && s.h1.len() < self.max_idle {
+                break;
+            }
+            s.h1.pop_front();
+        }
+        if self.max_idle > 0 {
+            s.h1.push_back((conn, now));
+        }
+    }
+
+    /// Offers a new HTTP/2 connection for sharing; kept unless a live one is already there.
+    pub(crate) fn put_h2(&self, shard: usize, sender: &http2::SendRequest<UpBody>) {
+        let mut s = self.lock(shard);
+        if s.h2.as_ref().is_none_or(|h2| h2.is_closed()) {
+            s.h2 = Some(sender.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upstream_urls() {
+        let t = Target::parse("http://127.0.0.1:8688").unwrap();
+        assert!(!t.https);
+        assert_eq!(t.addrs, vec!["127.0.0.1:8688".parse().unwrap()]);
+        assert_eq!(t.host_header, "127.0.0.1:8688");
+        let t = Target::parse("https://localhost/").unwrap();
+        assert!(t.https);
+        assert!(t.addrs.iter().all(|a| a.port() == 443));
+        for bad in [
+            "ftp://a",
+            "127.0.0.1:80",
+            "http://a/prefix",
+            "http://a/?q",
+            "http://u@a",
+            "nonsense",
+        ] {
+            assert!(Target::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,24 @@
+//! Integration tests of the intermediaries (proxy, balancer, transform) over real sockets on
+//! `127.0.0.1:0`, all on the test's runtime.
+//!
+//! The oracle for smuggling and retries is what an upstream actually received: a raw TCP
+//! upstream (`support::Capture`) records every byte. Clients are raw too where the bytes on the
+//! wire are the point; HTTP/2 uses hyper's client. Upper time bounds are generous (a loaded
+//! 2-core machine); lower bounds are tight.
+//!
+//! # Layout
+//! - `support`: services on the runtime, the raw client, the capturing upstream, TLS and h2.
+//! - `passthrough`: every seed-004 protocol pair, pooling, streaming, intermediary headers.
+//! - `smuggling`: hostile framing, refused before the upstream sees a byte.
+//! - `faults`: refused, hanging, resetting and misframing upstreams; truncation; stale pools.
+//! - `limits`: slow clients, oversized heads and bodies, idle connections, shutdown.
+//! - `balance`: round robin, dead and hanging upstreams, health checks, ejection.
+//! - `transform`: JSON → XML forwarding and hostile JSON.
+
+mod balance;
+mod faults;
+mod limits;
+mod passthrough;
+mod smuggling;
+mod support;
+mod transform;

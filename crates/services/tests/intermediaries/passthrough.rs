@@ -1,0 +1,443 @@
+//! Passthrough: every seed-004 protocol pair, connection pooling, streaming both ways, and the
+//! intermediary header rules as the upstream and the client see them.
+
+use std::time::{Duration, Instant};
+
+use gatebench_services::{EchoConfig, ProxyConfig, UpstreamTls};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+
+use crate::support::*;
+
+fn via_token(answer_via: &str) -> &str {
+    answer_via.split(' ').nth(1).unwrap()
+}
+
+#[tokio::test]
+async fn h1c_to_h1c_echoes_through_the_proxy() {
+    let echo = Running::echo(echo_config()).await;
+    let proxy = Running::proxy(proxy_config(echo.url(false))).await;
+    let mut conn = proxy.connect().await;
+    let answer = conn.request(&post("/x", b"hello proxy")).await;
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.body, b"hello proxy");
+    assert_eq!(
+        answer.header("content-type"),
+        Some("application/octet-stream")
+    );
+    assert!(answer.header("via").unwrap().starts_with("1.1 gatebench-"));
+    // Keep-alive: a second request on the same client connection.
+    let answer = conn.request(GET).await;
+    assert_eq!(answer.body, b"Hello, world!");
+    // HEAD keeps the length and sends no body.
+    let answer = conn.request(b"HEAD / HTTP/1.1\r\nHost: a\r\n\r\n").await;
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.header("content-length"), Some("13"));
+    assert_eq!(conn.request(GET).await.status, 200);
+    // The proxy's own health endpoint.
+    let answer = conn
+        .request(b"GET /__gatebench/health HTTP/1.1\r\nHost: a\r\n\r\n")
+        .await;
+    assert_eq!((answer.status, answer.body.as_slice()), (200, &b"ok\n"[..]));
+    proxy.stop().await;
+    echo.stop().await;
+}
+
+#[tokio::test]
+async fn upstream_connections_are_pooled_and_kept_alive() {
+    let upstream = Capture::start(Reply::Ok).await;
+    let proxy = Running::proxy(proxy_config(upstream.url())).await;
+    for _ in 0..3 {
+        // A new client connection each time: the upstream connection is still reused.
+        let mut conn = proxy.connect().await;
+        for _ in 0..5 {
+            assert_eq!(conn.request(&post("/", b"abc")).await.status, 200);
+        }
+    }
+    assert_eq!(upstream.requests(), 15);
+    assert_eq!(
+        upstream
+            .connections
+            .load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "one pooled upstream connection serves sequential requests"
+    );
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn upstream_sees_hop_by_hop_fields_removed_and_via_and_forwarded_for_added() {
+    let upstream = Capture::start(Reply::Ok).await;
+    let proxy = Running::proxy(proxy_config(upstream.url())).await;
+    let mut conn = proxy.connect().await;
+    let answer = conn
+        .request(
+            b"GET /path?q=1 HTTP/1.1\r\nHost: example.test:8080\r\n\
+Connection: keep-alive, X-Secret\r\nX-Secret: s3cret\r\nKeep-Alive: timeout=5\r\n\
+Proxy-Connection: keep-alive\r\nUpgrade: websocket\r\nTE: trailers, deflate\r\n\
+Via: 1.0 someone-else\r\nX-Forwarded-For: 192.0.2.7\r\nX-Kept: yes\r\n\r\n",
+        )
+        .await;
+    assert_eq!(answer.status, 200);
+    let seen = String::from_utf8(upstream.all_bytes())
+        .unwrap()
+        .to_ascii_lowercase();
+    assert!(seen.starts_with("get /path?q=1 http/1.1\r\n"), "{seen}");
+    assert!(
+        seen.contains("host: example.test:8080\r\n"),
+        "Host is preserved: {seen}"
+    );
+    for gone in [
+        "x-secret",
+        "keep-alive",
+        "proxy-connection",
+        "upgrade",
+        "te:",
+        "connection",
+    ] {
+        assert!(!seen.contains(gone), "{gone} reached the upstream: {seen}");
+    }
+    assert!(seen.contains("x-kept: yes\r\n"));
+    assert!(seen.contains("via: 1.0 someone-else\r\n"));
+    assert!(seen.contains("via: 1.1 gatebench-"), "{seen}");
+    assert!(
+        seen.contains("x-forwarded-for: 192.0.2.7, 127.0.0.1\r\n"),
+        "{seen}"
+    );
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn client_never_sees_the_upstream_hop_by_hop_fields() {
+    let upstream = Capture::start(Reply::Raw(
+        b"HTTP/1.1 200 OK\r\nConnection: X-Internal\r\nX-Internal: 1\r\nKeep-Alive: timeout=9\r\n\
+Upgrade: h2c\r\nX-Kept: 1\r\nContent-Length: 2\r\n\r\nok"
+            .to_vec(),
+    ))
+    .await;
+    let proxy = Running::proxy(proxy_config(upstream.url())).await;
+    let mut conn = proxy.connect().await;
+    let answer = conn.request(GET).await;
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.body, b"ok");
+    for gone in ["x-internal", "keep-alive", "upgrade"] {
+        assert!(
+            !answer.has(gone),
+            "{gone} reached the client: {:?}",
+            answer.headers
+        );
+    }
+    assert_eq!(answer.header("connection"), None);
+    assert_eq!(answer.header("x-kept"), Some("1"));
+    assert!(answer.header("via").unwrap().starts_with("1.1 gatebench-"));
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn a_request_that_comes_back_is_a_loop() {
+    let upstream = Capture::start(Reply::Ok).await;
+    let proxy = Running::proxy(proxy_config(upstream.url())).await;
+    let mut conn = proxy.connect().await;
+    let via = conn.request(GET).await.header("via").unwrap().to_owned();
+    let looped = format!("GET / HTTP/1.1\r\nHost: a\r\nVia: 1.0 x, {via}\r\n\r\n");
+    let answer = conn.request(looped.as_bytes()).await;
+    assert_eq!(answer.status, 508);
+    assert!(answer
+        .header("proxy-status")
+        .unwrap()
+        .contains("proxy_loop_detected"));
+    assert_eq!(
+        upstream.requests(),
+        1,
+        "the looping request was not forwarded"
+    );
+    // Another gatebench instance's token is not a loop.
+    let other = format!(
+        "GET / HTTP/1.1\r\nHost: a\r\nVia: 1.1 gatebench-00000000{}\r\n\r\n",
+        ""
+    );
+    assert_ne!(via_token(&via), "gatebench-00000000");
+    assert_eq!(conn.request(other.as_bytes()).await.status, 200);
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn large_bodies_stream_byte_exact_both_ways() {
+    let echo = Running::echo(echo_config()).await;
+    let proxy = Running::proxy(proxy_config(echo.url(false))).await;
+    let body: Vec<u8> = (0..4 * 1024 * 1024u32)
+        .map(|i| (i * 7 % 251) as u8)
+        .collect();
+    let mut conn = proxy.connect().await;
+    let answer = conn.request(&post("/", &body)).await;
+    assert_eq!(answer.status, 200);
+    assert!(answer.body == body, "4 MiB echoed byte for byte");
+    // Chunked request bodies are forwarded chunked.
+    let mut chunked = b"PUT / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n".to_vec();
+    chunked.extend_from_slice(b"5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\n\r\n");
+    let answer = conn.request(&chunked).await;
+    assert_eq!(answer.body, b"hello world");
+    proxy.stop().await;
+    echo.stop().await;
+}
+
+#[tokio::test]
+async fn request_and_response_bodies_are_streamed_not_buffered() {
+    // Response: the first chunk reaches the client while the upstream still holds the rest.
+    let upstream = Capture::start(Reply::RawThenHang(
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nfirst\r\n".to_vec(),
+    ))
+    .await;
+    let proxy = Running::proxy(ProxyConfig {
+        timeouts: gatebench_services::Timeouts {
+            upstream_read: Duration::from_secs(5),
+            ..timeouts()
+        },
+        ..proxy_config(upstream.url())
+    })
+    .await;
+    let mut client = TcpStream::connect(proxy.addr).await.unwrap();
+    client.write_all(GET).await.unwrap();
+    let mut got = Vec::new();
+    let started = Instant::now();
+    while !contains(&got, b"first") {
+        let mut chunk = [0u8; 1024];
+        let n = tokio::time::timeout(
+            PATIENCE,
+            tokio::io::AsyncReadExt::read(&mut client, &mut chunk),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        assert!(n > 0, "closed before the first chunk");
+        got.extend_from_slice(&chunk[..n]);
+    }
+    assert!(started.elapsed() < Duration::from_secs(3));
+    drop(client);
+    proxy.stop().await;
+
+    // Request: the upstream reads the first half while the client still holds the second.
+    let upstream = Capture::start(Reply::Ok).await;
+    let proxy = Running::proxy(ProxyConfig {
+        timeouts: gatebench_services::Timeouts {
+            client_body: Duration::from_secs(5),
+            ..timeouts()
+        },
+        ..proxy_config(upstream.url())
+    })
+    .await;
+    let mut conn = proxy.connect().await;
+    conn.send(b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 20\r\n\r\nfirst-half")
+        .await;
+    let deadline = Instant::now() + PATIENCE;
+    while !contains(&upstream.all_bytes(), b"first-half") {
+        assert!(
+            Instant::now() < deadline,
+            "the first half never reached the upstream"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    conn.send(b"secondhalf").await;
+    assert_eq!(conn.answer(false).await.status, 200);
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn h1_to_h1_over_tls_on_both_sides_and_verification_by_default() {
+    let (front, back) = (cert("tls-front"), cert("tls-back"));
+    let echo = Running::echo(EchoConfig {
+        tls: Some(back.settings.clone()),
+        ..echo_config()
+    })
+    .await;
+    let proxy = Running::proxy(ProxyConfig {
+        tls: Some(front.settings.clone()),
+        upstream_tls: UpstreamTls {
+            insecure: true,
+            ..UpstreamTls::default()
+        },
+        ..proxy_config(echo.url(true))
+    })
+    .await;
+    let tls = tls_connect(proxy.addr, &front.pem, &[b"http/1.1"]).await;
+    let mut conn = Conn::new(tls);
+    let answer = conn.request(&post("/", b"over tls")).await;
+    assert_eq!(
+        (answer.status, answer.body.as_slice()),
+        (200, &b"over tls"[..])
+    );
+    proxy.stop().await;
+
+    // Without --insecure-upstream the self-signed upstream is refused: 502, TLS error.
+    let strict = Running::proxy(proxy_config(echo.url(true))).await;
+    let answer = strict.connect().await.request(GET).await;
+    assert_eq!(answer.status, 502);
+    assert!(answer
+        .header("proxy-status")
+        .unwrap()
+        .contains("tls_protocol_error"));
+    strict.stop().await;
+
+    // Trusting the upstream's certificate explicitly works.
+    let trusted = Running::proxy(ProxyConfig {
+        upstream_tls: UpstreamTls {
+            ca_file: back.settings.cert_pem_path.clone(),
+            ..UpstreamTls::default()
+        },
+        ..proxy_config(format!("https://localhost:{}", echo.addr.port()))
+    })
+    .await;
+    assert_eq!(trusted.connect().await.request(GET).await.status, 200);
+    trusted.stop().await;
+    echo.stop().await;
+    std::fs::remove_dir_all(front.dir).ok();
+    std::fs::remove_dir_all(back.dir).ok();
+}
+
+/// A TLS proxy with HTTP/2 in front of `upstream_url`; the upstream's certificate is accepted.
+async fn h2_proxy(front: &Cert, upstream_url: String) -> Running {
+    Running::proxy(ProxyConfig {
+        tls: Some(front.settings.clone()),
+        http2: true,
+        upstream_tls: UpstreamTls {
+            insecure: true,
+            ..UpstreamTls::default()
+        },
+        ..proxy_config(upstream_url)
+    })
+    .await
+}
+
+#[tokio::test]
+async fn h2_to_h2_uses_http2_upstream_by_alpn() {
+    let (front, back) = (cert("h2h2-front"), cert("h2h2-back"));
+    let echo = Running::echo(EchoConfig {
+        tls: Some(back.settings.clone()),
+        http2: true,
+        ..echo_config()
+    })
+    .await;
+    let proxy = h2_proxy(&front, echo.url(true)).await;
+    let mut h2 = H2::handshake(tls_connect(proxy.addr, &front.pem, &[b"h2"]).await).await;
+    for i in 0..3u8 {
+        let answer = h2.request("POST", "/", &[i; 100]).await;
+        assert_eq!(answer.status, 200);
+        assert_eq!(answer.version, http::Version::HTTP_2);
+        assert_eq!(answer.body.unwrap(), [i; 100]);
+        // The Via on the response names the protocol the upstream answered in.
+        let via = answer.headers["via"].to_str().unwrap();
+        assert!(via.starts_with("2 gatebench-"), "{via}");
+    }
+    // An HTTP/1.1 client of the same proxy is served too, forwarded over HTTP/2.
+    let mut conn = Conn::new(tls_connect(proxy.addr, &front.pem, &[b"http/1.1"]).await);
+    let answer = conn.request(&post("/", b"h1 client")).await;
+    assert_eq!(answer.body, b"h1 client");
+    assert!(answer.header("via").unwrap().starts_with("2 gatebench-"));
+    proxy.stop().await;
+    echo.stop().await;
+}
+
+#[tokio::test]
+async fn h2_to_h1_takes_host_from_authority() {
+    let front = cert("h2h1c-front");
+    // h2 → h1c against the capture, to see what the upstream got.
+    let upstream = Capture::start(Reply::Ok).await;
+    let proxy = h2_proxy(&front, upstream.url()).await;
+    let mut h2 = H2::handshake(tls_connect(proxy.addr, &front.pem, &[b"h2"]).await).await;
+    let req = http::Request::post("https://example.test:9443/p?q")
+        .header("te", "trailers")
+        .body(http_body_util::Full::new(bytes::Bytes::from_static(
+            b"body",
+        )))
+        .unwrap();
+    let answer = h2.send_request(req).await;
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.body.unwrap(), b"ok");
+    let seen = String::from_utf8(upstream.all_bytes())
+        .unwrap()
+        .to_ascii_lowercase();
+    assert!(seen.starts_with("post /p?q http/1.1\r\n"), "{seen}");
+    assert!(seen.contains("host: example.test:9443\r\n"), "{seen}");
+    assert!(seen.contains("via: 2 gatebench-"), "{seen}");
+    assert!(
+        !seen.contains("\r\nte:"),
+        "TE is not sent to HTTP/1.1: {seen}"
+    );
+    assert!(seen.ends_with("\r\n\r\nbody"), "{seen}");
+    proxy.stop().await;
+
+    // h2 → h1 over TLS against the echo.
+    let back = cert("h2h1-back");
+    let echo = Running::echo(EchoConfig {
+        tls: Some(back.settings.clone()),
+        ..echo_config()
+    })
+    .await;
+    let proxy = h2_proxy(&front, echo.url(true)).await;
+    let mut h2 = H2::handshake(tls_connect(proxy.addr, &front.pem, &[b"h2"]).await).await;
+    let answer = h2.request("POST", "/", b"h2 to h1").await;
+    assert_eq!(answer.version, http::Version::HTTP_2);
+    assert_eq!(answer.body.unwrap(), b"h2 to h1");
+    assert!(answer.headers["via"]
+        .to_str()
+        .unwrap()
+        .starts_with("1.1 gatebench-"));
+    proxy.stop().await;
+    echo.stop().await;
+}
+
+#[tokio::test]
+async fn downgrade_h1_client_to_h2_capable_proxy_to_h1_tls_backend() {
+    let (front, back) = (cert("down-front"), cert("down-back"));
+    let echo = Running::echo(EchoConfig {
+        tls: Some(back.settings.clone()),
+        ..echo_config()
+    })
+    .await;
+    let proxy = h2_proxy(&front, echo.url(true)).await;
+    let tls = tls_connect(proxy.addr, &front.pem, &[b"http/1.1"]).await;
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"http/1.1"[..]));
+    let mut conn = Conn::new(tls);
+    let answer = conn.request(&post("/", b"downgraded")).await;
+    assert_eq!(answer.body, b"downgraded");
+    assert!(answer.header("via").unwrap().starts_with("1.1 gatebench-"));
+    proxy.stop().await;
+    echo.stop().await;
+}
+
+#[tokio::test]
+async fn h2c_prior_knowledge_and_http1_share_the_cleartext_port() {
+    let echo = Running::echo(echo_config()).await;
+    let proxy = Running::proxy(ProxyConfig {
+        http2: true,
+        ..proxy_config(echo.url(false))
+    })
+    .await;
+    let mut h2 = H2::handshake(TcpStream::connect(proxy.addr).await.unwrap()).await;
+    let answer = h2.request("POST", "/", b"h2c").await;
+    assert_eq!(
+        (answer.status, answer.version),
+        (200, http::Version::HTTP_2)
+    );
+    assert_eq!(answer.body.unwrap(), b"h2c");
+    let mut conn = proxy.connect().await;
+    assert_eq!(conn.request(&post("/", b"h1")).await.body, b"h1");
+    // An h2 request carrying a connection-specific field is malformed (RFC 9113 §8.2.2).
+    let tcp = TcpStream::connect(proxy.addr).await.unwrap();
+    let (mut client, connection) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(connection);
+    let req = http::Request::get("http://localhost/")
+        .header("connection", "keep-alive")
+        .body(())
+        .unwrap();
+    let refused = match client.send_request(req, true) {
+        Err(_) => true,
+        Ok((response, _)) => tokio::time::timeout(PATIENCE, response)
+            .await
+            .unwrap()
+            .is_err(),
+    };
+    assert!(refused, "a Connection field in HTTP/2 is refused");
+    proxy.stop().await;
+    echo.stop().await;
+}
