@@ -172,3 +172,53 @@ fn the_default_suite_estimate_runs_nothing_and_fits_in_five_minutes() {
     assert!(!tmp.join("results").exists());
     let _ = std::fs::remove_dir_all(tmp);
 }
+
+#[test]
+fn every_scenario_of_the_default_suite_runs_without_errors() {
+    // One cell per scenario (10 users, 50 B), short phases: every built-in service, protocol
+    // pair and TLS set-up of the main job actually answers, with no failed cell and no error.
+    let tmp = temp_dir("default");
+    let out_dir = tmp.join("out");
+    let out = gatebench(
+        &[
+            "run",
+            "--include",
+            "*_u10_s50_*",
+            "--warmup",
+            "0.2s",
+            "--duration",
+            "0.6s",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &tmp,
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{stdout}\n{stderr}",
+        out.status
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("summary.json")).unwrap())
+            .unwrap();
+    let text = summary.to_string();
+    for scenario in [
+        "backend-alone",
+        "passthrough-h1c-h1c",
+        "passthrough-h1-h1",
+        "transform-h1c",
+        "transform-h1",
+        "passthrough-h2-h2",
+        "passthrough-h2-h1",
+        "passthrough-h2-h1c",
+        "downgrade",
+        "balance-5",
+    ] {
+        assert!(text.contains(scenario), "{scenario} missing from {text}");
+    }
+    assert_eq!(stderr.matches(": ok ·").count(), 10, "{stderr}");
+    assert_eq!(stderr.matches("· 0 errors").count(), 10, "{stderr}");
+    assert!(!stderr.contains("FAILED"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&tmp);
+}

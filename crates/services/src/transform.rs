@@ -1,6 +1,6 @@
 //! The JSON → XML transform (seed 004's "JSON to XML transformation" scenario): the proxy's
 //! request path with one step added — the JSON request body is read whole (it must be, to be
-//! parsed), converted by [`json_to_xml`](crate::json_xml::json_to_xml) and forwarded with
+//! parsed), converted by [`json_to_xml`] and forwarded with
 //! `Content-Type: application/xml` and the new `Content-Length`. Responses stream back as the
 //! proxy's do.
 //!

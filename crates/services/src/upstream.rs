@@ -2,12 +2,14 @@
 //! made (TCP, TLS with ALPN, the HTTP/1.1 or HTTP/2 handshake), and the per-upstream pools of
 //! keep-alive connections.
 //!
-//! Pools are hand-rolled over `hyper::client::conn` rather than hyper-util's legacy `Client`:
-//! the forwarding loop must know whether a request left the proxy at all (a stale pooled
-//! connection is retried transparently, a POST that reached a hanging upstream never is), which
-//! connection a response came on (a malformed one is closed, never pooled), and which failures
-//! were connect failures; and the pool is sharded per thread, so that with thread-per-core
-//! serving a connection is checked out on the thread whose runtime drives it.
+//! Pools are hand-rolled rather than hyper-util's legacy `Client`: the forwarding loop must know
+//! whether a request left the proxy at all (a stale pooled connection is retried transparently,
+//! a POST that reached a hanging upstream never is), which connection a response came on (a
+//! malformed one is closed, never pooled), and which failures were connect failures; and the
+//! pool is sharded per thread, so that with thread-per-core serving a connection is checked out
+//! on the thread whose runtime drives it. HTTP/1.1 connections are spoken to by
+//! [`crate::h1client`] (an idle one is just its socket); HTTP/2 ones by hyper's client, one
+//! shared connection per upstream and thread.
 //!
 //! Upstream addresses are resolved once, at start-up. HTTPS upstreams are verified against the
 //! system's roots (plus `--upstream-cacert`) unless verification is explicitly turned off

@@ -56,6 +56,12 @@ pub struct RunArgs {
     /// compare` tests; 5 or more lets it call a change significant.
     #[arg(long, value_name = "N")]
     pub repeats: Option<std::num::NonZeroU32>,
+    /// Warm-up of every cell, instead of the suite's (e.g. `0.5s` for a quick smoke run).
+    #[arg(long, value_name = "DURATION", value_parser = crate::cli::parse_duration, allow_hyphen_values = true)]
+    pub warmup: Option<std::time::Duration>,
+    /// Measurement of every cell, instead of the suite's.
+    #[arg(long, value_name = "DURATION", value_parser = crate::cli::parse_duration, allow_hyphen_values = true)]
+    pub duration: Option<std::time::Duration>,
     /// Extra arguments for every built-in system under test (proxy, transform, balancer), e.g.
     /// `--sut-args "--threads 1"`: two runs that differ in one setting, for `gatebench compare`.
     #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
@@ -70,6 +76,15 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     };
     if let Some(n) = args.repeats {
         suite.repeats = n;
+    }
+    if let Some(w) = args.warmup {
+        suite.warmup = w;
+    }
+    if let Some(d) = args.duration {
+        if d.is_zero() {
+            anyhow::bail!("--duration must be more than 0");
+        }
+        suite.duration = d;
     }
     if let Some(extra) = &args.sut_args {
         if suite.append_sut_args(extra) == 0 {

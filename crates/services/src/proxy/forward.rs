@@ -249,7 +249,8 @@ pub(crate) struct Outgoing {
     pub body: UpBody,
 }
 
-/// What is kept to send a body-less idempotent request again.
+/// What is kept to send a body-less idempotent request again after hyper's HTTP/2 client took
+/// it (HTTP/1.1 exchanges only borrow the request, so they need no copy).
 struct Spare {
     method: Method,
     uri: Uri,
