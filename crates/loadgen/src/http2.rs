@@ -124,8 +124,17 @@ impl H2Conn {
     }
 
     /// Sends one request on a stream already acquired and reads its response.
+    /// A handle for sending on this connection; each stream slot keeps its own, so nothing is
+    /// cloned per request.
+    pub(crate) fn sender(&self) -> SendRequest<Bytes> {
+        self.sender.clone()
+    }
+
+    /// Sends one request through `sender` (from [`H2Conn::sender`]) on a stream already
+    /// acquired, and reads its response.
     pub(crate) async fn exchange(
         &self,
+        sender: &mut SendRequest<Bytes>,
         req: &RequestTemplate,
         verify: bool,
     ) -> Result<Answer, Failure> {
@@ -133,10 +142,9 @@ impl H2Conn {
             outcome,
             bytes_read,
         };
-        let mut sender = match self.sender.clone().ready().await {
-            Ok(s) => s,
-            Err(e) => return Err(fail(classify(&e), 0)),
-        };
+        if let Err(e) = std::future::poll_fn(|cx| sender.poll_ready(cx)).await {
+            return Err(fail(classify(&e), 0));
+        }
         let body = req.body();
         let (response, mut send) = match sender.send_request(req.h2_request(), body.is_empty()) {
             Ok(pair) => pair,

@@ -489,6 +489,7 @@ async fn h2_stream_loop(
     let config = shared.config.clone();
     let open = shared.schedule_is_open();
     let req = config.request.clone();
+    let mut sender = conn.sender();
     let timer = tokio::time::sleep(Duration::ZERO);
     tokio::pin!(timer);
     loop {
@@ -545,7 +546,7 @@ async fn h2_stream_loop(
         } else {
             tokio::select! {
                 biased;
-                r = conn.exchange(&req, config.verify) => Some(r),
+                r = conn.exchange(&mut sender, &req, config.verify) => Some(r),
                 _ = &mut timer => None,
             }
         };
