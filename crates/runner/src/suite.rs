@@ -246,6 +246,53 @@ pub struct Suite {
 }
 
 impl Suite {
+    /// Adds, right after every scenario whose system under test is a built-in service, a
+    /// variant of it named `NAME+LABEL` whose SUT command line gets `extra` appended. In the
+    /// interleaved order the two run back to back at every point, so drift of the machine
+    /// affects both alike: the sound way to compare two settings (`gatebench compare DIR
+    /// --variant LABEL`). Returns how many variants were added.
+    pub fn add_variant(&mut self, label: &str, extra: &str) -> Result<usize, String> {
+        let label = label.trim();
+        if label.is_empty()
+            || !label
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(format!(
+                "--variant: the name `{label}` must be letters, digits, '-' or '_'"
+            ));
+        }
+        let mut out = Vec::with_capacity(self.scenarios.len() * 2);
+        let mut added = 0;
+        for sc in self.scenarios.drain(..) {
+            let variant = match &sc.sut {
+                Some(
+                    t @ ProcessTemplate {
+                        program: Program::Serve(line),
+                        ..
+                    },
+                ) => {
+                    let mut v = sc.clone();
+                    v.name = format!("{}+{label}", sc.name);
+                    v.title = format!("{} [{label}]", sc.title);
+                    v.sut = Some(ProcessTemplate {
+                        program: Program::Serve(format!("{line} {}", extra.trim())),
+                        ..t.clone()
+                    });
+                    Some(v)
+                }
+                _ => None,
+            };
+            out.push(sc);
+            if let Some(v) = variant {
+                out.push(v);
+                added += 1;
+            }
+        }
+        self.scenarios = out;
+        Ok(added)
+    }
+
     /// Appends `extra` (e.g. `--threads 1`) to the command line of every system under test
     /// that is a built-in service, so two runs of the same suite can differ in one setting and
     /// be compared. The resolved suite written beside the results records it. Scenarios whose
@@ -862,6 +909,36 @@ mod tests {
             assert!(names.contains(&want), "missing {want} in {names:?}");
         }
         assert!(s.scenarios.iter().all(Scenario::is_builtin));
+    }
+
+    #[test]
+    fn variants_follow_their_scenario_with_the_extra_arguments() {
+        let mut suite = Suite::builtin();
+        let before = suite.scenarios.len();
+        let suts = suite.scenarios.iter().filter(|s| s.sut.is_some()).count();
+        assert_eq!(suite.add_variant("t1", "--threads 1"), Ok(suts));
+        assert_eq!(suite.scenarios.len(), before + suts);
+        for pair in suite.scenarios.windows(2) {
+            if pair[1].name.ends_with("+t1") {
+                assert_eq!(pair[1].name, format!("{}+t1", pair[0].name));
+                let Some(ProcessTemplate {
+                    program: Program::Serve(a),
+                    ..
+                }) = &pair[0].sut
+                else {
+                    panic!("a variant follows a built-in SUT")
+                };
+                let Some(ProcessTemplate {
+                    program: Program::Serve(b),
+                    ..
+                }) = &pair[1].sut
+                else {
+                    panic!("the variant has a built-in SUT")
+                };
+                assert_eq!(b, &format!("{a} --threads 1"));
+            }
+        }
+        assert!(suite.add_variant("bad name", "x").is_err());
     }
 
     #[test]

@@ -50,6 +50,10 @@ pub struct CompareArgs {
     /// two); with several directories, only these scenarios.
     #[arg(long = "scenario", value_name = "NAME")]
     pub scenarios: Vec<String>,
+    /// One results directory from `gatebench run --variant NAME=…`: compare every scenario
+    /// (baseline) with its variant `SCENARIO+NAME`, run interleaved with it.
+    #[arg(long, value_name = "NAME", conflicts_with = "scenarios")]
+    pub variant: Option<String>,
     /// Exit 1 when a significant regression beyond this change is found, e.g. `5%`
     /// (percentage points for Error % and GC throughput; `0` for any significant regression).
     #[arg(long, value_name = "PERCENT", value_parser = parse_percent)]
@@ -211,8 +215,69 @@ fn read_dir(dir: &Path) -> Result<(Vec<CellRecord>, Option<Environment>)> {
     Ok((r.records, env))
 }
 
+/// `--variant NAME`: the scenarios that have a variant `SCENARIO+NAME` (run A) against their
+/// variants, renamed to the scenario so cells match (run B).
+fn variant_runs(args: &CompareArgs, label: &str) -> Result<(Vec<RunInput>, bool)> {
+    let [dir] = args.runs.as_slice() else {
+        bail!("--variant compares scenarios of one results directory: give exactly one");
+    };
+    let (records, env) = read_dir(dir)?;
+    let suffix = format!("+{label}");
+    let mut variants: Vec<CellRecord> = records
+        .iter()
+        .filter(|r| r.cell.scenario.ends_with(&suffix))
+        .cloned()
+        .collect();
+    if variants.is_empty() {
+        bail!(
+            "{}: no scenario has the variant \"{label}\" (run it with gatebench run --variant {label}=ARGS)",
+            dir.display()
+        );
+    }
+    for r in &mut variants {
+        r.cell
+            .scenario
+            .truncate(r.cell.scenario.len() - suffix.len());
+    }
+    let base: Vec<CellRecord> = records
+        .iter()
+        .filter(|r| variants.iter().any(|v| v.cell.scenario == r.cell.scenario))
+        .cloned()
+        .collect();
+    let labels = [
+        args.labels
+            .first()
+            .cloned()
+            .unwrap_or_else(|| "baseline".to_owned()),
+        args.labels
+            .get(1)
+            .cloned()
+            .unwrap_or_else(|| label.to_owned()),
+    ];
+    Ok((
+        vec![
+            RunInput {
+                label: labels[0].clone(),
+                source: dir.display().to_string(),
+                environment: env.clone(),
+                records: base,
+            },
+            RunInput {
+                label: labels[1].clone(),
+                source: format!("{}, variant {label}", dir.display()),
+                environment: env,
+                records: variants,
+            },
+        ],
+        true,
+    ))
+}
+
 /// The runs to compare, and whether cells are matched on their scenario.
 fn load_runs(args: &CompareArgs) -> Result<(Vec<RunInput>, bool)> {
+    if let Some(label) = &args.variant {
+        return variant_runs(args, label);
+    }
     if args.runs.len() == 1 {
         if args.scenarios.len() < 2 {
             bail!(

@@ -66,6 +66,11 @@ pub struct RunArgs {
     /// `--sut-args "--threads 1"`: two runs that differ in one setting, for `gatebench compare`.
     #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
     pub sut_args: Option<String>,
+    /// `NAME=ARGS`: also run every scenario with a built-in SUT as `SCENARIO+NAME`, its SUT
+    /// given ARGS, interleaved with the original so drift affects both alike; then
+    /// `gatebench compare DIR --variant NAME`. E.g. `--variant t1="--threads 1"`.
+    #[arg(long, value_name = "NAME=ARGS", allow_hyphen_values = true)]
+    pub variant: Option<String>,
 }
 
 /// Runs the subcommand.
@@ -85,6 +90,16 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             anyhow::bail!("--duration must be more than 0");
         }
         suite.duration = d;
+    }
+    if let Some(v) = &args.variant {
+        let (name, extra) = v
+            .split_once('=')
+            .ok_or_else(|| anyhow::anyhow!("--variant takes NAME=ARGS, e.g. t1=\"--threads 1\""))?;
+        if suite.add_variant(name, extra).map_err(anyhow::Error::msg)? == 0 {
+            anyhow::bail!(
+                "--variant: no scenario of this suite runs a built-in service as its system under test"
+            );
+        }
     }
     if let Some(extra) = &args.sut_args {
         if suite.append_sut_args(extra) == 0 {
