@@ -8,11 +8,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use gatebench_tls::AcceptAnyCertificate;
 use rustls::client::Resumption;
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, RootCertStore};
 
 use crate::error::LoadgenError;
 
@@ -50,7 +49,7 @@ pub(crate) fn client(
     let mut config = if opts.insecure {
         builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
+            .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
             .with_no_client_auth()
     } else {
         builder
@@ -71,78 +70,7 @@ pub(crate) fn client(
 }
 
 fn roots(opts: &TlsOptions) -> Result<RootCertStore, LoadgenError> {
-    let mut store = RootCertStore::empty();
-    if let Some(path) = &opts.cacert {
-        let certs = CertificateDer::pem_file_iter(path)
-            .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| {
-                LoadgenError::config(format!("cannot read --cacert {}: {e}", path.display()))
-            })?;
-        if certs.is_empty() {
-            return Err(LoadgenError::config(format!(
-                "--cacert {} holds no certificate",
-                path.display()
-            )));
-        }
-        for c in certs {
-            store
-                .add(c)
-                .map_err(|e| LoadgenError::config(format!("--cacert {}: {e}", path.display())))?;
-        }
-    } else {
-        // Unreadable individual system certificates are skipped, as every client does.
-        let found = rustls_native_certs::load_native_certs();
-        store.add_parsable_certificates(found.certs);
-    }
-    Ok(store)
-}
-
-/// `--insecure`: any certificate is accepted; handshake signatures are still checked so the
-/// cryptographic work matches a verifying client.
-#[derive(Debug)]
-struct AcceptAny(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for AcceptAny {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
+    gatebench_tls::roots(opts.cacert.as_deref())
+        .map(|(store, _)| store)
+        .map_err(|e| LoadgenError::config(format!("--cacert: {e}")))
 }

@@ -21,10 +21,8 @@ use std::collections::VecDeque;
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use http::header::HeaderValue;
@@ -32,13 +30,9 @@ use http::uri::{Authority, Scheme};
 use http::{StatusCode, Uri};
 use hyper::client::conn::http2;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use rustls::pki_types::ServerName;
+use rustls::ClientConfig;
 use tokio::net::TcpStream;
-use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 use tracing::{debug, warn};
 
@@ -263,7 +257,7 @@ impl Connector {
         // Small requests must leave at once, not wait for Nagle.
         let _ = tcp.set_nodelay(true);
         if !target.https {
-            return Ok((UpstreamIo::Plain(tcp), false));
+            return Ok((gatebench_tls::MaybeTls::Plain(tcp), false));
         }
         let connector = if h1_only { &self.tls_h1 } else { &self.tls };
         let connector = connector
@@ -274,7 +268,7 @@ impl Connector {
             .await
             .map_err(ConnectError::Tls)?;
         let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
-        Ok((UpstreamIo::Tls(Box::new(tls)), h2))
+        Ok((gatebench_tls::MaybeTls::Tls(Box::new(tls)), h2))
     }
 
     /// One active health check: a fresh HTTP/1.1 connection (never a pooled one, so checks do
@@ -315,30 +309,23 @@ fn client_config(
     let mut config = if settings.insecure {
         builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
+            .with_custom_certificate_verifier(Arc::new(gatebench_tls::AcceptAnyCertificate(
+                provider,
+            )))
             .with_no_client_auth()
     } else {
-        let mut roots = RootCertStore::empty();
-        let native = rustls_native_certs::load_native_certs();
-        let (added, _) = roots.add_parsable_certificates(native.certs);
-        if let Some(path) = &settings.ca_file {
-            let pem_err = |source| ServicesError::Pem {
-                path: path.clone(),
-                source,
-            };
-            let certs = CertificateDer::pem_file_iter(path)
-                .map_err(pem_err)?
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(pem_err)?;
-            if certs.is_empty() {
-                return Err(ServicesError::NoCertificate { path: path.clone() });
-            }
-            for cert in certs {
-                roots
-                    .add(cert)
-                    .map_err(|source| ServicesError::Tls { source })?;
-            }
-        } else if added == 0 {
+        let (roots, found) =
+            gatebench_tls::roots(settings.ca_file.as_deref()).map_err(|e| match e {
+                gatebench_tls::RootsError::Empty { path } => ServicesError::NoCertificate { path },
+                gatebench_tls::RootsError::Invalid { source, .. } => ServicesError::Tls { source },
+                gatebench_tls::RootsError::Read { path, source } => {
+                    ServicesError::Pem { path, source }
+                }
+                other => ServicesError::InvalidConfig {
+                    reason: other.to_string(),
+                },
+            })?;
+        if found == 0 {
             warn!(
                 "no system CA certificates found: HTTPS upstreams will fail verification \
                  (give --upstream-cacert, or --insecure-upstream for self-signed test backends)"
@@ -350,120 +337,8 @@ fn client_config(
     Ok(Arc::new(config))
 }
 
-/// Accepts any certificate but still checks the handshake signatures: for self-signed test
-/// backends only, behind an explicit flag.
-#[derive(Debug)]
-struct AcceptAnyCertificate(Arc<rustls::crypto::CryptoProvider>);
-
-impl ServerCertVerifier for AcceptAnyCertificate {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
 /// An upstream byte stream: cleartext or TLS.
-#[derive(Debug)]
-pub(crate) enum UpstreamIo {
-    Plain(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
-}
-
-impl AsyncRead for UpstreamIo {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            UpstreamIo::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            UpstreamIo::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for UpstreamIo {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            UpstreamIo::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            UpstreamIo::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            UpstreamIo::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
-            UpstreamIo::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
-        }
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        match self {
-            UpstreamIo::Plain(s) => s.is_write_vectored(),
-            UpstreamIo::Tls(s) => s.is_write_vectored(),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            UpstreamIo::Plain(s) => Pin::new(s).poll_flush(cx),
-            UpstreamIo::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            UpstreamIo::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            UpstreamIo::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
-        }
-    }
-}
+pub(crate) type UpstreamIo = gatebench_tls::MaybeTls;
 
 /// Hands each thread its own pool shard (thread per core: a connection is then checked out by
 /// the thread whose runtime drives it, with no cross-thread wake-ups).
