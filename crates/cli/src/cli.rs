@@ -21,7 +21,7 @@ pub enum Command {
     Serve(ServeArgs),
     /// Run a benchmark suite (the built-in default, or a suite file) into a results directory.
     Run(crate::cmd::run::RunArgs),
-    /// Re-render the summaries of a results directory.
+    /// Re-render a results directory: its summaries, report.html and the SVG plots.
     Report(crate::cmd::report::ReportArgs),
     /// Compare results directories (two versions, or a history against a baseline), with
     /// significance tests; a CI gate with --fail-on-regression.
