@@ -559,7 +559,7 @@ print(m["throughput_rps"], m["outcomes"]["ok"])' "$1"
 }
 
 # ---------------------------------------------------------------------------
-# One measured run (for scripts other than loadgen-vs-peers.sh, which has it inline)
+# One measured run (every nginx-backed comparison script uses it)
 # ---------------------------------------------------------------------------
 
 # The per-run TSV columns gb_measured_run writes (gb_summarize reads them by name).
@@ -567,8 +567,7 @@ gb_runs_tsv_header() {
   printf '%s\n' "run	tool	ok	exit	duration_s	elapsed_s	served	stub_rps	tool_rps	tool_ok	gen_user_s	gen_sys_s	gen_cpu_s	gen_cpu_per_100k	gen_util	server_cpu_s	server_util	server_core_busy	gen_core_busy	server_core_other	gen_core_other"
 }
 
-# gb_measured_run RUN TOOL DUR_S STATUS_PORT OUT RUNFN — one measured run of TOOL, as in
-# loadgen-vs-peers.sh: nginx's stub_status count (on STATUS_PORT) and worker CPU and both
+# gb_measured_run RUN TOOL DUR_S STATUS_PORT OUT RUNFN — one measured run of TOOL: nginx's stub_status count (on STATUS_PORT) and worker CPU and both
 # cores' /proc/stat times before and after `RUNFN TOOL DUR_S OUT`. RUNFN must run the
 # generator with `gb_timed "$OUT.time" "$GEN_CORE" …` and set the globals rc (exit status),
 # tool_rps and tool_ok (the tool's own req/s and 2xx count, or NA). Uses SERVER_CORE (0)

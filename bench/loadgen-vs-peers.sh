@@ -115,10 +115,7 @@ d = json.load(open(sys.argv[1]))
 print(d["summary"]["requestsPerSec"], d.get("statusCodeDistribution", {}).get("200", 0))' "$out.out") || true
       ;;
     gatebench)
-      read -r tool_rps tool_ok < <(python3 -c '
-import json, sys
-m = json.load(open(sys.argv[1]))["measurement"]
-print(m["throughput_rps"], m["outcomes"]["ok"])' "$out.json") || true
+      read -r tool_rps tool_ok < <(gb_gatebench_json "$out.json") || true
       ;;
   esac
   if [[ $tool_rps =~ ^[0-9.]+$ ]]; then tool_rps=$(printf '%.1f' "$tool_rps"); else tool_rps=NA; fi
@@ -129,7 +126,7 @@ print(m["throughput_rps"], m["outcomes"]["ok"])' "$out.json") || true
 # Rows go to a temp file first, to bench/results/ only when every run has been made.
 results=$(gb_results_file loadgen-vs-peers)
 tsv="$GB_TMP/runs.tsv"
-printf '%s\n' "run	tool	ok	exit	duration_s	elapsed_s	served	stub_rps	tool_rps	tool_ok	gen_user_s	gen_sys_s	gen_cpu_s	gen_cpu_per_100k	gen_util	server_cpu_s	server_util	server_core_busy	gen_core_busy	server_core_other	gen_core_other" >"$tsv"
+gb_runs_tsv_header >"$tsv"
 
 gb_warn_if_busy "$SERVER_CORE" "$GEN_CORE"
 for t in "${tools[@]}"; do
@@ -141,51 +138,8 @@ done
 
 for ((run = 1; run <= RUNS; run++)); do
   for t in "${tools[@]}"; do
-    out="$GB_TMP/run$run-$t"
-    before=$(gb_nginx_requests "$port")
-    srv_cpu0=$(gb_nginx_workers_cpu)
-    sj0=$(gb_core_jiffies "$SERVER_CORE")
-    gj0=$(gb_core_jiffies "$GEN_CORE")
-    run_tool "$t" "$dur_s" "$out"
-    sj1=$(gb_core_jiffies "$SERVER_CORE")
-    gj1=$(gb_core_jiffies "$GEN_CORE")
-    after=$(gb_nginx_requests "$port")
-    srv_cpu1=$(gb_nginx_workers_cpu)
-    # GNU time's last line is "elapsed user sys" (a line before it says why the command
-    # failed, if it did).
-    elapsed=NA user=NA sys=NA
-    if [[ -s $out.time ]]; then read -r elapsed user sys < <(tail -n1 "$out.time"); fi
-    ok=1
-    if [[ $rc -ne 0 || $tool_rps == NA || $elapsed == NA ]]; then
-      ok=0
-      gb_log "run $run $t failed (exit $rc): $(tail -n3 "$out.err" | tr '\n' ' ')"
-    fi
-    row=$(awk -v run="$run" -v tool="$t" -v ok="$ok" -v rc="$rc" -v dur="$dur_s" \
-      -v el="$elapsed" -v served=$((after - before)) -v trps="$tool_rps" -v tok="$tool_ok" \
-      -v u="$user" -v s="$sys" -v c0="$srv_cpu0" -v c1="$srv_cpu1" \
-      -v sbusy="$(gb_core_busy "$sj0" "$sj1")" -v gbusy="$(gb_core_busy "$gj0" "$gj1")" \
-      -v ssirq="$(gb_core_softirq "$sj0" "$sj1")" -v gsirq="$(gb_core_softirq "$gj0" "$gj1")" 'BEGIN {
-        OFS = "\t"
-        sother = "NA"; gother = "NA"
-        if (el == "NA" || el + 0 <= 0) { rps = "NA"; gcore = "NA"; score = "NA" }
-        else {
-          rps = sprintf("%.0f", served / el)
-          score = sprintf("%.3f", (c1 - c0) / el)
-          gcore = (u == "NA") ? "NA" : sprintf("%.3f", (u + s) / el)
-          # What else used the cores: busy minus the measured process minus (soft)irq.
-          if (sbusy != "NA") sother = sprintf("%.3f", max0(sbusy - score - ssirq))
-          if (gbusy != "NA" && gcore != "NA") gother = sprintf("%.3f", max0(gbusy - gcore - gsirq))
-        }
-        cpu = (u == "NA") ? "NA" : sprintf("%.2f", u + s)
-        per = (u == "NA" || served <= 0) ? "NA" : sprintf("%.4f", (u + s) / served * 100000)
-        print run, tool, ok, rc, dur, el, served, rps, trps, tok, u, s, cpu, per, gcore,
-              sprintf("%.2f", c1 - c0), score, sbusy, gbusy, sother, gother
-      }
-      function max0(x) { return x < 0 ? 0 : x }')
+    row=$(gb_measured_run "$run" "$t" "$dur_s" "$port" "$GB_TMP/run$run-$t" run_tool)
     printf '%s\n' "$row" >>"$tsv"
-    IFS=$'\t' read -r -a f <<<"$row"
-    gb_log "run $run/$RUNS $t: ${f[7]} req/s served (tool says ${f[8]}); generator ${f[14]} of a core," \
-      "nginx worker ${f[16]}; core $SERVER_CORE busy ${f[17]} (other load ${f[19]}), core $GEN_CORE busy ${f[18]} (other load ${f[20]})"
   done
 done
 

@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use gatebench_model::{
-    CellParams, CellRecord, CellStatus, Environment, LatencySummary, LoadConfigRecord, LoadReport,
-    Model, Outcome, OutcomeCounts, Percentile, PhaseReport, ResourceSummary, RunManifest,
-    SelfCheck, ToolInfo, SCHEMA_VERSION,
+    CellRecord, Environment, LatencySummary, Outcome, OutcomeCounts, Percentile, PhaseReport,
+    ResourceSummary, RunManifest, ToolInfo, SCHEMA_VERSION,
 };
+use gatebench_testkit::records;
 
 fn gatebench(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gatebench"))
@@ -65,68 +65,24 @@ fn phase(rps: f64, users: u32) -> PhaseReport {
 }
 
 fn record(scenario: &str, index: u32, users: u32, repeat: u32, rps: f64) -> CellRecord {
-    CellRecord {
-        schema_version: SCHEMA_VERSION,
-        cell: CellParams {
-            id: format!("{scenario}_u{users}_s50_d0_r{repeat}"),
-            scenario: scenario.into(),
-            title: format!("{scenario} title"),
-            scenario_index: index,
+    records::cell_record(
+        records::cell_params(
+            scenario,
+            &format!("{scenario} title"),
+            index,
             users,
-            rate: None,
-            size_bytes: 50,
-            delay_ms: 0.0,
-            protocol: "h1c".into(),
+            50,
             repeat,
-            order: repeat,
-            warmup_s: 1.0,
-            duration_s: 4.0,
-        },
-        status: CellStatus::Ok,
-        reason: None,
-        started_at_unix_ms: 0,
-        finished_at_unix_ms: 0,
-        processes: vec![],
-        load: Some(LoadReport {
-            schema_version: SCHEMA_VERSION,
-            tool: ToolInfo {
-                name: "gatebench".into(),
-                version: "0.1.0".into(),
-            },
-            started_at_unix_ms: 0,
-            config: LoadConfigRecord {
-                url: "http://127.0.0.1:1/".into(),
-                method: "POST".into(),
-                protocol: "http/1.1".into(),
-                model: Model::Closed,
-                connections: users,
-                streams: 1,
-                threads: 2,
-                rate: None,
-                duration_s: Some(4.0),
-                requests: None,
-                warmup_s: 1.0,
-                timeout_ms: 10_000.0,
-                connect_timeout_ms: 3_000.0,
-                keepalive: true,
-                verify: true,
-                headers: vec![],
-                body_bytes: 50,
-            },
-            warmup: Some(phase(rps * 0.8, users)),
-            measurement: phase(rps, users),
-            self_check: SelfCheck {
-                cpu_user_s: 1.0,
-                cpu_sys_s: 1.0,
-                cpu_percent: 50.0,
-                send_lag: None,
-                schedule_kept_percent: None,
-                warnings: vec![],
-            },
-            valid: true,
-        }),
-        sut_warmup: None,
-        sut_measurement: Some(ResourceSummary {
+        ),
+        records::load_report(
+            users,
+            50,
+            Some(phase(rps * 0.8, users)),
+            phase(rps, users),
+            true,
+        ),
+        None,
+        Some(ResourceSummary {
             samples: 4,
             cpu_mean_percent: 90.0,
             cpu_max_percent: 99.0,
@@ -136,9 +92,7 @@ fn record(scenario: &str, index: u32, users: u32, repeat: u32, rps: f64) -> Cell
             fds_max: 30,
             loadavg_mean: 1.0,
         }),
-        gc_warmup: None,
-        gc_measurement: None,
-    }
+    )
 }
 
 fn environment(cpu: &str) -> Environment {

@@ -1119,9 +1119,9 @@ pub fn describe(r: &Row, alpha: f64, confidence: f64) -> String {
 pub(crate) mod tests {
     use super::*;
     use gatebench_model::{
-        CellParams, LatencySummary, LoadConfigRecord, LoadReport, Model, Outcome, OutcomeCounts,
-        Percentile, PhaseReport, ResourceSummary, SelfCheck, ToolInfo,
+        LatencySummary, Outcome, OutcomeCounts, Percentile, PhaseReport, ResourceSummary,
     };
+    use gatebench_testkit::records;
 
     /// A record with the given throughput (mean and p99 follow from it) for `scenario`.
     pub(crate) fn record(scenario: &str, users: u32, repeat: u32, rps: f64) -> CellRecord {
@@ -1154,68 +1154,11 @@ pub(crate) mod tests {
             concurrency: users as f64,
             connections: Default::default(),
         };
-        CellRecord {
-            schema_version: SCHEMA_VERSION,
-            cell: CellParams {
-                id: format!("{scenario}_u{users}_s50_d0_r{repeat}"),
-                scenario: scenario.into(),
-                title: scenario.into(),
-                scenario_index: 0,
-                users,
-                rate: None,
-                size_bytes: 50,
-                delay_ms: 0.0,
-                protocol: "h1c".into(),
-                repeat,
-                order: repeat,
-                warmup_s: 1.0,
-                duration_s: 4.0,
-            },
-            status: CellStatus::Ok,
-            reason: None,
-            started_at_unix_ms: 0,
-            finished_at_unix_ms: 0,
-            processes: vec![],
-            load: Some(LoadReport {
-                schema_version: SCHEMA_VERSION,
-                tool: ToolInfo {
-                    name: "gatebench".into(),
-                    version: "0.1.0".into(),
-                },
-                started_at_unix_ms: 0,
-                config: LoadConfigRecord {
-                    url: "http://127.0.0.1:1/".into(),
-                    method: "POST".into(),
-                    protocol: "http/1.1".into(),
-                    model: Model::Closed,
-                    connections: users,
-                    streams: 1,
-                    threads: 2,
-                    rate: None,
-                    duration_s: Some(4.0),
-                    requests: None,
-                    warmup_s: 1.0,
-                    timeout_ms: 10_000.0,
-                    connect_timeout_ms: 3_000.0,
-                    keepalive: true,
-                    verify: true,
-                    headers: vec![],
-                    body_bytes: 50,
-                },
-                warmup: None,
-                measurement: phase,
-                self_check: SelfCheck {
-                    cpu_user_s: 1.0,
-                    cpu_sys_s: 1.0,
-                    cpu_percent: 50.0,
-                    send_lag: None,
-                    schedule_kept_percent: None,
-                    warnings: vec![],
-                },
-                valid: true,
-            }),
-            sut_warmup: None,
-            sut_measurement: Some(ResourceSummary {
+        records::cell_record(
+            records::cell_params(scenario, scenario, 0, users, 50, repeat),
+            records::load_report(users, 50, None, phase, true),
+            None,
+            Some(ResourceSummary {
                 samples: 4,
                 cpu_mean_percent: 90.0 + repeat as f64,
                 cpu_max_percent: 99.0,
@@ -1225,9 +1168,7 @@ pub(crate) mod tests {
                 fds_max: 30,
                 loadavg_mean: 1.0,
             }),
-            gc_warmup: None,
-            gc_measurement: None,
-        }
+        )
     }
 
     pub(crate) fn env(cpu: &str) -> Environment {

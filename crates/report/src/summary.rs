@@ -336,10 +336,8 @@ pub fn json(suite: &str, records: &[CellRecord], missing: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gatebench_model::{
-        CellParams, LatencySummary, LoadConfigRecord, LoadReport, Model, Outcome, OutcomeCounts,
-        Percentile, SelfCheck, ToolInfo,
-    };
+    use gatebench_model::{LatencySummary, Outcome, OutcomeCounts, Percentile};
+    use gatebench_testkit::records;
 
     fn phase(rps: f64, mean: f64, errors: u64) -> PhaseReport {
         let mut outcomes = OutcomeCounts::default();
@@ -374,74 +372,24 @@ mod tests {
     }
 
     fn record(scenario: u32, title: &str, users: u32, size: u64, valid: bool) -> CellRecord {
-        let id = format!("s{scenario}_u{users}_s{size}_d0_r1");
-        CellRecord {
-            schema_version: SCHEMA_VERSION,
-            cell: CellParams {
-                id,
-                scenario: format!("s{scenario}"),
-                title: title.into(),
-                scenario_index: scenario,
-                users,
-                rate: None,
-                size_bytes: size,
-                delay_ms: 0.0,
-                protocol: "h1c".into(),
-                repeat: 1,
-                order: 1,
-                warmup_s: 1.0,
-                duration_s: 4.0,
-            },
-            status: CellStatus::Ok,
-            reason: None,
-            started_at_unix_ms: 0,
-            finished_at_unix_ms: 0,
-            processes: vec![],
-            load: Some(LoadReport {
-                schema_version: SCHEMA_VERSION,
-                tool: ToolInfo {
-                    name: "gatebench".into(),
-                    version: "0.1.0".into(),
-                },
-                started_at_unix_ms: 0,
-                config: LoadConfigRecord {
-                    url: "http://127.0.0.1:1/".into(),
-                    method: "POST".into(),
-                    protocol: "http/1.1".into(),
-                    model: Model::Closed,
-                    connections: users,
-                    streams: 1,
-                    threads: 2,
-                    rate: None,
-                    duration_s: Some(4.0),
-                    requests: None,
-                    warmup_s: 1.0,
-                    timeout_ms: 10_000.0,
-                    connect_timeout_ms: 3_000.0,
-                    keepalive: true,
-                    verify: true,
-                    headers: vec![],
-                    body_bytes: size,
-                },
-                warmup: Some(phase(9000.0, 1.5, 0)),
-                measurement: phase(19551.06, 5.08, 0),
-                self_check: SelfCheck {
-                    cpu_user_s: 1.0,
-                    cpu_sys_s: 1.0,
-                    cpu_percent: 50.0,
-                    send_lag: None,
-                    schedule_kept_percent: None,
-                    warnings: vec![],
-                },
-                valid,
-            }),
-            sut_warmup: Some(ResourceSummary {
+        let cell = records::cell_params(&format!("s{scenario}"), title, scenario, users, size, 1);
+        let load = records::load_report(
+            users,
+            size,
+            Some(phase(9000.0, 1.5, 0)),
+            phase(19551.06, 5.08, 0),
+            valid,
+        );
+        records::cell_record(
+            cell,
+            load,
+            Some(ResourceSummary {
                 samples: 1,
                 cpu_mean_percent: 80.0,
                 rss_mean_mib: 12.0,
                 ..Default::default()
             }),
-            sut_measurement: Some(ResourceSummary {
+            Some(ResourceSummary {
                 samples: 4,
                 cpu_mean_percent: 97.25,
                 cpu_max_percent: 99.0,
@@ -451,9 +399,7 @@ mod tests {
                 fds_max: 110,
                 loadavg_mean: 1.5,
             }),
-            gc_warmup: None,
-            gc_measurement: None,
-        }
+        )
     }
 
     fn fixture() -> Vec<CellRecord> {

@@ -28,8 +28,11 @@
 //! - `server`: [`TestServer`] — listener, thread, runtime, counters, stop on drop.
 //! - `script`: what each [`Behavior`] does with one connection.
 //! - `request`: the minimal request framing (head, `Content-Length`, body).
+//! - [`h2`]: scripted HTTP/2 servers (refused and reset streams, GOAWAY, a stream limit).
+//! - [`records`]: complete result records for renderer and comparison tests.
 
 pub mod h2;
+pub mod records;
 mod request;
 mod script;
 mod server;
