@@ -226,7 +226,14 @@ pub fn render(charts: &[Chart], panel_height: f64) -> String {
 
 fn panel(out: &mut String, c: &Chart, h: f64) {
     let (x0, x1) = (LEFT, WIDTH - RIGHT);
-    let (y0, y1) = (h - BOTTOM, TOP);
+    // The legend wraps onto more rows when it is wider than the plot; the plot starts below it.
+    let legend = legend_layout(c, x0, x1);
+    let rows = legend
+        .iter()
+        .flatten()
+        .map(|(_, y)| *y)
+        .fold(LEGEND_Y, f64::max);
+    let (y0, y1) = (h - BOTTOM, TOP + (rows - LEGEND_Y));
     let _ = writeln!(
         out,
         "<text x=\"{LEFT}\" y=\"16\" font-size=\"13\" font-weight=\"600\">{}</text>",
@@ -392,9 +399,11 @@ fn panel(out: &mut String, c: &Chart, h: f64) {
         esc(&c.y_label)
     );
     // Series, then the legend.
-    let mut legend_x = x0;
     for (i, s) in c.series.iter().enumerate() {
         let color = s.color.unwrap_or(PALETTE[i % PALETTE.len()]);
+        // Past the palette's length colours repeat: those series are dashed, so every line
+        // stays distinguishable.
+        let dashed = s.dashed || (s.color.is_none() && i >= PALETTE.len());
         let pts: Vec<(f64, f64)> = s
             .points
             .iter()
@@ -439,7 +448,7 @@ fn panel(out: &mut String, c: &Chart, h: f64) {
                 out,
                 "<path class=\"series\" d=\"{d}\" fill=\"none\" stroke=\"{color}\" \
                  stroke-width=\"1.8\"{}><title>{}</title></path>",
-                if s.dashed {
+                if dashed {
                     " stroke-dasharray=\"5 3\""
                 } else {
                     ""
@@ -455,23 +464,49 @@ fn panel(out: &mut String, c: &Chart, h: f64) {
                 }
             }
         }
-        if c.series.len() > 1 || !s.name.is_empty() {
+        if let Some((lx, ly)) = legend[i] {
             let _ = writeln!(
                 out,
-                "<line x1=\"{legend_x:.1}\" x2=\"{:.1}\" y1=\"31\" y2=\"31\" stroke=\"{color}\" \
-                 stroke-width=\"2\"{}/><text x=\"{:.1}\" y=\"35\" fill=\"#222\">{}</text>",
-                legend_x + 18.0,
-                if s.dashed {
+                "<line x1=\"{lx:.1}\" x2=\"{:.1}\" y1=\"{ly:.1}\" y2=\"{ly:.1}\" stroke=\"{color}\" \
+                 stroke-width=\"2\"{}/><text x=\"{:.1}\" y=\"{:.1}\" fill=\"#222\">{}</text>",
+                lx + 18.0,
+                if dashed {
                     " stroke-dasharray=\"5 3\""
                 } else {
                     ""
                 },
-                legend_x + 22.0,
+                lx + 22.0,
+                ly + 4.0,
                 esc(&s.name)
             );
-            legend_x += 30.0 + 6.2 * s.name.chars().count() as f64;
         }
     }
+}
+
+/// Baseline of the first legend row, and the height of each further row.
+const LEGEND_Y: f64 = 31.0;
+const LEGEND_ROW: f64 = 14.0;
+
+/// Where each series' legend entry goes (`None`: no entry), wrapping onto a new row before an
+/// entry would pass `x1`. Entry widths are estimated from the label's length (11 px text).
+fn legend_layout(c: &Chart, x0: f64, x1: f64) -> Vec<Option<(f64, f64)>> {
+    let (mut x, mut y) = (x0, LEGEND_Y);
+    c.series
+        .iter()
+        .map(|s| {
+            if c.series.len() <= 1 && s.name.is_empty() {
+                return None;
+            }
+            let width = 30.0 + 6.2 * s.name.chars().count() as f64;
+            if x > x0 && x + width - 8.0 > x1 {
+                x = x0;
+                y += LEGEND_ROW;
+            }
+            let at = (x, y);
+            x += width;
+            Some(at)
+        })
+        .collect()
 }
 
 fn min_max(v: &[f64]) -> (f64, f64) {
@@ -525,6 +560,54 @@ mod tests {
         assert!(s.contains("Latency &lt;by&gt; percentile"));
         assert!(s.contains(">99%<"));
         assert!(!s.contains("NaN") && !s.contains("inf"), "{s}");
+    }
+
+    #[test]
+    fn a_long_legend_wraps_inside_the_drawing_and_the_plot_moves_down() {
+        let mut c = Chart::new("Throughput", "users", "req/s");
+        for name in [
+            "backend-alone",
+            "passthrough-h1c-h1c",
+            "passthrough-h1-h1",
+            "transform-h1c",
+            "transform-h1",
+            "passthrough-h2-h2",
+            "passthrough-h2-h1",
+            "passthrough-h2-h1c",
+            "downgrade",
+            "balance-5",
+        ] {
+            c.series.push(Series {
+                name: name.into(),
+                points: vec![(10.0, 1.0), (100.0, 2.0)],
+                ..Series::default()
+            });
+        }
+        let layout = legend_layout(&c, LEFT, WIDTH - RIGHT);
+        let rows: Vec<f64> = layout.iter().flatten().map(|(_, y)| *y).collect();
+        assert!(
+            rows.iter().any(|y| *y > LEGEND_Y),
+            "ten entries need a second row"
+        );
+        for (s, at) in c.series.iter().zip(&layout) {
+            let (x, _) = at.expect("every named series has an entry");
+            let end = x + 22.0 + 6.2 * s.name.chars().count() as f64;
+            assert!(end <= WIDTH, "{} ends at {end}, past the drawing", s.name);
+        }
+        // Series past the palette repeat its colours, dashed.
+        let dashed_lines = render(&[c.clone()], 300.0)
+            .matches("stroke-dasharray")
+            .count();
+        assert_eq!(
+            dashed_lines,
+            2 * (c.series.len() - PALETTE.len()),
+            "line and legend"
+        );
+        // The plot frame starts below the last legend row.
+        let svg = render(&[c], 300.0);
+        let last_row = rows.iter().cloned().fold(0.0, f64::max);
+        let frame_top = TOP + (last_row - LEGEND_Y);
+        assert!(svg.contains(&format!("y=\"{frame_top}\" width=")), "{svg}");
     }
 
     #[test]
