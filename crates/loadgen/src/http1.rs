@@ -280,7 +280,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
     /// Reads a chunked body (RFC 9112 §7.1) with strict hex sizes and overflow checks.
     async fn read_chunked(
         &mut self,
-        check: &mut BodyCheck<'_>,
+        check: &mut BodyCheck<&[u8]>,
         read: &mut u64,
     ) -> Result<(), Outcome> {
         loop {

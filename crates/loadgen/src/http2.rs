@@ -1,94 +1,115 @@
-//! The HTTP/2 client: one connection carries up to `--streams` concurrent requests (h2 crate).
+//! gatebench's HTTP/2 client: one connection carries up to `--streams` concurrent requests.
 //!
-//! Streams are gated here, not inside h2: a request waits for a free stream below both the
-//! configured count and the server's SETTINGS_MAX_CONCURRENT_STREAMS before it is opened. That
-//! keeps the count of streams in use exact (h2 would otherwise queue an extra stream
-//! internally) and means the server's limit is never exceeded.
+//! It is written for the load generator's hot path, as the HTTP/1.1 client is: the request's
+//! header block is HPACK-encoded once per run (`hpack`), a request is a copy of those bytes
+//! into the connection's write buffer, and a response is decoded only as far as it is counted
+//! (`:status`, `content-length`, the body's length or its bytes under `--verify`). Each
+//! connection has one driver task (`driver`) that writes everything queued in one write and
+//! reads whole frames; the protocol itself (`conn`) is a state machine without I/O.
 //!
-//! Stream errors are classified: REFUSED_STREAM, another RST_STREAM, GOAWAY, and connection
-//! I/O errors each have their class.
+//! Streams are gated here: a request waits for a free stream below both the configured count
+//! and the server's SETTINGS_MAX_CONCURRENT_STREAMS before it is opened, so the count of
+//! streams in use is exact and the server's limit is never exceeded. A PING round trip before
+//! the first stream means the server's SETTINGS are known by then.
+//!
+//! Stream errors are classified: REFUSED_STREAM, another RST_STREAM, GOAWAY, a malformed
+//! response and connection I/O errors each have their class.
+//!
+//! # Layout
+//! - `frame`: frame header, types, flags, writers.
+//! - `hpack`, `huffman`: header compression.
+//! - `conn`: the protocol state of one connection.
+//! - `driver`: the I/O task.
 
-use std::cell::Cell;
+mod conn;
+mod driver;
+mod frame;
+mod hpack;
+mod huffman;
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use gatebench_model::Outcome;
-use h2::client::SendRequest;
 use tokio::sync::Notify;
 
-use crate::body::BodyCheck;
+pub(crate) use hpack::RequestHead;
+
 use crate::connect::Stream;
-use crate::http1::{classify_io, Answer, Failure};
+use crate::http1::{Answer, Failure};
 use crate::request::RequestTemplate;
 
-/// Per-stream receive window: large enough that flow control never paces a benchmark.
-const STREAM_WINDOW: u32 = 4 * 1024 * 1024;
-/// Per-connection receive window.
-const CONNECTION_WINDOW: u32 = 32 * 1024 * 1024;
+/// What the driver and the handle share.
+#[derive(Debug)]
+struct Shared {
+    state: RefCell<conn::State>,
+    /// Signalled when a stream is given back, the limit changes or the connection ends.
+    freed: Notify,
+}
 
-/// One HTTP/2 connection shared by its stream slots.
+/// One HTTP/2 connection shared by its stream slots. Dropping it ends the connection.
 #[derive(Debug)]
 pub(crate) struct H2Conn {
-    sender: SendRequest<Bytes>,
+    shared: Rc<Shared>,
     streams: usize,
     in_use: Cell<usize>,
     max_in_use: Cell<usize>,
-    freed: Notify,
-    dead: Cell<bool>,
 }
 
-/// Performs the HTTP/2 handshake (the connection preface and SETTINGS) over `io`; the
-/// connection's I/O driver is spawned on the current `LocalSet` and marks the connection dead
-/// when it ends.
+impl Drop for H2Conn {
+    fn drop(&mut self) {
+        let mut st = self.shared.state.borrow_mut();
+        st.closing = true;
+        st.nudge();
+    }
+}
+
+/// Performs the HTTP/2 handshake over `io` — the preface, both SETTINGS, and a PING round
+/// trip — with the connection's driver spawned on the current `LocalSet`.
 pub(crate) async fn handshake(
     io: Stream,
     streams: u32,
     timeout: Duration,
-) -> Result<std::rc::Rc<H2Conn>, Outcome> {
-    let mut builder = h2::client::Builder::new();
-    builder
-        .initial_window_size(STREAM_WINDOW)
-        .initial_connection_window_size(CONNECTION_WINDOW)
-        .enable_push(false);
-    let (sender, mut connection) = match tokio::time::timeout(timeout, builder.handshake(io)).await
-    {
-        Err(_) => return Err(Outcome::Timeout),
-        Ok(Err(e)) => return Err(classify(&e)),
-        Ok(Ok(pair)) => pair,
-    };
-    let mut ping = connection
-        .ping_pong()
-        .expect("ping_pong is taken once, right after the handshake");
-    let conn = std::rc::Rc::new(H2Conn {
-        sender,
+) -> Result<Rc<H2Conn>, Outcome> {
+    let shared = Rc::new(Shared {
+        state: RefCell::new(conn::State::new()),
+        freed: Notify::new(),
+    });
+    tokio::task::spawn_local(driver::Driver::new(shared.clone(), io));
+    let conn = H2Conn {
+        shared,
         streams: streams.max(1) as usize,
         in_use: Cell::new(0),
         max_in_use: Cell::new(0),
-        freed: Notify::new(),
-        dead: Cell::new(false),
-    });
-    let watch = std::rc::Rc::downgrade(&conn);
-    tokio::task::spawn_local(async move {
-        let _ = connection.await;
-        if let Some(c) = watch.upgrade() {
-            c.dead.set(true);
-            c.freed.notify_waiters();
-        }
-    });
-    // The server's SETTINGS (its stream limit among them) come before its answer to a PING, so
-    // one round trip here means no stream is opened against a limit not yet known.
-    match tokio::time::timeout(timeout, ping.ping(h2::Ping::opaque())).await {
-        Err(_) => return Err(Outcome::Timeout),
-        Ok(Err(e)) => return Err(classify(&e)),
-        Ok(Ok(_)) => {}
+    };
+    let ready = std::future::poll_fn(|cx| conn.shared.state.borrow_mut().poll_handshake(cx));
+    match tokio::time::timeout(timeout, ready).await {
+        Err(_) => Err(Outcome::Timeout),
+        Ok(Err(o)) => Err(o),
+        Ok(Ok(())) => Ok(Rc::new(conn)),
     }
-    Ok(conn)
+}
+
+/// Resets a stream whose request task stopped waiting for it.
+struct CancelOnDrop<'a> {
+    shared: &'a Shared,
+    id: u32,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.shared.state.borrow_mut().cancel(self.id);
+        }
+    }
 }
 
 impl H2Conn {
-    /// Whether the connection has ended (GOAWAY, error, close).
+    /// Whether the connection takes no more streams (GOAWAY, error, close).
     pub(crate) fn is_dead(&self) -> bool {
-        self.dead.get()
+        self.shared.state.borrow().no_new_streams()
     }
 
     /// The most streams that were open at once.
@@ -99,12 +120,13 @@ impl H2Conn {
     /// Waits until a stream may be opened. `false` if the connection died meanwhile.
     pub(crate) async fn acquire(&self) -> bool {
         loop {
-            if self.dead.get() {
-                return false;
-            }
-            let limit = self
-                .streams
-                .min(self.sender.current_max_send_streams().max(1));
+            let limit = {
+                let st = self.shared.state.borrow();
+                if st.no_new_streams() {
+                    return false;
+                }
+                self.streams.min((st.peer_max_streams() as usize).max(1))
+            };
             if self.in_use.get() < limit {
                 let n = self.in_use.get() + 1;
                 self.in_use.set(n);
@@ -113,85 +135,40 @@ impl H2Conn {
                 }
                 return true;
             }
-            self.freed.notified().await;
+            self.shared.freed.notified().await;
         }
     }
 
     /// Gives back a stream taken by [`H2Conn::acquire`].
     pub(crate) fn release(&self) {
         self.in_use.set(self.in_use.get() - 1);
-        self.freed.notify_one();
+        self.shared.freed.notify_one();
     }
 
-    /// Sends one request on a stream already acquired and reads its response.
-    /// A handle for sending on this connection; each stream slot keeps its own, so nothing is
-    /// cloned per request.
-    pub(crate) fn sender(&self) -> SendRequest<Bytes> {
-        self.sender.clone()
-    }
-
-    /// Sends one request through `sender` (from [`H2Conn::sender`]) on a stream already
-    /// acquired, and reads its response.
+    /// Sends one request on a stream already acquired and reads its response. Dropping the
+    /// future before it finishes resets the stream (RST_STREAM CANCEL).
     pub(crate) async fn exchange(
         &self,
-        sender: &mut SendRequest<Bytes>,
         req: &RequestTemplate,
         verify: bool,
     ) -> Result<Answer, Failure> {
-        let fail = |outcome, bytes_read| Failure {
-            outcome,
-            bytes_read,
+        let id = self
+            .shared
+            .state
+            .borrow_mut()
+            .open(req, verify)
+            .map_err(|outcome| Failure {
+                outcome,
+                bytes_read: 0,
+            })?;
+        let mut guard = CancelOnDrop {
+            shared: &self.shared,
+            id,
+            armed: true,
         };
-        if let Err(e) = std::future::poll_fn(|cx| sender.poll_ready(cx)).await {
-            return Err(fail(classify(&e), 0));
-        }
-        let body = req.body();
-        let (response, mut send) = match sender.send_request(req.h2_request(), body.is_empty()) {
-            Ok(pair) => pair,
-            Err(e) => return Err(fail(classify(&e), 0)),
-        };
-        if !body.is_empty() {
-            if let Err(e) = send.send_data(body.clone(), true) {
-                return Err(fail(classify(&e), 0));
-            }
-        }
-        let response = match response.await {
-            Ok(r) => r,
-            Err(e) => return Err(fail(classify(&e), 0)),
-        };
-        let mut outcome = Outcome::from_status(response.status().as_u16());
-        let expected = (verify && outcome == Outcome::Ok && !req.head_only()).then(|| req.body());
-        let mut check = BodyCheck::new(expected.map(|b| &b[..]).filter(|b| !b.is_empty()));
-        let mut read = 0u64;
-        let mut recv = response.into_body();
-        while let Some(chunk) = recv.data().await {
-            let chunk = chunk.map_err(|e| fail(classify(&e), read))?;
-            read += chunk.len() as u64;
-            check.feed(&chunk);
-            let _ = recv.flow_control().release_capacity(chunk.len());
-        }
-        if !check.matches() {
-            outcome = Outcome::BodyMismatch;
-        }
-        Ok(Answer {
-            outcome,
-            bytes_read: read,
-            reusable: true,
-        })
-    }
-}
-
-/// Maps an h2 error to its class.
-pub(crate) fn classify(e: &h2::Error) -> Outcome {
-    if e.is_go_away() {
-        Outcome::GoAway
-    } else if e.reason() == Some(h2::Reason::REFUSED_STREAM) {
-        Outcome::RefusedStream
-    } else if e.is_reset() {
-        Outcome::StreamReset
-    } else if let Some(io) = e.get_io() {
-        classify_io(io)
-    } else {
-        Outcome::ProtocolError
+        let result =
+            std::future::poll_fn(|cx| self.shared.state.borrow_mut().poll_stream(id, cx)).await;
+        guard.armed = false;
+        result
     }
 }

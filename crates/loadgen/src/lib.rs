@@ -17,7 +17,8 @@
 //! - `connect`: establishing connections (TCP, TLS) and classifying connect failures.
 //! - [`tls`]: the TLS client configuration (trust, ALPN, SNI, resumption).
 //! - `http1`: the lean HTTP/1.1 client on the hot path.
-//! - `http2`: the HTTP/2 client (h2), streams gated below the server's limit.
+//! - `http2`: the lean HTTP/2 client (own framing and HPACK), streams gated below the
+//!   server's limit.
 //! - `body`: response-body verification shared by both.
 //! - `schedule`: arrival model × stop rule: who sends when.
 //! - `worker`: one thread, its runtime, its connections and statistics.

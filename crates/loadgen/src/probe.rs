@@ -68,7 +68,7 @@ async fn probe_async(config: &LoadConfig) -> Result<(), LoadgenError> {
             }
             tokio::time::timeout(
                 config.timeout.min(PROBE_TIMEOUT),
-                conn.exchange(&mut conn.sender(), &config.request, config.verify),
+                conn.exchange(&config.request, config.verify),
             )
             .await
             .map_err(|_| fail("no response within the timeout".into()))?

@@ -66,17 +66,10 @@ pub struct RequestTemplate {
     bytes: Bytes,
     body: Bytes,
     head_only: bool,
-    h2: H2Parts,
-}
-
-/// The same request in HTTP/2 form: pseudo-headers from method and URI, and the header fields
-/// that HTTP/2 allows (connection-specific fields are dropped, RFC 9113 §8.2.2; `Host` becomes
-/// `:authority`).
-#[derive(Clone, Debug)]
-pub(crate) struct H2Parts {
-    pub method: http::Method,
-    pub uri: http::Uri,
-    pub headers: http::HeaderMap,
+    /// The same request's HTTP/2 header blocks: pseudo-headers from method and URI, and the
+    /// header fields HTTP/2 allows (connection-specific fields are dropped, RFC 9113 §8.2.2;
+    /// `Host` becomes `:authority`).
+    h2: crate::http2::RequestHead,
 }
 
 impl RequestTemplate {
@@ -171,13 +164,20 @@ impl RequestTemplate {
         self.head_only
     }
 
-    /// A new HTTP/2 request head (the body is sent apart).
-    pub(crate) fn h2_request(&self) -> http::Request<()> {
-        let mut req = http::Request::new(());
-        *req.method_mut() = self.h2.method.clone();
-        *req.uri_mut() = self.h2.uri.clone();
-        *req.headers_mut() = self.h2.headers.clone();
-        req
+    /// Bytes on the wire for one HTTP/2 request after a connection's first: the HEADERS
+    /// frame with the indexed block, and the body in DATA frames of the default maximum size.
+    pub(crate) fn h2_wire_len(&self) -> usize {
+        const FRAME_HEAD: usize = 9;
+        const MAX_FRAME: usize = 16_384;
+        FRAME_HEAD
+            + self.h2.indexed.len()
+            + self.body.len()
+            + self.body.len().div_ceil(MAX_FRAME) * FRAME_HEAD
+    }
+
+    /// The HTTP/2 header blocks (the body is sent apart).
+    pub(crate) fn h2_head(&self) -> &crate::http2::RequestHead {
+        &self.h2
     }
 }
 
@@ -187,12 +187,12 @@ fn h2_parts(
     headers: &[(String, String)],
     default_type: Option<&'static str>,
     body_len: usize,
-) -> Result<H2Parts, LoadgenError> {
+) -> Result<crate::http2::RequestHead, LoadgenError> {
     let bad = |what: String| LoadgenError::config(what);
-    let method = http::Method::from_bytes(method.as_bytes())
+    http::Method::from_bytes(method.as_bytes())
         .map_err(|e| bad(format!("invalid method `{method}`: {e}")))?;
     let mut authority = target.authority.clone();
-    let mut map = http::HeaderMap::new();
+    let mut fields: Vec<(String, String)> = Vec::with_capacity(headers.len() + 7);
     for (n, v) in headers {
         let lower = n.to_ascii_lowercase();
         match lower.as_str() {
@@ -200,47 +200,40 @@ fn h2_parts(
             "connection" | "keep-alive" | "proxy-connection" | "transfer-encoding" | "upgrade"
             | "content-length" => {}
             "te" if !v.eq_ignore_ascii_case("trailers") => {}
-            _ => {
-                let name = http::HeaderName::from_bytes(lower.as_bytes())
-                    .map_err(|e| bad(format!("invalid header name `{n}`: {e}")))?;
-                let value = http::HeaderValue::from_str(v)
-                    .map_err(|e| bad(format!("invalid value of header `{n}`: {e}")))?;
-                map.append(name, value);
-            }
+            _ => fields.push((lower, v.clone())),
         }
     }
-    if !map.contains_key(http::header::USER_AGENT) {
-        map.insert(
-            http::header::USER_AGENT,
-            http::HeaderValue::from_static(concat!("gatebench/", env!("CARGO_PKG_VERSION"))),
-        );
+    let has = |fields: &[(String, String)], name: &str| fields.iter().any(|(n, _)| n == name);
+    if !has(&fields, "user-agent") {
+        fields.push((
+            "user-agent".into(),
+            concat!("gatebench/", env!("CARGO_PKG_VERSION")).into(),
+        ));
     }
     if let Some(t) = default_type {
-        if !map.contains_key(http::header::CONTENT_TYPE) {
-            map.insert(
-                http::header::CONTENT_TYPE,
-                http::HeaderValue::from_static(t),
-            );
+        if !has(&fields, "content-type") {
+            fields.push(("content-type".into(), t.into()));
         }
     }
     if body_len > 0 {
-        map.insert(
-            http::header::CONTENT_LENGTH,
-            http::HeaderValue::from(body_len),
-        );
+        fields.push(("content-length".into(), body_len.to_string()));
     }
     let scheme = if target.tls { "https" } else { "http" };
-    let uri = http::Uri::builder()
+    // Validates the authority as a URI part would be (the error names it).
+    http::Uri::builder()
         .scheme(scheme)
         .authority(authority.as_str())
         .path_and_query(target.path_and_query.as_str())
         .build()
         .map_err(|e| bad(format!("cannot build the HTTP/2 request URI: {e}")))?;
-    Ok(H2Parts {
-        method,
-        uri,
-        headers: map,
-    })
+    let mut all = vec![
+        (":method".to_owned(), method.to_owned()),
+        (":scheme".to_owned(), scheme.to_owned()),
+        (":authority".to_owned(), authority),
+        (":path".to_owned(), target.path_and_query.clone()),
+    ];
+    all.extend(fields);
+    Ok(crate::http2::RequestHead::encode(&all))
 }
 
 fn parse_header(line: &str) -> Result<(String, String), LoadgenError> {

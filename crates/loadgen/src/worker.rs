@@ -67,6 +67,8 @@ struct Shared {
     config: Arc<LoadConfig>,
     schedule: Schedule,
     transport: Transport,
+    /// Bytes written per request (HTTP/2: after the connection's first, whose header block
+    /// is longer by the fields it adds to the server's table).
     req_len: u64,
     phases: RefCell<[PhaseStats; 2]>,
     interval: RefCell<IntervalStats>,
@@ -109,7 +111,10 @@ pub(crate) fn run(plan: WorkerPlan, tx: Sender<WorkerMsg>) -> WorkerResult {
         config: plan.config.clone(),
         schedule,
         transport: transport(&plan.config),
-        req_len: plan.config.request.bytes().len() as u64,
+        req_len: match plan.config.protocol {
+            Protocol::Http1 => plan.config.request.bytes().len(),
+            Protocol::Http2 => plan.config.request.h2_wire_len(),
+        } as u64,
         phases: RefCell::new([PhaseStats::default(), PhaseStats::default()]),
         interval: RefCell::new(IntervalStats::new(0)),
     });
@@ -489,7 +494,6 @@ async fn h2_stream_loop(
     let config = shared.config.clone();
     let open = shared.schedule_is_open();
     let req = config.request.clone();
-    let mut sender = conn.sender();
     let timer = tokio::time::sleep(Duration::ZERO);
     tokio::pin!(timer);
     loop {
@@ -546,7 +550,7 @@ async fn h2_stream_loop(
         } else {
             tokio::select! {
                 biased;
-                r = conn.exchange(&mut sender, &req, config.verify) => Some(r),
+                r = conn.exchange(&req, config.verify) => Some(r),
                 _ = &mut timer => None,
             }
         };
