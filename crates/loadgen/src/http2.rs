@@ -172,3 +172,13 @@ impl H2Conn {
         result
     }
 }
+
+/// Bytes from hex digits with any whitespace between them, as the RFCs print their examples.
+#[cfg(test)]
+fn hex(s: &str) -> Vec<u8> {
+    let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex digits"))
+        .collect()
+}

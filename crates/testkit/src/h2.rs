@@ -36,6 +36,8 @@ pub enum H2Behavior {
 #[derive(Debug, Default)]
 struct Counters {
     streams: AtomicU64,
+    /// Streams whose request carried `x-check: yes` and the server's own `:authority`.
+    checked: AtomicU64,
     open: AtomicU64,
     max_open: AtomicU64,
 }
@@ -98,6 +100,13 @@ impl H2TestServer {
         self.counters.streams.load(Ordering::SeqCst)
     }
 
+    /// Streams whose request carried the header `x-check: yes` and this server's address as
+    /// `:authority`: a client that encodes its header block wrongly after the first request
+    /// falls short of [`H2TestServer::streams_seen`].
+    pub fn checked_streams(&self) -> u64 {
+        self.counters.checked.load(Ordering::SeqCst)
+    }
+
     /// The most streams that were open at once on the server (one connection or several).
     pub fn max_concurrent_streams_seen(&self) -> u64 {
         self.counters.max_open.load(Ordering::SeqCst)
@@ -120,6 +129,7 @@ async fn connection(sock: tokio::net::TcpStream, behavior: H2Behavior, c: Arc<Co
         let _ = raw_goaway(sock, &c).await;
         return;
     }
+    let sock_addr = sock.local_addr().map(|a| a.to_string()).unwrap_or_default();
     let mut builder = h2::server::Builder::new();
     if let H2Behavior::MaxStreams(max) = behavior {
         builder.max_concurrent_streams(max);
@@ -131,6 +141,14 @@ async fn connection(sock: tokio::net::TcpStream, behavior: H2Behavior, c: Arc<Co
     while let Some(next) = conn.accept().await {
         let Ok((req, mut respond)) = next else { return };
         c.streams.fetch_add(1, Ordering::SeqCst);
+        if req.headers().get("x-check").is_some_and(|v| v == "yes")
+            && req
+                .uri()
+                .authority()
+                .is_some_and(|a| a.as_str() == sock_addr)
+        {
+            c.checked.fetch_add(1, Ordering::SeqCst);
+        }
         match behavior {
             H2Behavior::RefuseStreams => respond.send_reset(Reason::REFUSED_STREAM),
             H2Behavior::ResetStreams => respond.send_reset(Reason::INTERNAL_ERROR),

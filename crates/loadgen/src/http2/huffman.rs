@@ -175,14 +175,7 @@ pub(crate) fn decode(src: &[u8], out: &mut Vec<u8>) -> Result<(), InvalidHuffman
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn hex(s: &str) -> Vec<u8> {
-        let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect()
-    }
+    use crate::http2::hex;
 
     fn decoded(h: &str) -> Result<String, InvalidHuffman> {
         let mut out = Vec::new();

@@ -233,6 +233,24 @@ fn stream_concurrency_never_exceeds_the_servers_limit() {
 }
 
 #[test]
+fn every_h2_request_carries_its_headers_not_only_a_connections_first() {
+    // The first request on a connection adds its fields to the server's HPACK table; later
+    // ones refer to them by index. The server checks each request's fields itself.
+    let server = H2TestServer::start(H2Behavior::Ok);
+    let mut s = spec(&server.url(), 2, Duration::from_millis(400));
+    s.protocol = Protocol::Http2;
+    s.streams = 4;
+    s.headers = vec!["X-Check: yes".into()];
+    let out = run(s);
+    assert_counts_add_up(&out);
+    let m = &out.report.measurement;
+    assert_eq!(m.outcomes.errors(), 0, "{:?}", m.outcomes);
+    assert!(m.outcomes.get(Outcome::Ok) > 20, "{:?}", m.outcomes);
+    assert!(server.streams_seen() > 20);
+    assert_eq!(server.checked_streams(), server.streams_seen());
+}
+
+#[test]
 fn h2_error_classes() {
     for (behavior, want) in [
         (H2Behavior::RefuseStreams, Outcome::RefusedStream),
