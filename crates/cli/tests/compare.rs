@@ -46,6 +46,7 @@ fn phase(rps: f64, users: u32) -> PhaseReport {
         bytes_written: 0,
         latency: LatencySummary {
             count: (rps * 4.0) as u64,
+            censored: 0,
             min_ms: mean / 10.0,
             mean_ms: mean,
             stdev_ms: mean / 3.0,
@@ -55,9 +56,11 @@ fn phase(rps: f64, users: u32) -> PhaseReport {
                 .map(|p| Percentile {
                     p: *p,
                     ms: mean * (1.0 + p / 25.0),
+                    lower_bound: false,
                 })
                 .collect(),
         },
+        latency_answered: None,
         latency_uncorrected: None,
         concurrency: f64::from(users),
         connections: Default::default(),

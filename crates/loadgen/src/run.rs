@@ -16,8 +16,11 @@ use crate::config::{Arrival, LoadConfig};
 use crate::error::LoadgenError;
 use crate::hlog;
 use crate::limits;
-use crate::schedule::Clock;
-use crate::stats::{summarize, IntervalStats, PhaseStats};
+use crate::schedule::{Clock, Quota};
+use crate::stats::{
+    longer_than_all, new_sparse_histogram, summarize, summarize_censored, IntervalStats,
+    LatencyHistogram, PhaseStats,
+};
 use crate::worker::{self, WorkerMsg, WorkerPlan, WorkerResult};
 
 /// Worker CPU above this share of its capacity means the generator may have been the
@@ -117,10 +120,19 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
     let stop = opts.stop.clone().unwrap_or_default();
     let (tx, rx) = mpsc::channel();
     let mut handles = Vec::with_capacity(threads);
-    for (id, conns) in split(u64::from(config.connections), threads)
-        .into_iter()
-        .enumerate()
-    {
+    let conn_shares = split(u64::from(config.connections), threads);
+    // `-n N` sends N requests however threads and connections divide. Open model: each worker's
+    // share of N follows its share of the rate, so all run out together at N ÷ R. Closed
+    // model: one count shared by the workers.
+    let shared_quota = config
+        .stop
+        .requests
+        .map(|n| Arc::new(std::sync::atomic::AtomicU64::new(n)));
+    let open_quotas = config
+        .stop
+        .requests
+        .map(|n| split_weighted(n, &conn_shares));
+    for (id, conns) in conn_shares.iter().copied().enumerate() {
         let share = conns as f64 / f64::from(config.connections);
         let plan = WorkerPlan {
             id,
@@ -135,7 +147,11 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
                 Arrival::Closed => Duration::ZERO,
                 Arrival::Open { rate } => Duration::from_secs_f64(id as f64 / rate),
             },
-            quota: config.stop.requests.map(|n| split(n, threads)[id]),
+            quota: match (&config.arrival, &shared_quota, &open_quotas) {
+                (_, None, _) => Quota::Unlimited,
+                (Arrival::Open { .. }, _, Some(q)) => Quota::Own(std::cell::Cell::new(q[id])),
+                (_, Some(shared), _) => Quota::Shared(shared.clone()),
+            },
             stop: stop.clone(),
         };
         let tx = tx.clone();
@@ -155,22 +171,129 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
     for msg in rx {
         match msg {
             WorkerMsg::Interval(id, iv) => collector.interval(id, *iv)?,
-            WorkerMsg::Done(id, r) => {
-                results[id] = Some(*r);
-                collector.done(id)?;
-            }
+            // The worker's last interval waits for `censor`, which needs every worker.
+            WorkerMsg::Done(id, r) => results[id] = Some(*r),
         }
     }
     for h in handles {
         h.join()
             .map_err(|_| LoadgenError::Worker("a worker thread panicked".into()))?;
     }
-    collector.flush_all()?;
-    let results: Vec<WorkerResult> = results
+    let mut results: Vec<WorkerResult> = results
         .into_iter()
         .map(|r| r.ok_or_else(|| LoadgenError::Worker("a worker ended without results".into())))
         .collect::<Result<_, _>>()?;
-    Ok(build(&config, clock, wall_start, results))
+    let mut warm = PhaseStats::default();
+    let mut meas = PhaseStats::default();
+    for r in &results {
+        warm.merge(&r.phases[0]);
+        meas.merge(&r.phases[1]);
+    }
+    let censored = [
+        censor(&mut warm, 0, &mut results),
+        censor(&mut meas, 1, &mut results),
+    ];
+    for (id, r) in results.iter_mut().enumerate() {
+        let last = std::mem::replace(&mut r.last, IntervalStats::new(0));
+        collector.interval(id, last)?;
+        collector.done(id)?;
+    }
+    collector.flush_all()?;
+    Ok(build(
+        &config, clock, wall_start, results, warm, meas, censored,
+    ))
+}
+
+/// The censored values of one phase: requests that never got an answer, at the time they had
+/// waited (lower bounds of their latency).
+#[derive(Debug)]
+struct Censored {
+    /// From the intended send time (open model) or the send (closed).
+    latency: LatencyHistogram,
+    /// Open model: from the actual send (tickets never sent have none).
+    latency_uncorrected: LatencyHistogram,
+}
+
+/// Decides, once every worker has finished, how the requests that never got an answer enter
+/// phase `phase`'s figures, and returns its censored values.
+///
+/// - A timed-out request is censored at the time it waited (the timeout).
+/// - A request still unanswered at the end (`in_flight`) that had waited longer than every
+///   answered request of the phase stalled: it becomes `unanswered` (an error) and is censored
+///   at its wait. One that had waited less may well have been answered in time: it stays
+///   `in_flight`, outside the distribution, as wrk leaves it.
+/// - A backlog ticket (open model, never sent) that had been due longer than every answered
+///   request is censored at that wait; it is `never_sent` either way.
+///
+/// The worker's held-back last interval gets the same changes, so the interval log and the
+/// live totals agree with the report.
+fn censor(merged: &mut PhaseStats, phase: usize, results: &mut [WorkerResult]) -> Censored {
+    let mut latency = merged.timed_out.clone();
+    let mut latency_uncorrected = merged.timed_out_uncorrected.clone();
+    let mut stalled_total = 0;
+    for r in results.iter_mut() {
+        let p = &r.phases[phase];
+        let stalled = longer_than_all(&p.cut, &merged.latency);
+        let stalled_uncorrected = longer_than_all(&p.cut_uncorrected, &merged.latency_uncorrected);
+        let backlog = longer_than_all(&p.backlog, &merged.latency);
+        let n = stalled.len();
+        stalled_total += n;
+        let last = &mut r.last;
+        move_class(&mut last.outcomes, Outcome::InFlight, Outcome::Unanswered, n);
+        for h in [&stalled, &backlog] {
+            crate::stats::add(&mut last.censored, h);
+            crate::stats::add(&mut latency, h);
+        }
+        crate::stats::add(&mut last.censored_uncorrected, &stalled_uncorrected);
+        crate::stats::add(&mut latency_uncorrected, &stalled_uncorrected);
+    }
+    move_class(
+        &mut merged.outcomes,
+        Outcome::InFlight,
+        Outcome::Unanswered,
+        stalled_total,
+    );
+    if latency.is_empty() {
+        latency = new_sparse_histogram();
+    }
+    Censored {
+        latency,
+        latency_uncorrected,
+    }
+}
+
+/// Moves `n` requests from class `from` to class `to` (at most as many as `from` holds).
+fn move_class(c: &mut gatebench_model::OutcomeCounts, from: Outcome, to: Outcome, n: u64) {
+    let n = n.min(c.get(from));
+    c.sub(from, n);
+    c.add(to, n);
+}
+
+/// Splits `n` in proportion to `weights` (largest remainders), the shares adding up to `n`.
+fn split_weighted(n: u64, weights: &[u64]) -> Vec<u64> {
+    let total: u64 = weights.iter().sum();
+    if total == 0 {
+        return split(n, weights.len());
+    }
+    let exact: Vec<u128> = weights
+        .iter()
+        .map(|w| u128::from(n) * u128::from(*w))
+        .collect();
+    let mut shares: Vec<u64> = exact
+        .iter()
+        .map(|e| (e / u128::from(total)) as u64)
+        .collect();
+    let mut left = n - shares.iter().sum::<u64>();
+    let mut order: Vec<usize> = (0..weights.len()).collect();
+    order.sort_by_key(|i| std::cmp::Reverse(exact[*i] % u128::from(total)));
+    for i in order {
+        if left == 0 {
+            break;
+        }
+        shares[i] += 1;
+        left -= 1;
+    }
+    shares
 }
 
 /// Splits `n` into `parts` shares that differ by at most one.
@@ -259,16 +382,13 @@ impl<'o, 'a> Collector<'o, 'a> {
                 what: "the interval log".into(),
                 source,
             };
-            hlog::write_interval(out, &iv.latency, start, length, None).map_err(io)?;
-            if !iv.latency_uncorrected.is_empty() {
-                hlog::write_interval(
-                    out,
-                    &iv.latency_uncorrected,
-                    start,
-                    length,
-                    Some("uncorrected"),
-                )
-                .map_err(io)?;
+            // Censored values (timeouts, stalls) go in as the times they had waited, as in
+            // the report's latency.
+            hlog::write_interval(out, &iv.all_latency(), start, length, None).map_err(io)?;
+            let uncorrected = iv.all_latency_uncorrected();
+            if !uncorrected.is_empty() {
+                hlog::write_interval(out, &uncorrected, start, length, Some("uncorrected"))
+                    .map_err(io)?;
             }
             out.flush().map_err(io)?;
         }
@@ -283,10 +403,13 @@ impl<'o, 'a> Collector<'o, 'a> {
                 errors: iv.errors(),
                 length,
                 rps: iv.responses() as f64 / length.as_secs_f64().max(1e-3),
-                p99_ms: if iv.latency.is_empty() {
-                    0.0
-                } else {
-                    iv.latency.value_at_quantile(0.99) as f64 / 1e6
+                p99_ms: {
+                    let all = iv.all_latency();
+                    if all.is_empty() {
+                        0.0
+                    } else {
+                        all.value_at_quantile(0.99) as f64 / 1e6
+                    }
                 },
                 total_responses: self.total_responses,
                 total_errors: self.total_errors,
@@ -303,21 +426,26 @@ fn build(
     clock: Clock,
     wall_start: SystemTime,
     results: Vec<WorkerResult>,
+    warm: PhaseStats,
+    meas: PhaseStats,
+    censored: [Censored; 2],
 ) -> RunOutput {
-    let mut warm = PhaseStats::default();
-    let mut meas = PhaseStats::default();
     let mut cpu_user = 0.0;
     let mut cpu_sys = 0.0;
     let mut finished = clock.measure_start;
+    let mut stopped_at: Option<Instant> = None;
     for r in &results {
-        warm.merge(&r.phases[0]);
-        meas.merge(&r.phases[1]);
         cpu_user += r.cpu_user;
         cpu_sys += r.cpu_sys;
         finished = finished.max(r.finished);
+        if let Some(s) = r.stopped_at {
+            stopped_at = Some(stopped_at.map_or(s, |x| x.min(s)));
+        }
     }
-    // With both a duration and a count, whichever ended the run bounds the phase.
+    // With both a duration and a count, whichever ended the run bounds the phase; an
+    // interruption ends it where it happened (what was in flight then still finishes).
     let meas_end = clock.deadline.map_or(finished, |d| d.min(finished));
+    let meas_end = stopped_at.map_or(meas_end, |s| s.max(clock.measure_start).min(meas_end));
     let meas_len = meas_end.saturating_duration_since(clock.measure_start);
     let target = match config.arrival {
         Arrival::Closed => None,
@@ -325,9 +453,14 @@ fn build(
     };
     let open = target.is_some();
     let http2 = config.protocol == crate::config::Protocol::Http2;
-    let warmup =
-        (!config.warmup.is_zero()).then(|| phase_report(&warm, config.warmup, target, open, http2));
-    let measurement = phase_report(&meas, meas_len, target, open, http2);
+    let [warm_censored, meas_censored] = &censored;
+    let warm_len = stopped_at.map_or(config.warmup, |s| {
+        s.saturating_duration_since(clock.start).min(config.warmup)
+    });
+    let warmup = (!config.warmup.is_zero())
+        .then(|| phase_report(&warm, warm_censored, warm_len, target, open, http2));
+    let measurement = phase_report(&meas, meas_censored, meas_len, target, open, http2);
+    let target_warnings = target_warnings(&meas, &measurement);
 
     let wall = finished
         .saturating_duration_since(clock.start)
@@ -387,6 +520,7 @@ fn build(
             schedule_kept_percent: schedule_kept,
             warnings,
         },
+        target_warnings,
         valid,
     };
     RunOutput {
@@ -396,8 +530,50 @@ fn build(
     }
 }
 
+/// What the measurement saw of the target that its figures alone could hide, in plain words.
+fn target_warnings(meas: &PhaseStats, report: &PhaseReport) -> Vec<String> {
+    let o = &report.outcomes;
+    let mut out = Vec::new();
+    let unanswered = o.get(Outcome::Unanswered);
+    let timeouts = o.get(Outcome::Timeout);
+    let responses = o.responses();
+    let ms = |ns: u64| ns as f64 / 1e6;
+    if responses == 0 && unanswered + timeouts > 0 {
+        out.push(format!(
+            "the target answered none of the {} requests sent: {timeouts} timed out, \
+             {unanswered} were still unanswered at the end",
+            timeouts + unanswered + o.get(Outcome::InFlight)
+        ));
+    } else if unanswered > 0 {
+        out.push(format!(
+            "the target stalled: {unanswered} requests were still unanswered at the end, the \
+             oldest after {:.2} s, longer than any answered request ({:.2} ms)",
+            ms(meas.cut.max()) / 1e3,
+            ms(meas.latency.max()),
+        ));
+    }
+    if report.latency.censored > 0 && responses > 0 {
+        let lower: Vec<String> = report
+            .latency
+            .percentiles
+            .iter()
+            .filter(|p| p.lower_bound && p.p >= 50.0 && p.p < 100.0)
+            .map(|p| format!("p{}", p.p))
+            .collect();
+        if let Some(first) = lower.first() {
+            out.push(format!(
+                "{} requests never got an answer; latency from {first} up is a lower bound \
+                 (they enter at the time they had waited)",
+                report.latency.censored
+            ));
+        }
+    }
+    out
+}
+
 fn phase_report(
     s: &PhaseStats,
+    censored: &Censored,
     len: Duration,
     target: Option<f64>,
     open: bool,
@@ -405,7 +581,8 @@ fn phase_report(
 ) -> PhaseReport {
     let secs = len.as_secs_f64().max(1e-9);
     let responses = s.outcomes.responses();
-    let latency = summarize(&s.latency);
+    let latency = summarize_censored(&s.latency, &censored.latency);
+    let latency_answered = (!censored.latency.is_empty()).then(|| summarize(&s.latency));
     let throughput = responses as f64 / secs;
     PhaseReport {
         duration_s: len.as_secs_f64(),
@@ -418,9 +595,12 @@ fn phase_report(
         sent_rps: s.sent as f64 / secs,
         bytes_read: s.bytes_read,
         bytes_written: s.bytes_written,
-        concurrency: throughput * latency.mean_ms / 1e3,
+        concurrency: throughput * latency_answered.as_ref().unwrap_or(&latency).mean_ms / 1e3,
         latency,
-        latency_uncorrected: open.then(|| summarize(&s.latency_uncorrected)),
+        latency_answered,
+        latency_uncorrected: open.then(|| {
+            summarize_censored(&s.latency_uncorrected, &censored.latency_uncorrected)
+        }),
         connections: ConnectionStats {
             opened: s.conns.opened,
             reconnects: s.conns.reconnects,

@@ -13,7 +13,7 @@
 //! apart as send lag for the self-check.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -54,16 +54,64 @@ pub(crate) struct Permit {
     pub phase: Phase,
 }
 
-/// One worker's schedule. Single-threaded: plain `Cell`s, no atomics.
+/// How many measurement requests may still be scheduled (count stop rule).
+///
+/// In the open model each worker has its own share, in proportion to its share of the rate, so
+/// that every worker's tickets run out at the same instant (N ÷ R after the start). In the
+/// closed model the workers draw from one shared count: a worker whose connections answer
+/// faster sends more, and the run ends when N were sent, however threads and connections
+/// divide. One atomic decrement per request, only with `-n`.
+#[derive(Debug)]
+pub(crate) enum Quota {
+    /// No count stop rule.
+    Unlimited,
+    /// This worker's own share.
+    Own(Cell<u64>),
+    /// A count shared by every worker.
+    Shared(Arc<AtomicU64>),
+}
+
+impl Quota {
+    /// Takes one request from the quota; false when it is exhausted.
+    fn take(&self) -> bool {
+        match self {
+            Quota::Unlimited => true,
+            Quota::Own(c) => {
+                let q = c.get();
+                if q == 0 {
+                    return false;
+                }
+                c.set(q - 1);
+                true
+            }
+            Quota::Shared(a) => a
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |q| q.checked_sub(1))
+                .is_ok(),
+        }
+    }
+
+    /// What is left, `None` without a count rule.
+    fn left(&self) -> Option<u64> {
+        match self {
+            Quota::Unlimited => None,
+            Quota::Own(c) => Some(c.get()),
+            Quota::Shared(a) => Some(a.load(Ordering::Relaxed)),
+        }
+    }
+}
+
+/// One worker's schedule. Single-threaded but for the shared count of [`Quota::Shared`].
 #[derive(Debug)]
 pub(crate) struct Schedule {
     clock: Clock,
-    /// Measurement requests this worker may still schedule (count stop rule).
-    quota: Cell<Option<u64>>,
+    /// Measurement requests that may still be scheduled (count stop rule).
+    quota: Quota,
     /// Open model: ticket spacing and the first ticket's time.
     open: Option<Tickets>,
     /// Set when the run is interrupted (Ctrl-C): no further permits.
     stop: Arc<AtomicBool>,
+    /// When this worker first saw `stop` set: tickets due after it are not a backlog.
+    stopped_at: Cell<Option<Instant>>,
 }
 
 #[derive(Debug)]
@@ -97,27 +145,29 @@ impl Tickets {
 
 impl Schedule {
     /// A closed-model schedule.
-    pub(crate) fn closed(clock: Clock, quota: Option<u64>, stop: Arc<AtomicBool>) -> Schedule {
+    pub(crate) fn closed(clock: Clock, quota: Quota, stop: Arc<AtomicBool>) -> Schedule {
         Schedule {
             clock,
-            quota: Cell::new(quota),
+            quota,
             open: None,
             stop,
+            stopped_at: Cell::new(None),
         }
     }
 
     /// An open-model schedule at `rate` requests/s for this worker; `offset` staggers workers.
     pub(crate) fn open(
         clock: Clock,
-        quota: Option<u64>,
+        quota: Quota,
         rate: f64,
         offset: Duration,
         stop: Arc<AtomicBool>,
     ) -> Schedule {
         Schedule {
             stop,
+            stopped_at: Cell::new(None),
             clock,
-            quota: Cell::new(quota),
+            quota,
             open: Some(Tickets {
                 base: clock.start + offset,
                 interval: Duration::from_secs_f64(1.0 / rate),
@@ -130,10 +180,29 @@ impl Schedule {
         &self.clock
     }
 
-    /// The next request to send, or `None` when the run is over for this worker.
-    pub(crate) fn next(&self) -> Option<Permit> {
+    /// Notes the instant the run was interrupted, if it was; true once it has been. Called by
+    /// every permit request and by a watcher a few times a second, so that the instant is known
+    /// even when every connection is waiting on a stalled target.
+    pub(crate) fn check_stop(&self) -> bool {
+        if self.stopped_at.get().is_some() {
+            return true;
+        }
         // A relaxed load of a line that is written once: no contention on the hot path.
         if self.stop.load(Ordering::Relaxed) {
+            self.stopped_at.set(Some(Instant::now()));
+            return true;
+        }
+        false
+    }
+
+    /// When the run was interrupted, as this worker saw it.
+    pub(crate) fn stopped_at(&self) -> Option<Instant> {
+        self.stopped_at.get()
+    }
+
+    /// The next request to send, or `None` when the run is over for this worker.
+    pub(crate) fn next(&self) -> Option<Permit> {
+        if self.check_stop() {
             return None;
         }
         let now = Instant::now();
@@ -147,13 +216,8 @@ impl Schedule {
             return None;
         }
         let phase = self.clock.phase_at(at);
-        if phase == Phase::Measure {
-            if let Some(q) = self.quota.get() {
-                if q == 0 {
-                    return None;
-                }
-                self.quota.set(Some(q - 1));
-            }
+        if phase == Phase::Measure && !self.quota.take() {
+            return None;
         }
         let due = self.open.as_ref().map(|t| {
             t.next.set(t.next.get() + 1);
@@ -162,20 +226,42 @@ impl Schedule {
         Some(Permit { due, phase })
     }
 
-    /// Open model, once the run is over: tickets due before the end that were never taken,
-    /// per phase `[warm-up, measurement]` (the backlog).
-    pub(crate) fn never_sent(&self, end: Instant) -> [u64; 2] {
-        let Some(t) = &self.open else { return [0, 0] };
+    /// The instant the schedule ended: the deadline, or the interruption, or `end` (when the
+    /// last connection finished), whichever came first.
+    pub(crate) fn ended_at(&self, end: Instant) -> Instant {
         let end = self.clock.deadline.map_or(end, |d| d.min(end));
+        self.stopped_at.get().map_or(end, |s| s.min(end))
+    }
+
+    /// Open model, once the run is over: tickets due before the schedule ended that were never
+    /// taken, per phase `[warm-up, measurement]` (the backlog). Tickets due after an
+    /// interruption are not counted: nobody asked for them any more.
+    #[cfg(test)]
+    pub(crate) fn never_sent(&self, end: Instant) -> [u64; 2] {
+        let mut n = [0u64; 2];
+        self.backlog(end, |phase, _| n[phase as usize] += 1);
+        n
+    }
+
+    /// Open model: calls `f` with the phase of each backlog ticket (see
+    /// [`Schedule::never_sent`]) and how long it had been due when the schedule ended.
+    pub(crate) fn backlog(&self, end: Instant, mut f: impl FnMut(Phase, Duration)) {
+        let Some(t) = &self.open else { return };
+        let end = self.ended_at(end);
         let taken = t.next.get();
         let warm_due = t.first_at_or_after(self.clock.measure_start.min(end));
         let all_due = t.first_at_or_after(end);
-        let warm = warm_due.saturating_sub(taken);
+        for k in taken..warm_due {
+            f(Phase::Warmup, end.saturating_duration_since(t.due(k)));
+        }
         let mut measure = all_due.saturating_sub(taken.max(warm_due));
-        if let Some(q) = self.quota.get() {
+        if let Some(q) = self.quota.left() {
             measure = measure.min(q);
         }
-        [warm, measure]
+        let first = taken.max(warm_due);
+        for k in first..first + measure {
+            f(Phase::Measure, end.saturating_duration_since(t.due(k)));
+        }
     }
 }
 
@@ -190,7 +276,7 @@ mod tests {
     #[test]
     fn stop_flag_ends_the_schedule() {
         let stop = no_stop();
-        let s = Schedule::closed(clock(0, Some(60_000)), None, stop.clone());
+        let s = Schedule::closed(clock(0, Some(60_000)), Quota::Unlimited, stop.clone());
         assert!(s.next().is_some());
         stop.store(true, Ordering::Relaxed);
         assert!(s.next().is_none());
@@ -210,7 +296,7 @@ mod tests {
     fn open_tickets_are_evenly_spaced_and_stop_at_the_deadline() {
         let s = Schedule::open(
             clock(0, Some(1000)),
-            None,
+            Quota::Unlimited,
             1000.0,
             Duration::ZERO,
             no_stop(),
@@ -236,7 +322,7 @@ mod tests {
     #[test]
     fn untaken_tickets_are_the_backlog_by_phase() {
         let c = clock(500, Some(500));
-        let s = Schedule::open(c, None, 100.0, Duration::ZERO, no_stop());
+        let s = Schedule::open(c, Quota::Unlimited, 100.0, Duration::ZERO, no_stop());
         for _ in 0..10 {
             s.next().unwrap();
         }
@@ -247,7 +333,7 @@ mod tests {
     #[test]
     fn count_quota_applies_to_measurement_only() {
         let c = clock(0, None);
-        let s = Schedule::closed(c, Some(3), no_stop());
+        let s = Schedule::closed(c, Quota::Own(Cell::new(3)), no_stop());
         assert!(s.next().is_some());
         assert!(s.next().is_some());
         assert!(s.next().is_some());
@@ -257,9 +343,62 @@ mod tests {
     #[test]
     fn phase_follows_the_scheduled_time() {
         let c = clock(1000, Some(1000));
-        let s = Schedule::open(c, None, 10.0, Duration::ZERO, no_stop());
+        let s = Schedule::open(c, Quota::Unlimited, 10.0, Duration::ZERO, no_stop());
         let phases: Vec<Phase> = std::iter::from_fn(|| s.next()).map(|p| p.phase).collect();
         assert_eq!(phases.len(), 20);
         assert_eq!(phases.iter().filter(|p| **p == Phase::Warmup).count(), 10);
+    }
+
+    #[test]
+    fn a_shared_count_is_drawn_down_by_every_worker_to_exactly_n() {
+        let c = clock(0, None);
+        let shared = Arc::new(AtomicU64::new(300));
+        let a = Schedule::closed(c, Quota::Shared(shared.clone()), no_stop());
+        let b = Schedule::closed(c, Quota::Shared(shared), no_stop());
+        let mut n = 0;
+        // One worker takes two permits for every one the other takes.
+        loop {
+            let x = a.next().is_some() as u32 + a.next().is_some() as u32;
+            let y = b.next().is_some() as u32;
+            n += x + y;
+            if x + y == 0 {
+                break;
+            }
+        }
+        assert_eq!(n, 300);
+    }
+
+    #[test]
+    fn tickets_due_after_an_interruption_are_not_a_backlog() {
+        let c = clock(0, Some(10_000));
+        let stop = no_stop();
+        let s = Schedule::open(c, Quota::Unlimited, 1000.0, Duration::ZERO, stop.clone());
+        for _ in 0..5 {
+            s.next().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        stop.store(true, Ordering::Relaxed);
+        assert!(s.next().is_none());
+        let stopped = s.stopped_at().expect("the interruption was seen");
+        // Ten seconds later the run ends; only tickets due before the interruption count.
+        let [warm, measure] = s.never_sent(c.start + Duration::from_secs(10));
+        assert_eq!(warm, 0);
+        let due_before_stop = ((stopped - c.start).as_secs_f64() * 1000.0).ceil() as u64;
+        assert_eq!(measure, due_before_stop - 5, "stopped after {stopped:?}");
+        assert!(measure < 1000, "{measure}: tickets after the interruption were counted");
+    }
+
+    #[test]
+    fn backlog_waits_are_the_time_since_each_ticket_was_due() {
+        let c = clock(0, Some(1000));
+        let s = Schedule::open(c, Quota::Unlimited, 10.0, Duration::ZERO, no_stop());
+        let mut waits = Vec::new();
+        s.backlog(c.deadline.unwrap(), |_, w| waits.push(w));
+        // 10 tickets due at 0, 100, …, 900 ms; at 1 s they had waited 1000, 900, …, 100 ms.
+        assert_eq!(waits.len(), 10);
+        for (i, w) in waits.iter().enumerate() {
+            let want = 1000 - 100 * i as u64;
+            assert!((w.as_secs_f64() * 1000.0 - want as f64).abs() < 0.01, "{i}: {w:?}");
+        }
     }
 }

@@ -6,6 +6,12 @@
 //! shards on several machines would merge. Latency is recorded in nanoseconds with three
 //! significant digits, from 1 ns to one hour; larger values saturate at the top rather than
 //! being dropped.
+//!
+//! Requests that never got an answer are kept apart from answered ones: timeouts, requests cut
+//! off by the run's end and, in the open model, tickets still waiting in the backlog each have
+//! a histogram of the time they had waited. [`summarize_censored`] joins them to the answered
+//! latencies as censored values (lower bounds); which of the cut-off ones count is decided once
+//! the whole run is known (see `run::censor`).
 
 use std::time::Duration;
 
@@ -23,11 +29,77 @@ pub fn new_histogram() -> LatencyHistogram {
     Histogram::new_with_bounds(1, HIGHEST_NS, 3).expect("constant bounds are valid")
 }
 
+/// A new empty histogram that grows as values arrive: for figures that are usually empty
+/// (timeouts, cut-off requests), so a healthy run does not pay a full histogram's memory for
+/// each of them. Values are clamped to the same one-hour top by [`record`].
+pub fn new_sparse_histogram() -> LatencyHistogram {
+    let mut h = Histogram::new_with_bounds(1, 2, 3).expect("constant bounds are valid");
+    h.auto(true);
+    h
+}
+
 /// Records a duration, saturating at the highest trackable value.
 #[inline]
 pub fn record(h: &mut LatencyHistogram, d: Duration) {
-    let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1);
-    h.saturating_record(ns);
+    let ns = u64::try_from(d.as_nanos())
+        .unwrap_or(u64::MAX)
+        .clamp(1, HIGHEST_NS);
+    // `record` grows a sparse histogram (saturating would clamp it to its initial top); on a
+    // full-range histogram a clamped value always fits.
+    if h.record(ns).is_err() {
+        h.saturating_record(ns);
+    }
+}
+
+/// The values of `h` that are longer than every value of `than` (in HdrHistogram's bucket
+/// terms: the lowest value equivalent to a bucket lies above `than`'s highest), as a new
+/// histogram. With `than` empty, all of `h`.
+pub fn longer_than_all(h: &LatencyHistogram, than: &LatencyHistogram) -> LatencyHistogram {
+    let mut out = new_sparse_histogram();
+    let top = if than.is_empty() { 0 } else { than.max() };
+    for v in h.iter_recorded() {
+        let value = v.value_iterated_to();
+        if h.lowest_equivalent(value) > top {
+            out.record_n(value, v.count_at_value())
+                .expect("an auto-resizing histogram takes any value");
+        }
+    }
+    out
+}
+
+/// Summarises `answered` latencies together with `censored` ones (requests that never got an
+/// answer, at the time they had waited, which is a lower bound of their latency). A percentile
+/// is marked as a lower bound when it falls on censored values: when fewer answered values than
+/// the percentile's rank lie at or below it, some censored value below it could really be
+/// above it, so the true percentile is at least, not exactly, that value.
+pub fn summarize_censored(
+    answered: &LatencyHistogram,
+    censored: &LatencyHistogram,
+) -> LatencySummary {
+    if censored.is_empty() {
+        return summarize(answered);
+    }
+    let mut all = new_histogram();
+    add(&mut all, answered);
+    add(&mut all, censored);
+    let mut s = summarize(&all);
+    s.censored = censored.len();
+    let n = all.len();
+    for pt in &mut s.percentiles {
+        let ns = (pt.ms * 1e6).round() as u64;
+        let rank = if pt.p >= 100.0 {
+            n
+        } else {
+            ((pt.p / 100.0) * n as f64).ceil().max(1.0) as u64
+        };
+        let answered_below = if answered.is_empty() {
+            0
+        } else {
+            answered.count_between(0, ns)
+        };
+        pt.lower_bound = answered_below < rank;
+    }
+    s
 }
 
 /// Summarises a histogram in milliseconds.
@@ -38,13 +110,18 @@ pub fn summarize(h: &LatencyHistogram) -> LatencySummary {
             count: 0,
             percentiles: PERCENTILES
                 .iter()
-                .map(|p| Percentile { p: *p, ms: 0.0 })
+                .map(|p| Percentile {
+                    p: *p,
+                    ms: 0.0,
+                    lower_bound: false,
+                })
                 .collect(),
             ..LatencySummary::default()
         };
     }
     LatencySummary {
         count: h.len(),
+        censored: 0,
         min_ms: ms(h.min()),
         mean_ms: h.mean() / 1e6,
         stdev_ms: h.stdev() / 1e6,
@@ -58,6 +135,7 @@ pub fn summarize(h: &LatencyHistogram) -> LatencySummary {
                 } else {
                     h.value_at_quantile(p / 100.0)
                 }),
+                lower_bound: false,
             })
             .collect(),
     }
@@ -100,6 +178,18 @@ pub struct PhaseStats {
     pub latency: LatencyHistogram,
     /// Open model: latency from the actual send.
     pub latency_uncorrected: LatencyHistogram,
+    /// Requests that timed out: the time they had waited (from the intended send time in the
+    /// open model), a lower bound of their latency.
+    pub timed_out: LatencyHistogram,
+    /// Open model: timed-out requests' wait from the actual send.
+    pub timed_out_uncorrected: LatencyHistogram,
+    /// Requests still unanswered when the run ended: the time they had waited. Counted as
+    /// `in_flight` until the run decides which of them stalled (see `run::censor`).
+    pub cut: LatencyHistogram,
+    /// Open model: `cut` measured from the actual send.
+    pub cut_uncorrected: LatencyHistogram,
+    /// Open model: backlog tickets (never sent) at the end, the time since they were due.
+    pub backlog: LatencyHistogram,
     /// Open model: how late the generator itself sent against the schedule.
     pub send_lag: LatencyHistogram,
     /// Time to establish connections (TCP connect and, with TLS, the handshake).
@@ -122,6 +212,11 @@ impl Default for PhaseStats {
             outcomes: OutcomeCounts::default(),
             latency: new_histogram(),
             latency_uncorrected: new_histogram(),
+            timed_out: new_sparse_histogram(),
+            timed_out_uncorrected: new_sparse_histogram(),
+            cut: new_sparse_histogram(),
+            cut_uncorrected: new_sparse_histogram(),
+            backlog: new_sparse_histogram(),
             send_lag: new_histogram(),
             connect_time: new_histogram(),
             tls_handshake: new_histogram(),
@@ -139,6 +234,11 @@ impl PhaseStats {
         self.outcomes.merge(&other.outcomes);
         add(&mut self.latency, &other.latency);
         add(&mut self.latency_uncorrected, &other.latency_uncorrected);
+        add(&mut self.timed_out, &other.timed_out);
+        add(&mut self.timed_out_uncorrected, &other.timed_out_uncorrected);
+        add(&mut self.cut, &other.cut);
+        add(&mut self.cut_uncorrected, &other.cut_uncorrected);
+        add(&mut self.backlog, &other.backlog);
         add(&mut self.send_lag, &other.send_lag);
         add(&mut self.connect_time, &other.connect_time);
         add(&mut self.tls_handshake, &other.tls_handshake);
@@ -163,6 +263,11 @@ pub struct IntervalStats {
     pub latency: LatencyHistogram,
     /// Open model: uncorrected latency of responses completed in this second.
     pub latency_uncorrected: LatencyHistogram,
+    /// Censored values settled in this second: timeouts and, in the run's last interval, the
+    /// requests that stalled until the end (the time they had waited).
+    pub censored: LatencyHistogram,
+    /// Open model: `censored` measured from the actual send.
+    pub censored_uncorrected: LatencyHistogram,
 }
 
 impl IntervalStats {
@@ -174,6 +279,8 @@ impl IntervalStats {
             outcomes: OutcomeCounts::default(),
             latency: new_histogram(),
             latency_uncorrected: new_histogram(),
+            censored: new_sparse_histogram(),
+            censored_uncorrected: new_sparse_histogram(),
         }
     }
 
@@ -182,6 +289,8 @@ impl IntervalStats {
         self.outcomes.merge(&other.outcomes);
         add(&mut self.latency, &other.latency);
         add(&mut self.latency_uncorrected, &other.latency_uncorrected);
+        add(&mut self.censored, &other.censored);
+        add(&mut self.censored_uncorrected, &other.censored_uncorrected);
         // Workers that ran longer cover more of the last second.
         self.length = self.length.max(other.length);
     }
@@ -193,6 +302,23 @@ impl IntervalStats {
         self.outcomes = OutcomeCounts::default();
         self.latency.reset();
         self.latency_uncorrected.reset();
+        self.censored.reset();
+        self.censored_uncorrected.reset();
+    }
+
+    /// Every latency value of the interval, censored ones included (what the interval log
+    /// carries untagged).
+    pub fn all_latency(&self) -> LatencyHistogram {
+        let mut h = self.latency.clone();
+        add(&mut h, &self.censored);
+        h
+    }
+
+    /// Open model: every uncorrected value of the interval, censored ones included.
+    pub fn all_latency_uncorrected(&self) -> LatencyHistogram {
+        let mut h = self.latency_uncorrected.clone();
+        add(&mut h, &self.censored_uncorrected);
+        h
     }
 
     /// Responses (any status) completed in the interval.
@@ -206,7 +332,8 @@ impl IntervalStats {
     }
 }
 
-fn add(into: &mut LatencyHistogram, from: &LatencyHistogram) {
+/// Adds `from` into `into` bucket by bucket.
+pub(crate) fn add(into: &mut LatencyHistogram, from: &LatencyHistogram) {
     into.add(from)
         .expect("histograms share bounds and saturate, so addition cannot overflow them");
 }

@@ -21,7 +21,7 @@ use crate::config::Protocol;
 use crate::connect::{connect, Established, Stream, Transport};
 use crate::http1::{Answer, Failure, H1Conn};
 use crate::http2::{self, H2Conn};
-use crate::schedule::{Clock, Permit, Phase, Schedule};
+use crate::schedule::{Clock, Permit, Phase, Quota, Schedule};
 use crate::stats::{record, IntervalStats, PhaseStats};
 
 /// Messages from workers to the collector.
@@ -44,6 +44,11 @@ pub(crate) struct WorkerResult {
     pub cpu_sys: f64,
     /// When its last connection finished.
     pub finished: Instant,
+    /// When it saw the run interrupted, if it was.
+    pub stopped_at: Option<Instant>,
+    /// Its last, partial interval, held back until the run decides which of the requests cut
+    /// off at the end stalled (see `run::censor`).
+    pub last: IntervalStats,
 }
 
 /// The fixed inputs of one worker.
@@ -57,8 +62,8 @@ pub(crate) struct WorkerPlan {
     pub rate: Option<f64>,
     /// Open model: offset of this worker's first ticket (staggers workers).
     pub offset: Duration,
-    /// Count stop rule: this worker's share of the requests.
-    pub quota: Option<u64>,
+    /// Count stop rule: this worker's share of the requests, or the shared count.
+    pub quota: Quota,
     /// Interruption flag shared with the caller.
     pub stop: Arc<AtomicBool>,
 }
@@ -74,20 +79,65 @@ struct Shared {
     interval: RefCell<IntervalStats>,
 }
 
+/// How long a settled request took or had waited: `(corrected, uncorrected)`, the first from
+/// the intended send time in the open model (from the send in the closed one), the second from
+/// the actual send.
+#[derive(Debug, Clone, Copy)]
+enum Took {
+    /// Nothing to record (a failure that ended the request, such as a refused connection).
+    Nothing,
+    /// A complete response.
+    Answered(Duration, Duration),
+    /// The per-request timeout fired: a censored value (the latency is at least this). No
+    /// uncorrected value when it was never sent (it waited for a stream).
+    TimedOut(Duration, Option<Duration>),
+    /// Still unanswered (or still connecting) at the run's end; counted in the measurement
+    /// phase.
+    CutSent(Duration, Option<Duration>),
+    /// Due, never sent, and the run ended (open model); the time since it was due.
+    CutUnsent(Duration),
+}
+
 impl Shared {
-    fn complete(&self, phase: Phase, outcome: Outcome, latency: Option<(Duration, Duration)>) {
+    fn complete(&self, phase: Phase, outcome: Outcome, took: Took) {
+        // A request still unanswered at the end held its connection through the measurement,
+        // whichever phase scheduled it: the measurement is where it shows.
+        let phase = match took {
+            Took::CutSent(..) => Phase::Measure,
+            _ => phase,
+        };
+        let open = self.schedule_is_open();
         let mut phases = self.phases.borrow_mut();
         let p = &mut phases[phase as usize];
         p.outcomes.add(outcome, 1);
         let mut iv = self.interval.borrow_mut();
         iv.outcomes.add(outcome, 1);
-        if let Some((corrected, uncorrected)) = latency {
-            record(&mut p.latency, corrected);
-            record(&mut iv.latency, corrected);
-            if self.schedule_is_open() {
-                record(&mut p.latency_uncorrected, uncorrected);
-                record(&mut iv.latency_uncorrected, uncorrected);
+        match took {
+            Took::Nothing => {}
+            Took::Answered(corrected, uncorrected) => {
+                record(&mut p.latency, corrected);
+                record(&mut iv.latency, corrected);
+                if open {
+                    record(&mut p.latency_uncorrected, uncorrected);
+                    record(&mut iv.latency_uncorrected, uncorrected);
+                }
             }
+            Took::TimedOut(corrected, uncorrected) => {
+                record(&mut p.timed_out, corrected);
+                record(&mut iv.censored, corrected);
+                if let (true, Some(u)) = (open, uncorrected) {
+                    record(&mut p.timed_out_uncorrected, u);
+                    record(&mut iv.censored_uncorrected, u);
+                }
+            }
+            // Whether these stalled is known only once every worker has finished.
+            Took::CutSent(corrected, uncorrected) => {
+                record(&mut p.cut, corrected);
+                if let (true, Some(u)) = (open, uncorrected) {
+                    record(&mut p.cut_uncorrected, u);
+                }
+            }
+            Took::CutUnsent(waited) => record(&mut p.backlog, waited),
         }
     }
 
@@ -144,6 +194,16 @@ pub(crate) fn run(plan: WorkerPlan, tx: Sender<WorkerMsg>) -> WorkerResult {
                 }
             })
         };
+        // Notes when the run is interrupted even if every connection waits on a stalled target
+        // and none asks the schedule for a permit (the instant bounds the backlog).
+        let watcher = {
+            let shared = shared.clone();
+            tokio::task::spawn_local(async move {
+                while !shared.schedule.check_stop() {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            })
+        };
         let slots: Vec<_> = (0..plan.connections)
             .map(|_| match plan.config.protocol {
                 Protocol::Http1 => tokio::task::spawn_local(h1_slot(shared.clone())),
@@ -155,10 +215,10 @@ pub(crate) fn run(plan: WorkerPlan, tx: Sender<WorkerMsg>) -> WorkerResult {
             s.await.expect("connection task panicked");
         }
         ticker.abort();
+        watcher.abort();
         Instant::now()
     });
     let end = finished;
-    let backlog = shared.schedule.never_sent(end);
     let mut last = shared.interval.borrow().clone();
     // The last interval ends with the worker, part-way through its second.
     last.length = end
@@ -167,17 +227,20 @@ pub(crate) fn run(plan: WorkerPlan, tx: Sender<WorkerMsg>) -> WorkerResult {
     let mut phases = shared
         .phases
         .replace([PhaseStats::default(), PhaseStats::default()]);
-    for (i, n) in backlog.iter().enumerate() {
-        phases[i].outcomes.add(Outcome::NeverSent, *n);
-        last.outcomes.add(Outcome::NeverSent, *n);
-    }
-    let _ = tx.send(WorkerMsg::Interval(id, Box::new(last)));
+    shared.schedule.backlog(end, |phase, waited| {
+        let p = &mut phases[phase as usize];
+        p.outcomes.add(Outcome::NeverSent, 1);
+        record(&mut p.backlog, waited);
+        last.outcomes.add(Outcome::NeverSent, 1);
+    });
     let cpu1 = thread_cpu();
     WorkerResult {
         phases,
         cpu_user: cpu1.0 - cpu0.0,
         cpu_sys: cpu1.1 - cpu0.1,
         finished,
+        stopped_at: shared.schedule.stopped_at(),
+        last,
     }
 }
 
@@ -297,24 +360,28 @@ impl Shared {
         match result {
             Some(Ok(answer)) => {
                 self.count_sent(phase, answer.bytes_read);
-                self.complete(phase, answer.outcome, Some((done - start, done - sent_at)));
+                self.complete(
+                    phase,
+                    answer.outcome,
+                    Took::Answered(done - start, done - sent_at),
+                );
                 Settled::Answered {
                     reusable: answer.reusable,
                 }
             }
             Some(Err(f)) => {
                 self.count_sent(phase, f.bytes_read);
-                self.complete(phase, f.outcome, None);
+                self.complete(phase, f.outcome, Took::Nothing);
                 Settled::Failed(f.outcome)
             }
             None => {
                 self.count_sent(phase, 0);
-                let outcome = if by_deadline {
-                    Outcome::InFlight
+                let (corrected, uncorrected) = (done - start, Some(done - sent_at));
+                if by_deadline {
+                    self.complete(phase, Outcome::InFlight, Took::CutSent(corrected, uncorrected));
                 } else {
-                    Outcome::Timeout
-                };
-                self.complete(phase, outcome, None);
+                    self.complete(phase, Outcome::Timeout, Took::TimedOut(corrected, uncorrected));
+                }
                 Settled::CutOff
             }
         }
@@ -365,7 +432,7 @@ async fn h1_slot(shared: Rc<Shared>) {
                     if outcome != Outcome::InFlight {
                         failures += 1;
                     }
-                    shared.complete(phase, outcome, None);
+                    shared.complete(phase, outcome, unsent_took(outcome, start));
                     continue;
                 }
             },
@@ -375,7 +442,7 @@ async fn h1_slot(shared: Rc<Shared>) {
         if by_deadline && sent_at >= limit {
             // The run ended while its connection was being opened: in flight, like a connect
             // cut short by the end.
-            shared.complete(phase, Outcome::InFlight, None);
+            shared.complete(phase, Outcome::InFlight, Took::Nothing);
             continue;
         }
         timer.as_mut().reset(limit.into());
@@ -429,14 +496,14 @@ async fn h2_slot(shared: Rc<Shared>) {
                 if config.target.tls && !est.alpn_h2 {
                     // The server did not agree to HTTP/2: nothing can be sent.
                     failures += 1;
-                    shared.complete(first.phase, Outcome::ProtocolError, None);
+                    shared.complete(first.phase, Outcome::ProtocolError, Took::Nothing);
                     continue;
                 }
                 match http2::handshake(stream, streams, config.connect_timeout).await {
                     Ok(c) => c,
                     Err(o) => {
                         failures += 1;
-                        shared.complete(first.phase, o, None);
+                        shared.complete(first.phase, o, Took::Nothing);
                         continue;
                     }
                 }
@@ -445,7 +512,7 @@ async fn h2_slot(shared: Rc<Shared>) {
                 if outcome != Outcome::InFlight {
                     failures += 1;
                 }
-                shared.complete(first.phase, outcome, None);
+                shared.complete(first.phase, outcome, unsent_took(outcome, start));
                 continue;
             }
         };
@@ -504,7 +571,7 @@ async fn h2_stream_loop(
                 if !acquire_before(&conn, &mut timer).await {
                     // The connection was opened for this request: it cannot be lost silently.
                     let outcome = stream_wait_outcome(&conn, by_deadline);
-                    shared.complete(permit.phase, outcome, None);
+                    shared.complete(permit.phase, outcome, unsent_took(outcome, start));
                     return StreamEnd::ConnectionLost;
                 }
                 (permit, start, limit, by_deadline)
@@ -521,7 +588,7 @@ async fn h2_stream_loop(
                 timer.as_mut().reset(limit.into());
                 if !acquire_before(&conn, &mut timer).await {
                     let outcome = stream_wait_outcome(&conn, by_deadline);
-                    shared.complete(permit.phase, outcome, None);
+                    shared.complete(permit.phase, outcome, unsent_took(outcome, start));
                     if conn.is_dead() {
                         return StreamEnd::ConnectionLost;
                     }
@@ -563,7 +630,7 @@ async fn h2_stream_loop(
             } else {
                 Outcome::Timeout
             };
-            shared.complete(phase, outcome, None);
+            shared.complete(phase, outcome, unsent_took(outcome, start));
             continue;
         }
         // A cut-off stream was reset (RST_STREAM CANCEL) when its response future was dropped;
@@ -590,6 +657,19 @@ async fn h2_stream_loop(
             }
             Settled::CutOff => {}
         }
+    }
+}
+
+/// What a request that ended before it was sent had waited, by its class: a ticket with no
+/// stream before the end joins the backlog, a wait for a stream cut by the timeout timed out;
+/// anything else has no latency — a refused connection or GOAWAY failed, and a connection still
+/// being opened when the run ended (`in_flight`) says nothing of the target's answers.
+fn unsent_took(outcome: Outcome, start: Instant) -> Took {
+    let waited = Instant::now().saturating_duration_since(start);
+    match outcome {
+        Outcome::NeverSent => Took::CutUnsent(waited),
+        Outcome::Timeout => Took::TimedOut(waited, None),
+        _ => Took::Nothing,
     }
 }
 

@@ -29,4 +29,4 @@ pub use suite::{
 
 /// Version of the on-disk JSON formats. Bumped whenever a field changes meaning or goes away;
 /// readers refuse records of another version rather than misread them.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;

@@ -114,7 +114,14 @@ pub struct PhaseReport {
     pub bytes_written: u64,
     /// Latency. In the open model it is measured from each request's intended send time
     /// (corrected for coordinated omission, as wrk2 does); in the closed model from the send.
+    /// Requests that never got an answer are in it as censored values, at the time they had
+    /// waited (see [`LatencySummary::censored`]).
     pub latency: LatencySummary,
+    /// Latency of answered requests only, leaving out the censored values (timeouts, stalls)
+    /// that `latency` holds: what wrk and most tools report. Present only when it differs from
+    /// `latency`, i.e. when some request never got an answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_answered: Option<LatencySummary>,
     /// Open model: latency measured from the actual send, which hides server stalls; kept to
     /// show how much the correction matters. `None` in the closed model.
     pub latency_uncorrected: Option<LatencySummary>,
@@ -159,6 +166,10 @@ pub struct LoadReport {
     pub measurement: PhaseReport,
     /// The generator's self-check.
     pub self_check: SelfCheck,
+    /// What the run saw of the target that its figures alone could hide, in plain words: no
+    /// answer at all, a stall, percentiles that are lower bounds. Empty when there is nothing.
+    #[serde(default)]
+    pub target_warnings: Vec<String>,
     /// False when the generator was the bottleneck (see `self_check.warnings`).
     pub valid: bool,
 }

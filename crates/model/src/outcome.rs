@@ -38,6 +38,9 @@ pub enum Outcome {
     IoError,
     /// No complete response within the per-request timeout.
     Timeout,
+    /// Sent, and still unanswered when the run ended, after waiting longer than every answered
+    /// request of the run: the target stalled. An error (unlike [`Outcome::InFlight`]).
+    Unanswered,
     /// The response could not be parsed as HTTP (bad status line, bad framing).
     ProtocolError,
     /// A 2xx response whose body differed from the expected one (verification on).
@@ -48,7 +51,8 @@ pub enum Outcome {
     StreamReset,
     /// HTTP/2: the connection went away (GOAWAY) with this stream unanswered.
     GoAway,
-    /// Sent, and still outstanding when the run (or phase) ended. Neither success nor failure.
+    /// Sent, and still outstanding when the run ended, but not for longer than the slowest
+    /// answered request: it may well have been answered in time. Neither success nor failure.
     InFlight,
     /// Open model: its due time passed within the run, but no connection or HTTP/2 stream was
     /// free to send it before the run ended (the backlog). Counts as an error: the target did
@@ -58,7 +62,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome, in report order.
-    pub const ALL: [Outcome; 20] = [
+    pub const ALL: [Outcome; 21] = [
         Outcome::Ok,
         Outcome::StatusOther,
         Outcome::Status3xx,
@@ -72,6 +76,7 @@ impl Outcome {
         Outcome::Incomplete,
         Outcome::IoError,
         Outcome::Timeout,
+        Outcome::Unanswered,
         Outcome::ProtocolError,
         Outcome::BodyMismatch,
         Outcome::RefusedStream,
@@ -105,6 +110,7 @@ impl Outcome {
             Outcome::Incomplete => "incomplete",
             Outcome::IoError => "io_error",
             Outcome::Timeout => "timeout",
+            Outcome::Unanswered => "unanswered",
             Outcome::ProtocolError => "protocol_error",
             Outcome::BodyMismatch => "body_mismatch",
             Outcome::RefusedStream => "refused_stream",
@@ -131,6 +137,7 @@ impl Outcome {
             Outcome::Incomplete => "incomplete response",
             Outcome::IoError => "read/write error",
             Outcome::Timeout => "request timeout",
+            Outcome::Unanswered => "unanswered at end (stalled)",
             Outcome::ProtocolError => "protocol error",
             Outcome::BodyMismatch => "body mismatch",
             Outcome::RefusedStream => "refused stream",
@@ -190,6 +197,14 @@ impl OutcomeCounts {
     #[inline]
     pub fn add(&mut self, o: Outcome, n: u64) {
         self.counts[o.index()] += n;
+    }
+
+    /// Removes `n` requests from class `o` (saturating at zero), as when a request is found to
+    /// belong to another class once the whole run is known.
+    #[inline]
+    pub fn sub(&mut self, o: Outcome, n: u64) {
+        let c = &mut self.counts[o.index()];
+        *c = c.saturating_sub(n);
     }
 
     /// The count of class `o`.

@@ -1141,6 +1141,7 @@ pub(crate) mod tests {
             bytes_written: 0,
             latency: LatencySummary {
                 count: (rps * 4.0) as u64,
+                censored: 0,
                 min_ms: mean / 10.0,
                 mean_ms: mean,
                 stdev_ms: mean / 3.0,
@@ -1148,8 +1149,10 @@ pub(crate) mod tests {
                 percentiles: vec![Percentile {
                     p: 99.0,
                     ms: mean * 4.0,
+                    lower_bound: false,
                 }],
             },
+            latency_answered: None,
             latency_uncorrected: None,
             concurrency: users as f64,
             connections: Default::default(),

@@ -45,16 +45,24 @@ pub fn render(r: &LoadReport) -> String {
     if let Some(w) = &r.warmup {
         let _ = writeln!(
             out,
-            "  warm-up (not counted below): {} responses, {} req/s, {} errors, p99 {}",
+            "  warm-up (not counted below): {} responses, {} req/s, {} errors, p99 {}{}",
             count(w.outcomes.responses()),
             rate(w.throughput_rps),
             count(w.outcomes.errors()),
+            if w.latency.point(99.0).is_some_and(|p| p.lower_bound) {
+                "≥"
+            } else {
+                ""
+            },
             duration_ms(w.latency.at(99.0).unwrap_or(0.0)),
         );
     }
     out.push('\n');
     phase(&mut out, &r.measurement, c.model);
     self_check(&mut out, r);
+    for w in &r.target_warnings {
+        let _ = writeln!(out, "TARGET: {w}");
+    }
     out
 }
 
@@ -103,6 +111,13 @@ fn phase(out: &mut String, m: &PhaseReport, model: Model) {
         Model::Closed => "Latency",
     };
     latency(out, title, &m.latency);
+    if let Some(a) = &m.latency_answered {
+        latency(
+            out,
+            "Latency of answered requests only (as wrk reports it; hides the unanswered)",
+            a,
+        );
+    }
     if let Some(u) = &m.latency_uncorrected {
         latency(
             out,
@@ -186,9 +201,12 @@ fn latency(out: &mut String, title: &str, l: &LatencySummary) {
         let _ = writeln!(out, "  no complete responses");
         return;
     }
+    // With censored values (requests that never got an answer) the mean, stdev and max are
+    // lower bounds, as is every percentile that falls on them.
+    let ge = if l.censored > 0 { "≥" } else { "" };
     let _ = writeln!(
         out,
-        "  mean {}  stdev {}  min {}  max {}",
+        "  mean {ge}{}  stdev {}  min {}  max {ge}{}",
         duration_ms(l.mean_ms),
         duration_ms(l.stdev_ms),
         duration_ms(l.min_ms),
@@ -199,9 +217,19 @@ fn latency(out: &mut String, title: &str, l: &LatencySummary) {
         if p.p == 25.0 || p.p == 100.0 {
             continue;
         }
-        let _ = write!(line, " p{}={}", trim_pct(p.p), duration_ms(p.ms));
+        let ge = if p.lower_bound { "≥" } else { "" };
+        let _ = write!(line, " p{}={ge}{}", trim_pct(p.p), duration_ms(p.ms));
     }
     let _ = writeln!(out, "{line}");
+    if l.censored > 0 {
+        let _ = writeln!(
+            out,
+            "  ({} of {} values are requests that never got an answer, at the time they had \
+             waited: ≥ marks lower bounds)",
+            count(l.censored),
+            count(l.count)
+        );
+    }
 }
 
 fn trim_pct(p: f64) -> String {

@@ -8,7 +8,9 @@
 
 use std::fmt::Write;
 
-use gatebench_model::{CellRecord, CellStatus, PhaseReport, ResourceSummary, SCHEMA_VERSION};
+use gatebench_model::{
+    CellRecord, CellStatus, Outcome, PhaseReport, ResourceSummary, SCHEMA_VERSION,
+};
 
 /// The columns of the summary tables: seed 004's nine, then SUT CPU, SUT memory, flags.
 pub const COLUMNS: [&str; 12] = [
@@ -55,8 +57,18 @@ pub fn flags(r: &CellRecord) -> Vec<String> {
         ));
     }
     if let Some(load) = &r.load {
-        if load.measurement.outcomes.errors() > 0 {
+        let m = &load.measurement;
+        if m.outcomes.errors() > 0 {
             f.push("errors".to_owned());
+        }
+        let unanswered = m.outcomes.get(Outcome::Unanswered) + m.outcomes.get(Outcome::Timeout);
+        if m.outcomes.responses() == 0 && unanswered > 0 {
+            f.push("no answer".to_owned());
+        } else if m.outcomes.get(Outcome::Unanswered) > 0 {
+            f.push("stalled".to_owned());
+        }
+        if m.latency.point(99.0).is_some_and(|p| p.lower_bound) {
+            f.push("p99 is a lower bound".to_owned());
         }
         if !load.valid {
             f.push("generator-bound".to_owned());
@@ -229,6 +241,22 @@ pub fn markdown(suite: &str, records: &[CellRecord], missing: usize) -> String {
             "`errors`: some requests failed; see Error % and the cell's record.json for the classes.",
         ),
         (
+            "no answer",
+            "`no answer`: the target answered none of the requests of the measurement (they timed \
+             out or were still unanswered at the end): Error % is 100.",
+        ),
+        (
+            "stalled",
+            "`stalled`: some requests were still unanswered at the end after waiting longer than \
+             any answered request; they count as errors and enter the latency at the time they \
+             had waited.",
+        ),
+        (
+            "p99 is a lower bound",
+            "`p99 is a lower bound`: the 99th percentile falls on requests that never got an \
+             answer; the true figure is at least the one shown.",
+        ),
+        (
             "generator-bound",
             "`generator-bound`: the load generator, not the system under test, was the bottleneck; \
              the figures describe the generator.",
@@ -356,6 +384,7 @@ mod tests {
             bytes_written: 0,
             latency: LatencySummary {
                 count: 10_000,
+                censored: 0,
                 min_ms: 0.1,
                 mean_ms: mean,
                 stdev_ms: mean / 2.0,
@@ -363,8 +392,10 @@ mod tests {
                 percentiles: vec![Percentile {
                     p: 99.0,
                     ms: mean * 4.0,
+                    lower_bound: false,
                 }],
             },
+            latency_answered: None,
             latency_uncorrected: None,
             concurrency: 0.0,
             connections: Default::default(),

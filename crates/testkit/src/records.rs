@@ -78,6 +78,7 @@ pub fn load_report(
             schedule_kept_percent: None,
             warnings: vec![],
         },
+        target_warnings: vec![],
         valid,
     }
 }

@@ -167,6 +167,7 @@ pub fn report(config: &LoadConfig) -> LoadReport {
                 mean_ms: 1.0,
                 ..Default::default()
             },
+            latency_answered: None,
             latency_uncorrected: None,
             concurrency: 1.0,
             connections: Default::default(),
@@ -190,6 +191,7 @@ pub fn report(config: &LoadConfig) -> LoadReport {
             schedule_kept_percent: None,
             warnings: vec![],
         },
+        target_warnings: vec![],
         valid: true,
     }
 }
