@@ -32,6 +32,14 @@ repo=${MAVEN_REPO_LOCAL:-$HOME/.m2/repository}
 jar=$repo/org/hdrhistogram/HdrHistogram/$version/HdrHistogram-$version.jar
 
 if [[ ! -f "$jar" ]]; then
+    # One fetch at a time: concurrent callers (parallel tests, CI steps) wait for the first.
+    mkdir -p "$repo"
+    if command -v flock >/dev/null; then
+        exec 9>"$repo/.hdrhistogram-jar.lock"
+        flock 9
+    fi
+fi
+if [[ ! -f "$jar" ]]; then
     command -v mvn >/dev/null ||
         die "mvn not found: install Maven (Debian: apt-get install maven) or set HDRHISTOGRAM_JAR"
     echo "hdrhistogram-jar: fetching org.hdrhistogram:HdrHistogram:$version from Maven Central" >&2
