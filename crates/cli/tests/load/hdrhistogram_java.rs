@@ -1,9 +1,10 @@
 //! The interval log (`--hlog`) read by HdrHistogram's own Java `HistogramLogProcessor`, the
 //! jar from Maven Central (`scripts/hdrhistogram-jar.sh` fetches it once per machine), gives
-//! the figures of the JSON record (`--json`) of the same run: the request count, p50 … p99.99
-//! and the max, over the measurement (the log's intervals from the end of the warm-up) and over
-//! the whole log (warm-up plus measurement). In the open model the same holds for the histograms
-//! tagged `uncorrected` and `latency_uncorrected`.
+//! the figures of the JSON record (`--json`) of the same run: without a warm-up, the request
+//! count, p50 … p99.99 and the max of the whole log are those of `measurement.latency` (and,
+//! in the open model, the lines tagged `uncorrected` those of `latency_uncorrected`). With a
+//! warm-up, the whole log holds warm-up plus measurement, and `-start W` cuts it at the right
+//! second (not exactly at the JSON's phase boundary: see the test).
 //!
 //! Both outputs come from one set of histograms, so they agree to HdrHistogram's precision
 //! whatever those histograms hold; the test compares the two outputs, never fixed numbers.
