@@ -4,6 +4,9 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 
+#[path = "load/hdrhistogram_java.rs"]
+mod hdrhistogram_java;
+
 const BIN: &str = env!("CARGO_BIN_EXE_gatebench");
 
 /// `gatebench serve echo --port 0` as a child; killed (by PID) when dropped.
