@@ -6,27 +6,29 @@ use gatebench_loadgen::RequestBody;
 use gatebench_model::Outcome;
 use gatebench_testkit::{refused_addr, Behavior, TestServer};
 
-use crate::support::{assert_counts_add_up, run, spec};
+use crate::support::{assert_server_agrees, run, spec};
 
-/// Runs 2 connections for `d` against `url` and returns the measurement outcomes.
+/// Runs 2 connections for `d` against `server` and returns the measurement outcomes, checked
+/// against the server's own count of the requests it read.
 fn outcomes_of(
-    url: &str,
+    server: &TestServer,
     d: Duration,
     tweak: impl FnOnce(&mut gatebench_loadgen::LoadSpec),
 ) -> gatebench_model::OutcomeCounts {
-    let mut s = spec(url, 2, d);
+    let mut s = spec(&server.url(), 2, d);
     tweak(&mut s);
     let out = run(s);
-    assert_counts_add_up(&out);
+    assert_server_agrees(&out, server.requests_seen());
     out.report.measurement.outcomes
 }
 
-/// Asserts that `want` is the only class besides in-flight ones at the end.
+/// Asserts that `want` is the only class besides the requests cut off at the end (in flight,
+/// or unanswered when nothing was ever answered).
 fn only(o: &gatebench_model::OutcomeCounts, want: Outcome) {
     assert!(o.get(want) > 0, "expected {want}: {o:?}");
     for (class, n) in o.nonzero() {
         assert!(
-            class == want || class == Outcome::InFlight,
+            class == want || class == Outcome::InFlight || class == Outcome::Unanswered,
             "unexpected {n} × {class} besides {want}: {o:?}"
         );
     }
@@ -43,7 +45,7 @@ fn status_classes() {
             status,
             body: b"x".to_vec(),
         });
-        let o = outcomes_of(&server.url(), Duration::from_millis(300), |_| {});
+        let o = outcomes_of(&server, Duration::from_millis(300), |_| {});
         only(&o, want);
         assert_eq!(o.responses(), o.get(want));
     }
@@ -56,7 +58,6 @@ fn connection_refused_backs_off_instead_of_spinning() {
         let s = spec(&format!("http://{addr}/"), 2, Duration::from_millis(1000));
         run(s)
     };
-    assert_counts_add_up(&out);
     let o = &out.report.measurement.outcomes;
     only(o, Outcome::ConnectRefused);
     // With a 10 ms back-off doubling per failure, 2 slots make at most ~8 attempts each in 1 s;
@@ -72,7 +73,7 @@ fn connection_refused_backs_off_instead_of_spinning() {
 fn reset_by_peer() {
     let server = TestServer::start(Behavior::ResetAfterRequest);
     only(
-        &outcomes_of(&server.url(), Duration::from_millis(400), |_| {}),
+        &outcomes_of(&server, Duration::from_millis(400), |_| {}),
         Outcome::Reset,
     );
 }
@@ -81,7 +82,7 @@ fn reset_by_peer() {
 fn incomplete_body() {
     let server = TestServer::start(Behavior::CloseMidBody);
     only(
-        &outcomes_of(&server.url(), Duration::from_millis(400), |_| {}),
+        &outcomes_of(&server, Duration::from_millis(400), |_| {}),
         Outcome::Incomplete,
     );
 }
@@ -90,7 +91,7 @@ fn incomplete_body() {
 fn protocol_error() {
     let server = TestServer::start(Behavior::Garbage);
     only(
-        &outcomes_of(&server.url(), Duration::from_millis(400), |_| {}),
+        &outcomes_of(&server, Duration::from_millis(400), |_| {}),
         Outcome::ProtocolError,
     );
 }
@@ -98,7 +99,7 @@ fn protocol_error() {
 #[test]
 fn read_timeout() {
     let server = TestServer::start(Behavior::Hang);
-    let o = outcomes_of(&server.url(), Duration::from_millis(1200), |s| {
+    let o = outcomes_of(&server, Duration::from_millis(1200), |s| {
         s.timeout = Duration::from_millis(200)
     });
     only(&o, Outcome::Timeout);
@@ -107,25 +108,58 @@ fn read_timeout() {
 }
 
 #[test]
-fn outstanding_at_the_deadline_is_in_flight_not_an_error() {
+fn a_silent_target_is_100_percent_errors_and_says_so() {
+    // Accepts connections, never answers: with the default timeout longer than the run,
+    // nothing times out, yet the run must not read as clean.
     let server = TestServer::start(Behavior::Silent);
-    let o = outcomes_of(&server.url(), Duration::from_millis(300), |_| {});
+    let mut s = spec(&server.url(), 2, Duration::from_millis(300));
+    s.timeout = Duration::from_secs(10);
+    let out = run(s);
+    let m = &out.report.measurement;
+    assert_eq!(m.outcomes.get(Outcome::Unanswered), 2, "{:?}", m.outcomes);
+    assert_eq!(m.requests, 2);
+    assert_eq!(m.error_percent, 100.0);
+    assert_eq!(m.latency.censored, 2);
+    assert!(m.latency.point(99.0).unwrap().lower_bound);
+    assert!(
+        m.latency.at(50.0).unwrap() >= 250.0,
+        "they waited the whole run: {:?}",
+        m.latency
+    );
+    assert_eq!(out.report.target_warnings.len(), 1, "{:?}", out.report);
+    assert!(
+        out.report.target_warnings[0].contains("answered none of the 2 requests"),
+        "{:?}",
+        out.report.target_warnings
+    );
+}
+
+#[test]
+fn outstanding_at_the_deadline_is_in_flight_not_an_error() {
+    // Every response takes 300 ms; the run ends 100 ms after the second round was sent: those
+    // requests had waited less than any answered one, and may well have been answered in time.
+    let echo = crate::support::Echo::start(Duration::from_millis(300));
+    let out = run(spec(&echo.url(), 2, Duration::from_millis(400)));
+    let o = &out.report.measurement.outcomes;
+    assert_eq!(o.get(Outcome::Ok), 2, "{o:?}");
     assert_eq!(o.get(Outcome::InFlight), 2, "{o:?}");
-    assert_eq!(o.total(), 2);
+    assert_eq!(o.total(), 4);
     assert_eq!(o.error_percent(), 0.0);
+    assert_eq!(out.report.measurement.latency.censored, 0);
+    assert!(out.report.target_warnings.is_empty(), "{:?}", out.report.target_warnings);
 }
 
 #[test]
 fn body_mismatch_under_verification() {
     let server = TestServer::start(Behavior::WrongBody);
-    let o = outcomes_of(&server.url(), Duration::from_millis(300), |s| {
+    let o = outcomes_of(&server, Duration::from_millis(300), |s| {
         s.method = "POST".into();
         s.body = RequestBody::Payload(100);
         s.verify = true;
     });
     only(&o, Outcome::BodyMismatch);
     // The same server without verification is "fine": that is what the option is for.
-    let o = outcomes_of(&server.url(), Duration::from_millis(300), |s| {
+    let o = outcomes_of(&server, Duration::from_millis(300), |s| {
         s.method = "POST".into();
         s.body = RequestBody::Payload(100);
     });
@@ -138,7 +172,7 @@ fn chunked_responses_and_server_side_closes_are_fine() {
         chunks: 5,
         chunk_size: 1000,
     });
-    let o = outcomes_of(&server.url(), Duration::from_millis(300), |_| {});
+    let o = outcomes_of(&server, Duration::from_millis(300), |_| {});
     only(&o, Outcome::Ok);
     let server = TestServer::start(Behavior::CloseAfterEach);
     let mut s = spec(&server.url(), 2, Duration::from_millis(300));

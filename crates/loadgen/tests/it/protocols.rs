@@ -9,7 +9,10 @@ use gatebench_services::echo::EchoConfig;
 use gatebench_services::tls::TlsSettings;
 use gatebench_testkit::h2::{H2Behavior, H2TestServer};
 
-use crate::support::{assert_counts_add_up, run, run_alone, self_signed_files, spec, Echo};
+use crate::support::{
+    assert_each_answer_recorded, assert_h2_server_agrees, assert_schedule_kept, run, run_alone,
+    self_signed_files, spec, Echo,
+};
 
 fn tls_echo(delay: Duration, h2_max_streams: u32) -> (Echo, std::path::PathBuf) {
     let (_dir, cert, key) = self_signed_files();
@@ -63,7 +66,10 @@ fn h1_over_tls_both_models_with_verification() {
             s.arrival = Arrival::Open { rate: 500.0 };
         }
         let out = run(s);
-        assert_counts_add_up(&out);
+        assert_each_answer_recorded(&out);
+        if open {
+            assert_schedule_kept(&out, 500.0, 0.6);
+        }
         let m = &out.report.measurement;
         assert!(m.outcomes.get(Outcome::Ok) > 50, "{:?}", m.outcomes);
         assert_eq!(m.outcomes.errors(), 0, "{:?}", m.outcomes);
@@ -117,7 +123,7 @@ fn untrusted_certificate_is_a_tls_error_and_fails_the_probe() {
         "{err}"
     );
     let out = run(s);
-    assert_counts_add_up(&out);
+    assert_each_answer_recorded(&out);
     let o = &out.report.measurement.outcomes;
     assert!(o.get(Outcome::TlsError) > 0, "{o:?}");
     assert_eq!(o.get(Outcome::Ok), 0, "{o:?}");
@@ -130,7 +136,7 @@ fn tls_handshake_against_a_plain_port_is_a_tls_error_not_a_hang() {
     s.tls = insecure();
     s.connect_timeout = Duration::from_millis(300);
     let out = run(s);
-    assert_counts_add_up(&out);
+    assert_each_answer_recorded(&out);
     let o = &out.report.measurement.outcomes;
     assert!(o.get(Outcome::TlsError) > 0, "{o:?}");
     assert_eq!(o.get(Outcome::Ok), 0, "{o:?}");
@@ -157,7 +163,10 @@ fn h2_over_tls_and_h2c_both_models() {
                 s.arrival = Arrival::Open { rate: 400.0 };
             }
             let out = run(s);
-            assert_counts_add_up(&out);
+            assert_each_answer_recorded(&out);
+            if open {
+                assert_schedule_kept(&out, 400.0, 0.6);
+            }
             let m = &out.report.measurement;
             assert_eq!(out.report.config.protocol, name);
             assert!(
@@ -211,7 +220,7 @@ fn stream_concurrency_never_exceeds_the_servers_limit() {
     s.protocol = Protocol::Http2;
     s.streams = 16;
     let out = run(s);
-    assert_counts_add_up(&out);
+    assert_h2_server_agrees(&out, server.streams_seen());
     let m = &out.report.measurement;
     assert_eq!(m.outcomes.errors(), 0, "{:?}", m.outcomes);
     assert!(m.outcomes.get(Outcome::Ok) > 20, "{:?}", m.outcomes);
@@ -242,7 +251,7 @@ fn every_h2_request_carries_its_headers_not_only_a_connections_first() {
     s.streams = 4;
     s.headers = vec!["X-Check: yes".into()];
     let out = run(s);
-    assert_counts_add_up(&out);
+    assert_h2_server_agrees(&out, server.streams_seen());
     let m = &out.report.measurement;
     assert_eq!(m.outcomes.errors(), 0, "{:?}", m.outcomes);
     assert!(m.outcomes.get(Outcome::Ok) > 20, "{:?}", m.outcomes);
@@ -261,7 +270,7 @@ fn h2_error_classes() {
         s.protocol = Protocol::Http2;
         s.streams = 2;
         let out = run(s);
-        assert_counts_add_up(&out);
+        assert_h2_server_agrees(&out, server.streams_seen());
         let o = &out.report.measurement.outcomes;
         assert!(o.get(want) > 0, "{behavior:?}: {o:?}");
         assert_eq!(o.get(Outcome::Ok), 0, "{behavior:?}: {o:?}");
@@ -275,7 +284,7 @@ fn graceful_goaway_loses_nothing_and_the_generator_reconnects() {
     s.protocol = Protocol::Http2;
     s.streams = 1;
     let out = run(s);
-    assert_counts_add_up(&out);
+    assert_h2_server_agrees(&out, server.streams_seen());
     let m = &out.report.measurement;
     assert!(m.outcomes.get(Outcome::Ok) > 10, "{:?}", m.outcomes);
     assert_eq!(m.outcomes.errors(), 0, "{:?}", m.outcomes);
@@ -288,7 +297,7 @@ fn a_stream_cut_off_by_goaway_is_counted_as_goaway() {
     let mut s = spec(&server.url(), 1, Duration::from_millis(500));
     s.protocol = Protocol::Http2;
     let out = run(s);
-    assert_counts_add_up(&out);
+    assert_h2_server_agrees(&out, server.streams_seen());
     let o = &out.report.measurement.outcomes;
     assert!(o.get(Outcome::GoAway) > 0, "{o:?}");
     assert_eq!(o.get(Outcome::Ok), 0, "{o:?}");

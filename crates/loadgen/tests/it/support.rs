@@ -115,16 +115,99 @@ fn run_now(spec: LoadSpec) -> RunOutput {
     gatebench_loadgen::run(config, RunOptions::default()).expect("run")
 }
 
-/// Asserts that every scheduled request ended in exactly one class.
-pub fn assert_counts_add_up(out: &RunOutput) {
+/// Requests the generator says reached the wire, by class: answered ones, and every failure
+/// or cut-off that comes after the request was written.
+pub fn written_by_class(out: &RunOutput) -> u64 {
+    use gatebench_model::Outcome::*;
+    [&out.report.warmup, &Some(out.report.measurement.clone())]
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            let o = &p.outcomes;
+            o.responses()
+                + [Reset, Incomplete, IoError, Timeout, Unanswered, ProtocolError, InFlight]
+                    .iter()
+                    .map(|c| o.get(*c))
+                    .sum::<u64>()
+        })
+        .sum()
+}
+
+/// Checks the generator's classes against the server's own count of the requests it read:
+/// every answered request was read, nothing was read that the generator did not account for,
+/// and the only requests the server may not have read yet are those still unanswered.
+pub fn assert_server_agrees(out: &RunOutput, seen: u64) {
     let m = &out.report.measurement;
-    let sum: u64 = gatebench_model::Outcome::ALL
-        .iter()
-        .map(|o| m.outcomes.get(*o))
-        .sum();
-    assert_eq!(
-        sum, m.requests,
-        "classes must add up to the requests scheduled"
+    let w = out.report.warmup.as_ref();
+    let answered = m.outcomes.responses() + w.map_or(0, |w| w.outcomes.responses());
+    let pending = [
+        gatebench_model::Outcome::InFlight,
+        gatebench_model::Outcome::Unanswered,
+        gatebench_model::Outcome::Timeout,
+    ]
+    .iter()
+    .map(|c| m.outcomes.get(*c) + w.map_or(0, |w| w.outcomes.get(*c)))
+    .sum::<u64>();
+    let written = written_by_class(out);
+    assert!(
+        seen >= answered && seen <= written && written - seen <= pending,
+        "the server read {seen} requests; the generator's classes say {written} were written \
+         ({answered} answered, {pending} unanswered): {:?}",
+        m.outcomes
     );
-    assert_eq!(out.measurement.outcomes.total(), m.requests);
+}
+
+/// Checks the open model's schedule arithmetic: at `rate` req/s over the warm-up and the
+/// measurement, exactly rate × (warm-up + duration) requests were scheduled, each in one class.
+pub fn assert_schedule_kept(out: &RunOutput, rate: f64, secs: f64) {
+    let want = (rate * secs).round() as u64;
+    let got = out.report.measurement.requests
+        + out.report.warmup.as_ref().map_or(0, |w| w.requests);
+    assert_eq!(
+        got, want,
+        "{rate} req/s for {secs} s schedules exactly {want} requests: {:?}",
+        out.report.measurement.outcomes
+    );
+}
+
+/// Checks the HTTP/2 classes against the server's count of the streams it saw: every answered
+/// stream was seen, and every stream seen was answered, refused, reset, cut by GOAWAY or left
+/// unanswered.
+pub fn assert_h2_server_agrees(out: &RunOutput, streams_seen: u64) {
+    use gatebench_model::Outcome::*;
+    let m = &out.report.measurement;
+    let w = out.report.warmup.as_ref();
+    let count = |c: &[gatebench_model::Outcome]| {
+        c.iter()
+            .map(|c| m.outcomes.get(*c) + w.map_or(0, |w| w.outcomes.get(*c)))
+            .sum::<u64>()
+    };
+    let answered = m.outcomes.responses() + w.map_or(0, |w| w.outcomes.responses());
+    let other = count(&[
+        InFlight,
+        Unanswered,
+        Timeout,
+        RefusedStream,
+        StreamReset,
+        GoAway,
+    ]);
+    assert!(
+        streams_seen >= answered && streams_seen <= answered + other,
+        "the server saw {streams_seen} streams; the generator: {answered} answered, {other} \
+         refused, reset or unanswered: {:?}",
+        m.outcomes
+    );
+}
+
+/// Checks that every answered request's latency was recorded once (the histogram and the
+/// outcome counters are kept apart), and that unanswered ones are the censored values.
+pub fn assert_each_answer_recorded(out: &RunOutput) {
+    let m = &out.report.measurement;
+    assert_eq!(
+        out.measurement.latency.len(),
+        m.outcomes.responses(),
+        "answered latencies vs responses: {:?}",
+        m.outcomes
+    );
+    assert_eq!(m.latency.count, m.outcomes.responses() + m.latency.censored);
 }
