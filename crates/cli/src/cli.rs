@@ -290,7 +290,10 @@ mod tests {
         assert!(parse_duration("-5").is_err());
         assert!(parse_duration("soon").is_err());
         let e = parse_duration("1e20").unwrap_err();
-        assert_eq!(e, "`1e20` is not a valid duration (durations are at most 100 days)");
+        assert_eq!(
+            e,
+            "`1e20` is not a valid duration (durations are at most 100 days)"
+        );
     }
 
     #[test]

@@ -67,7 +67,9 @@ fn argument_error(e: clap::Error) -> ExitCode {
                 .take_while(|l| !l.starts_with("Usage:"))
                 .map(str::trim)
                 .filter(|l| {
-                    !l.is_empty() && !l.starts_with("tip:") && !l.starts_with("For more information")
+                    !l.is_empty()
+                        && !l.starts_with("tip:")
+                        && !l.starts_with("For more information")
                 })
                 .collect();
             let message = message.join(" ");

@@ -469,7 +469,10 @@ mod tests {
             let mut s = base();
             s.arrival = Arrival::Open { rate };
             let e = err(s);
-            assert!(e.starts_with("-R/--rate must be from 0.001 to 1e9"), "{rate}: {e}");
+            assert!(
+                e.starts_with("-R/--rate must be from 0.001 to 1e9"),
+                "{rate}: {e}"
+            );
         }
         for rate in [crate::bounds::MIN_RATE, crate::bounds::MAX_RATE] {
             let mut s = base();

@@ -118,7 +118,10 @@ fn intermediary(args: ServeArgs) -> Result<ExitCode> {
                 bail!("{option} must be more than 0");
             }
         }
-        for (option, n) in [("--health-fall", args.health_fall), ("--health-rise", args.health_rise)] {
+        for (option, n) in [
+            ("--health-fall", args.health_fall),
+            ("--health-rise", args.health_rise),
+        ] {
             if n == 0 {
                 bail!("{option} must be at least 1");
             }

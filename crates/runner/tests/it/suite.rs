@@ -243,7 +243,10 @@ fn values_out_of_range_are_one_line_naming_the_key_and_the_range() {
             "[load]\nconnections = 4294967295\n",
             "[load] connections: must be at most 1000000",
         ),
-        ("[load]\nthreads = 100000\n", "[load] threads: must be at most 1024"),
+        (
+            "[load]\nthreads = 100000\n",
+            "[load] threads: must be at most 1024",
+        ),
         (
             "[suite]\nrepeats = 4294967295\n",
             "the matrix expands to 4294967295 cells",
