@@ -6,8 +6,9 @@
 //! cheap. Then the real binary on fewer cases: `load` against `127.0.0.1:1`, where nothing
 //! listens, so a valid configuration stops at the correctness probe (exit 1) and no load is
 //! ever sent; `run --estimate`, which validates and plans but starts nothing; `serve` on a
-//! port this test holds, so a valid configuration stops at the bind (exit 2). Every process
-//! is killed (by its PID) if it outlives [`PATIENCE`].
+//! port this test holds, so a valid configuration stops at the bind (exit 2); `compare` on
+//! two short real runs of the tiny suite (built-in services on loopback). Every process is
+//! killed (by its PID) if it outlives [`PATIENCE`].
 //!
 //! Last, the values named in the issue that asked for this — `-d 1e20`, `--warmup 1e19`,
 //! `-R 1e-300`, `-R 1e12`, and the same in suite files — each pinned to exit 2 and exactly
@@ -703,6 +704,44 @@ fn compare_and_report_with_random_arguments_exit_2_and_never_panic() {
                 Ok(())
             },
         )
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn compare_of_real_runs_with_random_options_exits_0_1_or_2_and_never_panics() {
+    // Two real results directories: the tiny suite (one echo back-end on loopback), shortened.
+    let dir = scratch("compare-real");
+    let tiny = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tiny.toml");
+    let mut runs = Vec::new();
+    for name in ["a", "b"] {
+        let out = dir.join(name);
+        let args: Vec<String> = [
+            "run",
+            &tiny.display().to_string(),
+            "--repeats",
+            "2",
+            "--warmup",
+            "0.1s",
+            "--duration",
+            "0.3s",
+            "--out",
+            &out.display().to_string(),
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        let ran = gatebench(&args);
+        assert_eq!(ran.code, Some(0), "{args:?}: {}", ran.stderr);
+        runs.push(out.display().to_string());
+    }
+    let mut runner = TestRunner::new(cases(24));
+    runner
+        .run(&options(COMPARE_OPTIONS), |opts| {
+            let mut args = vec!["compare".to_owned()];
+            args.extend(runs.iter().cloned());
+            args.extend(opts);
+            check(&args, &gatebench(&args))
+        })
         .unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
