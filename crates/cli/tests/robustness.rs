@@ -585,13 +585,29 @@ const RUN_OPTIONS: &[(&str, Option<Kind>)] = &[
     ("--include", Some(Kind::Text)),
 ];
 
-fn scratch(name: &str) -> PathBuf {
+/// A scratch directory, removed when dropped (on a failed assertion as well).
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
     let d = std::env::temp_dir().join(format!(
         "gatebench-robustness-{name}-{}",
         std::process::id()
     ));
     std::fs::create_dir_all(&d).expect("create a scratch directory");
-    d
+    Scratch(d)
 }
 
 #[test]
@@ -612,7 +628,6 @@ fn run_estimate_with_random_suites_and_options_exits_0_1_or_2_and_never_panics()
             check(&args, &ran).map_err(|e| TestCaseError::fail(format!("{e}\nsuite:\n{text}")))
         })
         .unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 const SERVE_OPTIONS: &[(&str, Option<Kind>)] = &[
@@ -705,7 +720,6 @@ fn compare_and_report_with_random_arguments_exit_2_and_never_panic() {
             },
         )
         .unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -743,7 +757,6 @@ fn compare_of_real_runs_with_random_options_exits_0_1_or_2_and_never_panics() {
             check(&args, &gatebench(&args))
         })
         .unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -831,5 +844,4 @@ fn the_issues_values_in_a_suite_file_are_one_line_and_exit_2() {
         // Without --estimate too: validation comes before anything starts.
         refused(&["run", &file.display().to_string()], want);
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
