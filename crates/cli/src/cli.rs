@@ -34,28 +34,29 @@ pub enum Command {
     after_help = "Closed model (default): -c connections each send the next request when the answer \
 arrives. Open model (-R): requests are sent at a target rate and latency is measured from each \
 request's intended send time, so a stalled target shows in the tail (coordinated-omission \
-correction, as in wrk2).\n\nExit status: 0 done, 1 the correctness probe failed, 2 bad arguments \
+correction, as in wrk2).\n\nDurations are a number of seconds or e.g. 250ms, 30s, 2m, 1h; at most 100 days each. \
+Out-of-range values are refused before anything is sent.\n\nExit status: 0 done, 1 the correctness probe failed, 2 bad arguments \
 or another error."
 )]
 pub struct LoadArgs {
     /// Target URL, e.g. http://127.0.0.1:8688/
     pub url: String,
-    /// Concurrent connections.
+    /// Concurrent connections, 1 to 1000000.
     #[arg(short = 'c', long, default_value_t = 10, value_name = "N")]
     pub connections: u32,
-    /// Measurement duration (e.g. 30s, 2m). Default 10s unless -n is given.
+    /// Measurement duration (e.g. 30s, 2m; at most 100 days). Default 10s unless -n is given.
     #[arg(short = 'd', long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub duration: Option<std::time::Duration>,
     /// Number of requests to send in the measurement (instead of, or with, a duration).
     #[arg(short = 'n', long, value_name = "N")]
     pub requests: Option<u64>,
-    /// Target rate in requests/s: switches to the open model.
+    /// Target rate in requests/s, 0.001 to 1e9: switches to the open model.
     #[arg(short = 'R', long, value_name = "RPS", allow_negative_numbers = true)]
     pub rate: Option<f64>,
-    /// Worker threads [default: the cores this process may use].
+    /// Worker threads, 1 to 1024 [default: the cores this process may use].
     #[arg(short = 't', long, value_name = "N")]
     pub threads: Option<u32>,
-    /// Warm-up before the measurement; measured and reported apart.
+    /// Warm-up before the measurement (at most 100 days); measured and reported apart.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
     pub warmup: Option<std::time::Duration>,
     /// HTTP method.
@@ -70,16 +71,16 @@ pub struct LoadArgs {
     /// Request body read from a file.
     #[arg(long, value_name = "PATH", conflicts_with = "payload_size")]
     pub body_file: Option<PathBuf>,
-    /// A seed-004 JSON payload {"size":"NB","payload":"…"} of exactly N bytes.
+    /// A seed-004 JSON payload {"size":"NB","payload":"…"} of exactly N bytes (at most 1 GiB).
     #[arg(long, value_name = "N")]
     pub payload_size: Option<usize>,
     /// A new connection for every request (sends Connection: close).
     #[arg(long)]
     pub no_keepalive: bool,
-    /// Per-request timeout.
+    /// Per-request timeout (at most 100 days).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration, allow_hyphen_values = true)]
     pub timeout: std::time::Duration,
-    /// TCP connect timeout.
+    /// TCP connect timeout (at most 100 days).
     #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration, allow_hyphen_values = true)]
     pub connect_timeout: std::time::Duration,
     /// Check every response: 2xx, and the body equals the request body (an echo).
@@ -100,7 +101,7 @@ pub struct LoadArgs {
     /// HTTP/2 over cleartext by prior knowledge (needs an http:// URL).
     #[arg(long)]
     pub h2c: bool,
-    /// HTTP/2: concurrent streams per connection.
+    /// HTTP/2: concurrent streams per connection, 1 to 10000.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub streams: u32,
     /// TLS: accept any server certificate (self-signed test targets).
@@ -122,6 +123,11 @@ pub struct LoadArgs {
 
 /// `gatebench serve SERVICE`.
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Durations are a number of seconds or e.g. 250ms, 30s, 2m, 1h; at most 100 days \
+each. Out-of-range values are refused before the service listens.\n\nExit status: 0 stopped by \
+Ctrl-C or SIGTERM, 2 bad arguments or another error."
+)]
 pub struct ServeArgs {
     /// Which service.
     #[arg(value_enum)]
@@ -132,13 +138,13 @@ pub struct ServeArgs {
     /// Port to listen on (0 picks a free one and prints it).
     #[arg(short = 'p', long, default_value_t = 8688)]
     pub port: u16,
-    /// Delay before every response (e.g. 20ms); never blocks a thread.
+    /// Delay before every response (e.g. 20ms; at most 100 days); never blocks a thread.
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration, allow_hyphen_values = true)]
     pub delay: std::time::Duration,
-    /// Bytes answered to GET and other requests without a body.
+    /// Bytes answered to GET and other requests without a body (at most 1 GiB).
     #[arg(long, value_name = "N", default_value_t = 13)]
     pub size: usize,
-    /// Worker threads [default: the cores this process may use].
+    /// Worker threads, 1 to 1024 [default: the cores this process may use].
     #[arg(short = 't', long, value_name = "N")]
     pub threads: Option<usize>,
     /// Largest accepted request body in bytes (413 beyond), on every protocol.
@@ -190,13 +196,14 @@ pub struct ServeArgs {
     /// Idle keep-alive client connections are closed after this.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Intermediaries")]
     pub idle_timeout: std::time::Duration,
-    /// Largest request head in bytes (431 beyond); also the largest upstream response head.
+    /// Largest request head in bytes, at least 1024 (431 beyond); also the largest upstream
+    /// response head.
     #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024, help_heading = "Intermediaries")]
     pub max_head: usize,
-    /// Longest request line in bytes (414 beyond).
+    /// Longest request line in bytes, at least 64 (414 beyond).
     #[arg(long, value_name = "BYTES", default_value_t = 8 * 1024, help_heading = "Intermediaries")]
     pub max_request_line: usize,
-    /// Upstreams one request may try (retries go to another upstream).
+    /// Upstreams one request may try, 1 to 16 (retries go to another upstream).
     #[arg(
         long,
         value_name = "N",
@@ -212,10 +219,10 @@ pub struct ServeArgs {
         help_heading = "Balancer"
     )]
     pub health_path: String,
-    /// Balance: time between health checks of one upstream.
+    /// Balance: time between health checks of one upstream (more than 0).
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Balancer")]
     pub health_interval: std::time::Duration,
-    /// Balance: how long one health check may take.
+    /// Balance: how long one health check may take (more than 0).
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Balancer")]
     pub health_timeout: std::time::Duration,
     /// Balance: failed checks in a row that take an upstream down.
@@ -262,23 +269,11 @@ pub enum Service {
     Transform,
 }
 
-/// Parses a human duration (`10s`, `1m30s`, `250ms`); a bare number is seconds.
+/// Parses a human duration (`10s`, `1m30s`, `250ms`); a bare number is seconds. Negative
+/// values and anything past 100 days are refused (`gatebench_loadgen::bounds`).
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    let s = s.trim();
-    if s.starts_with('-') {
-        return Err(format!(
-            "`{s}` is not a valid duration (it must not be negative)"
-        ));
-    }
-    if let Ok(secs) = s.parse::<f64>() {
-        if secs.is_finite() && secs >= 0.0 {
-            return Ok(std::time::Duration::from_secs_f64(secs));
-        }
-        return Err(format!(
-            "`{s}` is not a valid duration (it must not be negative)"
-        ));
-    }
-    humantime::parse_duration(s).map_err(|e| format!("`{s}` is not a valid duration ({e})"))
+    gatebench_loadgen::bounds::parse_duration(s)
+        .map_err(|e| format!("`{}` is not a valid duration ({e})", s.trim()))
 }
 
 #[cfg(test)]
@@ -294,6 +289,11 @@ mod tests {
         assert!(parse_duration("-5s").is_err());
         assert!(parse_duration("-5").is_err());
         assert!(parse_duration("soon").is_err());
+        let e = parse_duration("1e20").unwrap_err();
+        assert_eq!(
+            e,
+            "`1e20` is not a valid duration (durations are at most 100 days)"
+        );
     }
 
     #[test]

@@ -66,7 +66,11 @@ fn argument_error(e: clap::Error) -> ExitCode {
                 .lines()
                 .take_while(|l| !l.starts_with("Usage:"))
                 .map(str::trim)
-                .filter(|l| !l.is_empty() && !l.starts_with("tip:"))
+                .filter(|l| {
+                    !l.is_empty()
+                        && !l.starts_with("tip:")
+                        && !l.starts_with("For more information")
+                })
                 .collect();
             let message = message.join(" ");
             let message = message.trim_start_matches("error: ");

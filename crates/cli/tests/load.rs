@@ -122,7 +122,7 @@ fn bad_arguments_exit_2_with_one_line_before_any_load() {
         (vec!["load"], "URL"),
         (
             vec!["load", "http://127.0.0.1:1/", "-c", "4000000000"],
-            "ulimit -n",
+            "-c/--connections must be at most 1000000",
         ),
     ] {
         let o = gatebench(&args);

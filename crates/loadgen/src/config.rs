@@ -6,10 +6,14 @@
 //! opens a socket.
 
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use gatebench_model::{LoadConfigRecord, Model};
 
+use crate::bounds::{
+    check_count, check_rate, MAX_CONNECTIONS, MAX_DURATION, MAX_DURATION_TEXT, MAX_PAYLOAD,
+    MAX_STREAMS, MAX_THREADS,
+};
 use crate::error::LoadgenError;
 use crate::request::{RequestBody, RequestTemplate};
 use crate::tls::TlsOptions;
@@ -247,15 +251,11 @@ pub struct LoadConfig {
 impl LoadConfig {
     /// Validates `spec`, resolves the target and encodes the request.
     pub fn try_new(spec: LoadSpec) -> Result<LoadConfig, LoadgenError> {
-        if spec.connections == 0 {
-            return Err(LoadgenError::config("-c/--connections must be at least 1"));
-        }
+        let cfg = |option: &str, reason: String| LoadgenError::config(format!("{option} {reason}"));
+        check_count(u64::from(spec.connections), u64::from(MAX_CONNECTIONS))
+            .map_err(|r| cfg("-c/--connections", r))?;
         if let Arrival::Open { rate } = spec.arrival {
-            if !(rate.is_finite() && rate > 0.0) {
-                return Err(LoadgenError::config(format!(
-                    "-R/--rate must be a positive number of requests per second, got {rate}"
-                )));
-            }
+            check_rate(rate).map_err(|r| cfg("-R/--rate", r))?;
         }
         match (spec.stop.duration, spec.stop.requests) {
             (None, None) => {
@@ -277,23 +277,59 @@ impl LoadConfig {
                 "--connect-timeout must be more than 0",
             ));
         }
+        for (option, d) in [
+            ("-d/--duration", spec.stop.duration.unwrap_or_default()),
+            ("--warmup", spec.warmup),
+            ("--timeout", spec.timeout),
+            ("--connect-timeout", spec.connect_timeout),
+        ] {
+            if d > MAX_DURATION {
+                return Err(cfg(
+                    option,
+                    format!(
+                        "must be at most {MAX_DURATION_TEXT}, got {}",
+                        humantime::format_duration(d)
+                    ),
+                ));
+            }
+        }
+        // The run adds warm-up, measurement and a timeout to the clock: make sure the sum is
+        // a time this clock can hold (the bounds above already ensure it on any real clock).
+        let horizon = spec.warmup
+            + spec.stop.duration.unwrap_or_default()
+            + spec.timeout.max(spec.connect_timeout);
+        if Instant::now().checked_add(horizon).is_none() {
+            return Err(LoadgenError::config(
+                "--warmup, -d/--duration and --timeout together reach past what the clock can hold",
+            ));
+        }
         if spec.method.is_empty() || !spec.method.bytes().all(is_token_byte) {
             return Err(LoadgenError::config(format!(
                 "invalid method `{}`: must be an HTTP token such as GET or POST",
                 spec.method
             )));
         }
+        if let RequestBody::Payload(n) = spec.body {
+            if n as u64 > MAX_PAYLOAD {
+                return Err(cfg(
+                    "--payload-size",
+                    format!("must be at most {MAX_PAYLOAD} bytes (1 GiB), got {n}"),
+                ));
+            }
+        }
         let threads = match spec.threads {
-            Some(0) => return Err(LoadgenError::config("--threads must be at least 1")),
-            Some(t) => t,
+            Some(t) => {
+                check_count(u64::from(t), u64::from(MAX_THREADS))
+                    .map_err(|r| cfg("-t/--threads", r))?;
+                t
+            }
             None => std::thread::available_parallelism()
                 .map(|n| n.get() as u32)
                 .unwrap_or(1),
         }
         .min(spec.connections);
-        if spec.streams == 0 {
-            return Err(LoadgenError::config("--streams must be at least 1"));
-        }
+        check_count(u64::from(spec.streams), u64::from(MAX_STREAMS))
+            .map_err(|r| cfg("--streams", r))?;
         if spec.protocol == Protocol::Http1 && spec.streams > 1 {
             return Err(LoadgenError::config(
                 "--streams needs HTTP/2 (--http2 for https://, --h2c for http://)",
@@ -423,6 +459,59 @@ mod tests {
         let mut s = base();
         s.method = "GE T".into();
         assert!(LoadConfig::try_new(s).is_err());
+    }
+
+    #[test]
+    fn refuses_values_outside_the_bounds_naming_the_option_and_range() {
+        let base = || LoadSpec::new("http://127.0.0.1:1/");
+        let err = |s: LoadSpec| LoadConfig::try_new(s).unwrap_err().to_string();
+        for rate in [1e-300, 1e12, f64::NAN, f64::INFINITY, -1.0] {
+            let mut s = base();
+            s.arrival = Arrival::Open { rate };
+            let e = err(s);
+            assert!(
+                e.starts_with("-R/--rate must be from 0.001 to 1e9"),
+                "{rate}: {e}"
+            );
+        }
+        for rate in [crate::bounds::MIN_RATE, crate::bounds::MAX_RATE] {
+            let mut s = base();
+            s.arrival = Arrival::Open { rate };
+            assert!(LoadConfig::try_new(s).is_ok(), "{rate} is in range");
+        }
+        let too_long = MAX_DURATION + Duration::from_secs(1);
+        let mut s = base();
+        s.stop.duration = Some(too_long);
+        assert!(err(s).starts_with("-d/--duration must be at most 100 days"));
+        let mut s = base();
+        s.warmup = too_long;
+        assert!(err(s).starts_with("--warmup must be at most 100 days"));
+        let mut s = base();
+        s.timeout = too_long;
+        assert!(err(s).starts_with("--timeout must be at most 100 days"));
+        let mut s = base();
+        s.connections = u32::MAX;
+        assert_eq!(
+            err(s),
+            "-c/--connections must be at most 1000000, got 4294967295"
+        );
+        let mut s = base();
+        s.threads = Some(100_000);
+        assert_eq!(err(s), "-t/--threads must be at most 1024, got 100000");
+        let mut s = base();
+        s.protocol = Protocol::Http2;
+        s.streams = u32::MAX;
+        assert!(err(s).starts_with("--streams must be at most 10000"));
+        let mut s = base();
+        s.body = RequestBody::Payload(usize::MAX);
+        assert!(err(s).starts_with("--payload-size must be at most 1073741824 bytes"));
+        // The largest of everything still fits the clock.
+        let mut s = base();
+        s.stop.duration = Some(MAX_DURATION);
+        s.warmup = MAX_DURATION;
+        s.timeout = MAX_DURATION;
+        s.connect_timeout = MAX_DURATION;
+        assert!(LoadConfig::try_new(s).is_ok());
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! `gatebench-runner`).
 //!
 //! # Layout
+//! - [`bounds`]: the accepted range of every number, and the one duration parser.
 //! - [`config`]: what a caller asks for and its validation.
 //! - [`request`]: the request, encoded once; seed-004 JSON payloads.
 //! - `connect`: establishing connections (TCP, TLS) and classifying connect failures.
@@ -29,6 +30,7 @@
 //! - [`limits`]: the open-files check.
 
 mod body;
+pub mod bounds;
 pub mod config;
 mod connect;
 pub mod error;

@@ -50,6 +50,10 @@ impl Plan {
     /// Expands `suite`, orders the cells and applies the suite's filters plus `include` /
     /// `exclude` (from the command line).
     pub fn new(suite: &Suite, include: &[String], exclude: &[String]) -> Result<Plan, RunnerError> {
+        // Checked again here: `--repeats` and `--variant` change the suite after validation.
+        suite
+            .check_size()
+            .map_err(|m| RunnerError::suite(&suite.source, m))?;
         let all = expand(suite);
         let expanded = all.len();
         let inc: Vec<&str> = suite
@@ -86,7 +90,13 @@ impl Plan {
 
 /// The estimated length of `cells` cells of `suite`.
 pub fn estimate(suite: &Suite, cells: usize) -> Duration {
-    (suite.warmup + suite.duration + CELL_OVERHEAD) * cells as u32
+    // Saturating: the suite's bounds keep it far from overflow, but an estimate must never
+    // be the reason a plan cannot be printed.
+    let per_cell = suite
+        .warmup
+        .saturating_add(suite.duration)
+        .saturating_add(CELL_OVERHEAD);
+    per_cell.saturating_mul(u32::try_from(cells).unwrap_or(u32::MAX))
 }
 
 /// Every cell of `suite`, in run order.

@@ -11,6 +11,8 @@ use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use gatebench_loadgen::bounds;
+
 use crate::error::RunnerError;
 use crate::gc::GcFormat;
 use crate::placeholder;
@@ -18,6 +20,13 @@ use raw::{RawLoad, RawMatrix, RawProcess, RawScenario, RawSettings, RawSuite};
 
 /// The built-in default suite (`gatebench run` without a file).
 const DEFAULT_SUITE: &str = include_str!("default-suite.toml");
+
+/// Most cells a suite may expand to, repeats included: at a second each at the very least, a
+/// bigger matrix would run for more than a day, and expanding it would only use memory.
+pub const MAX_CELLS: u64 = 100_000;
+
+/// Most back-ends one scenario may start (each is a process with its own port).
+pub const MAX_BACKENDS: u32 = 256;
 
 /// A protocol between a client and a server.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -402,7 +411,7 @@ impl Suite {
             }
             scenarios.push(sc);
         }
-        Ok(Suite {
+        let suite = Suite {
             source: source.to_owned(),
             base_dir: base_dir.to_path_buf(),
             name: s.name.unwrap_or_else(|| source.to_owned()),
@@ -418,7 +427,34 @@ impl Suite {
             load,
             matrix,
             scenarios,
+        };
+        suite.check_size().map_err(err)?;
+        Ok(suite)
+    }
+
+    /// How many cells the matrix expands to (before filters), or `None` when the count does
+    /// not fit in a `u64`.
+    pub fn cell_count(&self) -> Option<u64> {
+        let m = &self.matrix;
+        let points = u64::from(self.repeats.get())
+            .checked_mul(m.intensities.len() as u64)?
+            .checked_mul(m.sizes.len() as u64)?
+            .checked_mul(m.delays.len() as u64)?;
+        self.scenarios.iter().try_fold(0u64, |sum, sc| {
+            sum.checked_add(points.checked_mul(sc.protocols.len() as u64)?)
         })
+    }
+
+    /// Refuses a matrix of more than [`MAX_CELLS`] cells before it is expanded in memory.
+    pub fn check_size(&self) -> Result<(), String> {
+        match self.cell_count() {
+            Some(n) if n <= MAX_CELLS => Ok(()),
+            n => Err(format!(
+                "the matrix expands to {} cells (scenarios × protocols × users or rates × sizes \
+                 × delays × repeats); at most {MAX_CELLS}",
+                n.map_or_else(|| "more than 2^64".to_owned(), |n| n.to_string())
+            )),
+        }
     }
 
     /// The resolved suite as TOML, every default filled in (written beside the results so a
@@ -527,16 +563,17 @@ fn raw_process(p: &ProcessTemplate) -> RawProcess {
     }
 }
 
-/// A humantime duration (`30s`, `5m`, `250ms`); a bare number is seconds.
+/// A humantime duration (`30s`, `5m`, `250ms`); a bare number is seconds. The parser is the
+/// command line's ([`gatebench_loadgen::bounds::parse_duration`]): negative values and anything
+/// past 100 days are refused.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    if let Ok(secs) = t.parse::<f64>() {
-        if secs.is_finite() && secs >= 0.0 {
-            return Ok(Duration::from_secs_f64(secs));
+    use gatebench_loadgen::bounds::DurationError;
+    bounds::parse_duration(s).map_err(|e| match e {
+        DurationError::Negative | DurationError::TooLong => {
+            format!("\"{s}\" is not a duration ({e})")
         }
-    }
-    humantime::parse_duration(t)
-        .map_err(|_| format!("\"{s}\" is not a duration (write e.g. \"30s\", \"5m\", \"250ms\")"))
+        _ => format!("\"{s}\" is not a duration (write e.g. \"30s\", \"5m\", \"250ms\")"),
+    })
 }
 
 fn validate_load(l: RawLoad) -> Result<LoadSettings, String> {
@@ -567,11 +604,11 @@ fn validate_load(l: RawLoad) -> Result<LoadSettings, String> {
         }
     }
     let connections = l.connections.unwrap_or(100);
-    if connections == 0 {
-        return Err("[load] connections: must be at least 1".into());
-    }
-    if l.threads == Some(0) {
-        return Err("[load] threads: must be at least 1".into());
+    bounds::check_count(u64::from(connections), u64::from(bounds::MAX_CONNECTIONS))
+        .map_err(|r| format!("[load] connections: {r}"))?;
+    if let Some(t) = l.threads {
+        bounds::check_count(u64::from(t), u64::from(bounds::MAX_THREADS))
+            .map_err(|r| format!("[load] threads: {r}"))?;
     }
     Ok(LoadSettings {
         method,
@@ -607,15 +644,18 @@ fn validate_matrix(m: RawMatrix) -> Result<Matrix, String> {
         }
         (Some(u), None) => {
             nonempty("[matrix] users", &u)?;
-            if u.contains(&0) {
-                return Err("[matrix] users: every value must be at least 1".into());
+            if let Some(bad) = u.iter().find(|&&u| u == 0 || u > bounds::MAX_CONNECTIONS) {
+                return Err(format!(
+                    "[matrix] users: every value must be from 1 to {}, got {bad}",
+                    bounds::MAX_CONNECTIONS
+                ));
             }
             u.into_iter().map(Intensity::Users).collect()
         }
         (None, Some(r)) => {
             nonempty("[matrix] rates", &r)?;
-            if r.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
-                return Err("[matrix] rates: every rate must be more than 0 requests/s".into());
+            for &rate in &r {
+                bounds::check_rate(rate).map_err(|e| format!("[matrix] rates: every rate {e}"))?;
             }
             r.into_iter().map(Intensity::Rate).collect()
         }
@@ -627,6 +667,12 @@ fn validate_matrix(m: RawMatrix) -> Result<Matrix, String> {
     if let Some(s) = sizes.iter().find(|s| **s < min) {
         return Err(format!(
             "[matrix] sizes: {s} is too small: a seed-004 JSON payload takes at least {min} bytes"
+        ));
+    }
+    if let Some(s) = sizes.iter().find(|s| **s > bounds::MAX_PAYLOAD) {
+        return Err(format!(
+            "[matrix] sizes: {s} is too large: at most {} bytes (1 GiB)",
+            bounds::MAX_PAYLOAD
         ));
     }
     let delays = match m.delays {
@@ -811,8 +857,10 @@ fn validate_process(key: &str, p: RawProcess, backend: bool) -> Result<ProcessTe
         }
     };
     let count = p.count.unwrap_or(1);
-    if count == 0 {
-        return Err(format!("{key}: count must be at least 1"));
+    if count == 0 || count > MAX_BACKENDS {
+        return Err(format!(
+            "{key}: count must be from 1 to {MAX_BACKENDS}, got {count}"
+        ));
     }
     if !backend && count != 1 {
         return Err(format!(
@@ -848,7 +896,7 @@ fn toml_error(source: &str, text: &str, e: &toml::de::Error) -> RunnerError {
     let msg = e.message();
     let (line, table) = match e.span() {
         Some(span) => {
-            let before = &text[..span.start.min(text.len())];
+            let before = text.get(..span.start.min(text.len())).unwrap_or(text);
             let line = before.matches('\n').count() + 1;
             let table = before
                 .lines()
@@ -869,21 +917,56 @@ fn toml_error(source: &str, text: &str, e: &toml::de::Error) -> RunnerError {
         let table = within.unwrap_or(table);
         format!("unknown key \"{key}\" in {table}{at}")
     } else {
-        format!("{}{at}", msg.trim().replace('\n', " "))
+        let key = value_key(text, e.span().map(|s| s.start));
+        let place = match (key, line) {
+            (Some(key), _) => format!("{table} {key}: "),
+            (None, Some(_)) => format!("{table}: "),
+            (None, None) => String::new(),
+        };
+        format!("{place}{}{at}", msg.trim().replace('\n', " "))
     };
     RunnerError::suite(source, message)
+}
+
+/// For an error in a value, the key it is assigned to on the same line (`sizes` in
+/// `sizes = [1e20]`), after an inline table's key (`backend count`).
+fn value_key(text: &str, start: Option<usize>) -> Option<String> {
+    let start = start?.min(text.len());
+    let line_start = text.get(..start)?.rfind('\n').map_or(0, |i| i + 1);
+    let before = text.get(line_start..start)?;
+    let lhs = before[..before.rfind('=')?].trim_end();
+    let key = last_key(lhs)?;
+    let key_start = line_start + lhs.len() - key.len();
+    Some(match inline_key(text, Some(key_start)) {
+        Some(table) => format!("{} {key}", table.trim_end_matches(" = {…}")),
+        None => key.to_owned(),
+    })
 }
 
 /// For an error inside an inline table (`sut = { … }`), the table's key.
 fn inline_key(text: &str, start: Option<usize>) -> Option<String> {
     let start = start?;
-    let line_start = text[..start.min(text.len())]
+    let line_start = text
+        .get(..start.min(text.len()))?
         .rfind('\n')
         .map_or(0, |i| i + 1);
-    let line = &text[line_start..start.min(text.len())];
-    let brace = line.rfind('{')?;
-    let key = line[..brace].trim_end().strip_suffix('=')?.trim();
-    (!key.is_empty()).then(|| format!("{key} = {{…}}"))
+    let line = text.get(line_start..start.min(text.len()))?;
+    // The last `{` that opens a table (`key = {`), not one inside a string (`{port}`).
+    line.match_indices('{').rev().find_map(|(brace, _)| {
+        let lhs = line[..brace].trim_end().strip_suffix('=')?.trim_end();
+        last_key(lhs).map(|key| format!("{key} = {{…}}"))
+    })
+}
+
+/// The bare key at the end of `s` (`count` in `{ serve = "x", count`), if any.
+fn last_key(s: &str) -> Option<&str> {
+    let from = s
+        .char_indices()
+        .rev()
+        .find(|&(_, c)| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+        .map_or(0, |(i, c)| i + c.len_utf8());
+    let key = &s[from..];
+    (!key.is_empty()).then_some(key)
 }
 
 #[cfg(test)]

@@ -53,13 +53,15 @@ pub struct RunArgs {
     #[arg(long, value_name = "GLOB")]
     pub exclude: Vec<String>,
     /// Run every cell N times (instead of the suite's `repeats`): the samples `gatebench
-    /// compare` tests; 5 or more lets it call a change significant.
+    /// compare` tests; 5 or more lets it call a change significant. A run has at most 100000
+    /// cells.
     #[arg(long, value_name = "N")]
     pub repeats: Option<std::num::NonZeroU32>,
-    /// Warm-up of every cell, instead of the suite's (e.g. `0.5s` for a quick smoke run).
+    /// Warm-up of every cell, instead of the suite's (e.g. `0.5s` for a quick smoke run; at
+    /// most 100 days).
     #[arg(long, value_name = "DURATION", value_parser = crate::cli::parse_duration, allow_hyphen_values = true)]
     pub warmup: Option<std::time::Duration>,
-    /// Measurement of every cell, instead of the suite's.
+    /// Measurement of every cell, instead of the suite's (at most 100 days).
     #[arg(long, value_name = "DURATION", value_parser = crate::cli::parse_duration, allow_hyphen_values = true)]
     pub duration: Option<std::time::Duration>,
     /// Extra arguments for every built-in system under test (proxy, transform, balancer), e.g.

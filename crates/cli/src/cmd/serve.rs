@@ -8,7 +8,8 @@
 use std::net::TcpListener;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
+use gatebench_loadgen::bounds::{check_count, MAX_PAYLOAD, MAX_THREADS};
 use gatebench_services::echo::EchoConfig;
 use gatebench_services::json_xml::JsonXmlLimits;
 use gatebench_services::tls::{generate_self_signed, TlsSettings};
@@ -32,12 +33,7 @@ fn echo(args: ServeArgs) -> Result<ExitCode> {
     if !args.upstreams.is_empty() {
         bail!("echo takes no --upstream (it is the backend)");
     }
-    if args.threads == Some(0) {
-        bail!("--threads must be at least 1");
-    }
-    if args.h2_max_streams == 0 {
-        bail!("--h2-max-streams must be at least 1");
-    }
+    check_common(&args)?;
     let tls = if args.tls {
         Some(match (&args.cert, &args.key) {
             (Some(c), Some(k)) => TlsSettings {
@@ -100,14 +96,47 @@ fn intermediary(args: ServeArgs) -> Result<ExitCode> {
         }
         _ => {}
     }
-    if args.threads == Some(0) {
-        bail!("--threads must be at least 1");
-    }
-    if args.h2_max_streams == 0 {
-        bail!("--h2-max-streams must be at least 1");
-    }
+    check_common(&args)?;
     if args.tries == 0 || args.tries > 16 {
         bail!("--tries must be 1 to 16");
+    }
+    // The services check these too, but only once the port is bound; here each is named by
+    // its option and refused before anything listens.
+    if args.max_head < 1024 {
+        bail!("--max-head must be at least 1024 bytes");
+    }
+    if args.max_request_line < 64 {
+        bail!("--max-request-line must be at least 64 bytes");
+    }
+    if args.service == Service::Balance && !args.no_health_checks {
+        // tokio's interval panics on a zero period; a zero timeout fails every check.
+        for (option, d) in [
+            ("--health-interval", args.health_interval),
+            ("--health-timeout", args.health_timeout),
+        ] {
+            if d.is_zero() {
+                bail!("{option} must be more than 0");
+            }
+        }
+        for (option, n) in [
+            ("--health-fall", args.health_fall),
+            ("--health-rise", args.health_rise),
+        ] {
+            if n == 0 {
+                bail!("{option} must be at least 1");
+            }
+        }
+        if !args.health_path.starts_with('/') {
+            bail!("--health-path must start with /");
+        }
+    }
+    if args.service == Service::Balance && !args.no_ejection {
+        if args.eject_after == 0 {
+            bail!("--eject-after must be at least 1");
+        }
+        if args.eject_base.is_zero() {
+            bail!("--eject-base must be more than 0");
+        }
     }
     let (tls, cert_line) = if args.tls {
         match (&args.cert, &args.key) {
@@ -208,6 +237,25 @@ fn intermediary(args: ServeArgs) -> Result<ExitCode> {
     };
     result.with_context(|| format!("{name} failed"))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Checks the options every service shares, before anything listens. Durations are bounded by
+/// their parser (`gatebench_loadgen::bounds`); counts and sizes here, so that no value turns
+/// into a panic or an allocation the size of the machine.
+fn check_common(args: &ServeArgs) -> Result<()> {
+    if let Some(t) = args.threads {
+        check_count(t as u64, u64::from(MAX_THREADS)).map_err(|r| anyhow!("--threads {r}"))?;
+    }
+    if args.h2_max_streams == 0 {
+        bail!("--h2-max-streams must be at least 1");
+    }
+    if args.size as u64 > MAX_PAYLOAD {
+        bail!(
+            "--size must be at most {MAX_PAYLOAD} bytes (1 GiB), got {}",
+            args.size
+        );
+    }
+    Ok(())
 }
 
 /// Generates a self-signed certificate, writes it beside a key in the temp directory and prints

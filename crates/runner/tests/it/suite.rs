@@ -193,3 +193,107 @@ fn a_missing_file_says_so() {
         .unwrap();
     assert_eq!(e.to_string(), "cannot read /nonexistent/suite.toml");
 }
+
+#[test]
+fn values_out_of_range_are_one_line_naming_the_key_and_the_range() {
+    let sc = "[[scenario]]\nname = \"x\"\nbackend = { serve = \"echo --port {port}\" }\n";
+    for (table, want) in [
+        (
+            "[suite]\nduration = \"1e20\"\n",
+            "[suite] duration: \"1e20\" is not a duration (durations are at most 100 days)",
+        ),
+        (
+            "[suite]\nwarmup = \"1e19\"\n",
+            "[suite] warmup: \"1e19\" is not a duration (durations are at most 100 days)",
+        ),
+        (
+            "[suite]\nready_timeout = \"-1s\"\n",
+            "[suite] ready_timeout: \"-1s\" is not a duration (it must not be negative)",
+        ),
+        (
+            "[load]\ntimeout = \"101d\"\n",
+            "[load] timeout: \"101d\" is not a duration (durations are at most 100 days)",
+        ),
+        (
+            "[matrix]\ndelays = [\"0ms\", \"1e20\"]\n",
+            "[matrix] delays: \"1e20\" is not a duration",
+        ),
+        (
+            "[matrix]\nrates = [1e-300]\n",
+            "[matrix] rates: every rate must be from 0.001 to 1e9 requests/s, got 1e-300",
+        ),
+        (
+            "[matrix]\nrates = [1e12]\n",
+            "[matrix] rates: every rate must be from 0.001 to 1e9 requests/s, got 1e12",
+        ),
+        ("[matrix]\nrates = [nan]\n", "got NaN"),
+        (
+            "[matrix]\nusers = [4294967295]\n",
+            "[matrix] users: every value must be from 1 to 1000000, got 4294967295",
+        ),
+        (
+            "[matrix]\nsizes = [1073741825]\n",
+            "[matrix] sizes: 1073741825 is too large: at most 1073741824 bytes",
+        ),
+        (
+            "[matrix]\nsizes = [18446744073709551616]\n",
+            "[matrix] sizes: ",
+        ),
+        (
+            "[load]\nconnections = 4294967295\n",
+            "[load] connections: must be at most 1000000",
+        ),
+        (
+            "[load]\nthreads = 100000\n",
+            "[load] threads: must be at most 1024",
+        ),
+        (
+            "[suite]\nrepeats = 4294967295\n",
+            "the matrix expands to 4294967295 cells",
+        ),
+        ("[suite]\nrepeats = -1\n", "[suite] repeats: invalid value"),
+        ("[suite]\nwarmup = 1e19\n", "[suite] warmup: invalid type"),
+    ] {
+        let e = suite_error(&format!("{table}{sc}"));
+        assert!(e.contains(want), "{table:?}: {e}");
+        assert!(!e.contains('\n'), "one line: {e}");
+    }
+    let e = suite_error(
+        "[[scenario]]\nname = \"x\"\nbackend = { serve = \"echo --port {port}\", count = 4294967295 }\n",
+    );
+    assert!(
+        e.contains("backend: count must be from 1 to 256, got 4294967295"),
+        "{e}"
+    );
+    let e = suite_error(
+        "[[scenario]]\nname = \"x\"\nbackend = { serve = \"echo --port {port}\", count = -3 }\n",
+    );
+    assert!(e.contains("backend count: invalid value"), "{e}");
+}
+
+#[test]
+fn the_largest_values_in_range_are_accepted_and_planned() {
+    let s = suite(
+        "[suite]\nwarmup = \"100d\"\nduration = \"100d\"\nrepeats = 1000\n\
+         [matrix]\nrates = [0.001, 1e9]\nsizes = [1073741824]\ndelays = [\"100d\"]\n\
+         [load]\nconnections = 1000000\nthreads = 1024\n\
+         [[scenario]]\nname = \"x\"\nbackend = { serve = \"echo --port {port}\", count = 256 }\n",
+    );
+    let plan = gatebench_runner::Plan::new(&s, &[], &[]).unwrap();
+    assert_eq!(plan.cells.len(), 2000);
+    // 2000 cells of 200 days and a second each.
+    assert_eq!(plan.estimate.as_secs(), 2000 * (200 * 86_400 + 1));
+}
+
+#[test]
+fn repeats_given_after_validation_are_bounded_by_the_plan() {
+    let mut s = suite(MINIMAL);
+    s.repeats = std::num::NonZeroU32::new(u32::MAX).unwrap();
+    let e = gatebench_runner::Plan::new(&s, &[], &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("the matrix expands to 4294967295 cells") && e.contains("at most 100000"),
+        "{e}"
+    );
+}
