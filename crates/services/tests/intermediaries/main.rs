@@ -8,6 +8,7 @@
 //!
 //! # Layout
 //! - `support`: services on the runtime, the raw client, the capturing upstream, TLS and h2.
+//! - `h2raw`: raw HTTP/2 frames, for requests a client library refuses to send.
 //! - `passthrough`: every seed-004 protocol pair, pooling, streaming, intermediary headers.
 //! - `smuggling`: hostile framing, refused before the upstream sees a byte.
 //! - `faults`: refused, hanging, resetting and misframing upstreams; truncation; stale pools.
@@ -17,6 +18,7 @@
 
 mod balance;
 mod faults;
+mod h2raw;
 mod limits;
 mod passthrough;
 mod smuggling;
