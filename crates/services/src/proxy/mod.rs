@@ -36,7 +36,7 @@ use tracing::info;
 
 use crate::balance::{Balancer, EjectionConfig, HealthConfig};
 use crate::error::ServicesError;
-use crate::h1check::{self, H1Limits};
+use crate::h1check::{self, H1Limits, Interim};
 use crate::json_xml::JsonXmlLimits;
 use crate::proxy::body::{ResBody, UpBody};
 use crate::proxy::forward::{error_response, Failure, Outgoing};
@@ -361,7 +361,8 @@ fn prepare(
             body_timeout: config.timeouts.client_body,
         },
         config.timeouts.client_idle,
-    );
+    )
+    .with_interim();
     let via = Via::new();
     let proxy_status = Failure::ALL
         .iter()
@@ -392,13 +393,19 @@ pub(crate) struct Proxy {
     shared: Arc<Shared>,
     /// The client's IP as an X-Forwarded-For entry, formatted once per connection.
     client: HeaderValue,
+    /// Where interim responses to this connection's HTTP/1.1 requests go.
+    interim: Option<Interim>,
 }
 
 impl Proxy {
     fn new(shared: Arc<Shared>, conn: ConnInfo) -> Self {
         let client = HeaderValue::from_str(&conn.peer.ip().to_string())
             .expect("an IP address is a valid header value");
-        Self { shared, client }
+        Self {
+            shared,
+            client,
+            interim: conn.interim,
+        }
     }
 }
 
@@ -411,7 +418,13 @@ impl Service<Request<Incoming>> for Proxy {
 
     fn call(&self, req: Request<Incoming>) -> Self::Future {
         let (shared, client) = (self.shared.clone(), self.client.clone());
-        Box::pin(async move { Ok(handle(&shared, &client, req).await) })
+        // RFC 9110 §15.2: no 1xx to an HTTP/1.0 client; HTTP/2 requests (h2c on a strict port)
+        // do not go through the HTTP/1.1 connection's queue.
+        let interim = self
+            .interim
+            .clone()
+            .filter(|_| req.version() == Version::HTTP_11);
+        Box::pin(async move { Ok(handle(&shared, &client, req, interim.as_ref()).await) })
     }
 }
 
@@ -423,6 +436,7 @@ async fn handle(
     shared: &Shared,
     client: &HeaderValue,
     req: Request<Incoming>,
+    interim: Option<&Interim>,
 ) -> Response<ResBody> {
     let http1 = req.version() <= Version::HTTP_11;
     if http1 {
@@ -469,7 +483,7 @@ async fn handle(
         te_trailers,
         body,
     };
-    forward::forward(shared, out, http1).await
+    forward::forward(shared, out, http1, interim).await
 }
 
 /// The answer for a head `h1check` refused: the status, and the connection closes.

@@ -8,6 +8,7 @@
 //!
 //! # Layout
 //! - `support`: services on the runtime, the raw client, the capturing upstream, TLS and h2.
+//! - `interim`: 1xx responses forwarded to HTTP/1.1 clients; `Expect: 100-continue`.
 //! - `h2raw`: raw HTTP/2 frames, for requests a client library refuses to send.
 //! - `passthrough`: every seed-004 protocol pair, pooling, streaming, intermediary headers.
 //! - `smuggling`: hostile framing, refused before the upstream sees a byte.
@@ -19,6 +20,7 @@
 mod balance;
 mod faults;
 mod h2raw;
+mod interim;
 mod limits;
 mod passthrough;
 mod smuggling;
