@@ -8,6 +8,7 @@
 //!
 //! # Layout
 //! - `support`: services on the runtime, the raw client, the capturing upstream, TLS and h2.
+//! - `header_rules`: TE and Connection rules, as an HTTP/1.1 or HTTP/2 upstream received them.
 //! - `interim`: 1xx responses forwarded to HTTP/1.1 clients; `Expect: 100-continue`.
 //! - `h2raw`: raw HTTP/2 frames, for requests a client library refuses to send.
 //! - `passthrough`: every seed-004 protocol pair, pooling, streaming, intermediary headers.
@@ -20,6 +21,7 @@
 mod balance;
 mod faults;
 mod h2raw;
+mod header_rules;
 mod interim;
 mod limits;
 mod passthrough;
