@@ -38,6 +38,9 @@ fn echo(args: ServeArgs) -> Result<ExitCode> {
     if args.h2_max_streams == 0 {
         bail!("--h2-max-streams must be at least 1");
     }
+    if args.client_header_timeout.is_zero() {
+        bail!("--client-header-timeout must be above zero");
+    }
     let tls = if args.tls {
         Some(match (&args.cert, &args.key) {
             (Some(c), Some(k)) => TlsSettings {
@@ -59,6 +62,7 @@ fn echo(args: ServeArgs) -> Result<ExitCode> {
         tls,
         http2: args.http2,
         h2_max_streams: args.h2_max_streams,
+        header_timeout: args.client_header_timeout,
     };
     let listener = TcpListener::bind((args.host.as_str(), args.port))
         .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;
