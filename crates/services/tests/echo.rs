@@ -477,15 +477,16 @@ mod shutdown {
     #[tokio::test]
     async fn in_flight_delayed_request_finishes_then_serve_returns() {
         let mut server = Server::start(EchoConfig {
-            delay: Duration::from_millis(500),
+            delay: Duration::from_secs(1),
             ..config()
         })
         .await;
         let addr = server.addr;
         let mut conn = server.connect().await;
         conn.send(&post("/", None, b"finish me")).await;
-        // Let the request reach the server and start its delay.
-        tokio::time::sleep(Duration::from_millis(150)).await;
+        // Let the request reach the server and start its delay (400 ms: margin for a loaded
+        // machine, still well inside the delay).
+        tokio::time::sleep(Duration::from_millis(400)).await;
         let started = Instant::now();
         server.signal_stop();
         let answer = conn.answer(false).await;
@@ -562,7 +563,7 @@ mod shutdown {
         let (stop, stopped) = oneshot::channel::<()>();
         let config = EchoConfig {
             threads: 2,
-            delay: Duration::from_millis(500),
+            delay: Duration::from_secs(1),
             ..EchoConfig::default()
         };
         let server = std::thread::spawn(move || {
@@ -577,7 +578,8 @@ mod shutdown {
         runtime.block_on(async {
             let mut conn = Conn::new(TcpStream::connect(addr).await.unwrap());
             conn.send(&post("/", None, b"in flight")).await;
-            tokio::time::sleep(Duration::from_millis(150)).await;
+            // Inside the 1 s delay, with margin for the request to arrive on a loaded machine.
+            tokio::time::sleep(Duration::from_millis(400)).await;
             stop.send(()).unwrap();
             let answer = conn.answer(false).await;
             assert_eq!(answer.status, 200);
