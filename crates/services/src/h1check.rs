@@ -196,7 +196,9 @@ struct InterimQueue {
 
 impl Interim {
     fn lock(&self) -> MutexGuard<'_, InterimQueue> {
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Queues one serialized interim response head and waits until it has been written to the
@@ -276,7 +278,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> StrictH1<S> {
             self.interim_out = queue.queued.split();
             self.interim_taken = self.interim_out.len() as u64;
         }
-        let inner = Pin::new(self.inner.as_mut().expect("inner stream present until drop"));
+        let inner = Pin::new(
+            self.inner
+                .as_mut()
+                .expect("inner stream present until drop"),
+        );
         let mut inner = inner;
         while !self.interim_out.is_empty() {
             let n = std::task::ready!(inner.as_mut().poll_write(cx, &self.interim_out))?;

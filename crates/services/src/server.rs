@@ -333,7 +333,11 @@ pub(crate) async fn accept_loop<M, S, B>(
                     peer,
                     interim: interim.clone(),
                 });
-                tokio::spawn(protocols.clone().serve(stream, service, drain.clone(), interim));
+                tokio::spawn(
+                    protocols
+                        .clone()
+                        .serve(stream, service, drain.clone(), interim),
+                );
             }
             // The peer gave up before we accepted: nothing to do but take the next one.
             Err(error) if is_connection_error(&error) => {

@@ -1158,7 +1158,10 @@ mod head_deadline {
         trickle.abort();
         let text = String::from_utf8_lossy(&answer);
         assert!(text.starts_with("HTTP/1.1 408 "), "{text:?} after {took:?}");
-        assert!(text.to_ascii_lowercase().contains("connection: close"), "{text}");
+        assert!(
+            text.to_ascii_lowercase().contains("connection: close"),
+            "{text}"
+        );
         assert!(closed, "the connection closes after the 408");
         // The deadline counts from the first byte, which left just after `started`.
         assert!(took >= DEADLINE - Duration::from_millis(50), "{took:?}");
@@ -1194,7 +1197,10 @@ mod head_deadline {
         assert_eq!(conn.request(GET).await.status, 200);
         tokio::time::sleep(DEADLINE + Duration::from_millis(500)).await;
         let answer = conn.request(&post("/", None, b"still here")).await;
-        assert_eq!((answer.status, answer.body.as_slice()), (200, &b"still here"[..]));
+        assert_eq!(
+            (answer.status, answer.body.as_slice()),
+            (200, &b"still here"[..])
+        );
         server.stop().await.unwrap();
     }
 

@@ -37,9 +37,10 @@ impl H2Capture {
         .unwrap()
         .collect::<Result<Vec<_>, _>>()
         .unwrap();
-        let key =
-            rustls::pki_types::PrivateKeyDer::from_pem_file(settings.key_pem_path.as_ref().unwrap())
-                .unwrap();
+        let key = rustls::pki_types::PrivateKeyDer::from_pem_file(
+            settings.key_pem_path.as_ref().unwrap(),
+        )
+        .unwrap();
         let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
         ))
@@ -91,7 +92,12 @@ impl H2Capture {
     }
 
     fn versions(&self) -> Vec<http::Version> {
-        self.heads.lock().unwrap().iter().map(|(p, _)| p.version).collect()
+        self.heads
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(p, _)| p.version)
+            .collect()
     }
 
     /// The headers of the only request received so far.
@@ -117,7 +123,11 @@ fn to_h2_upstream(url: String) -> ProxyConfig {
 #[tokio::test]
 async fn te_trailers_is_resent_to_an_http2_upstream() {
     let cert = cert("te-h2-upstream");
-    for (te, forwarded) in [("trailers", true), ("trailers, deflate", false), ("gzip", false)] {
+    for (te, forwarded) in [
+        ("trailers", true),
+        ("trailers, deflate", false),
+        ("gzip", false),
+    ] {
         let upstream = H2Capture::start(&cert).await;
         let proxy = Running::proxy(to_h2_upstream(upstream.url())).await;
         let mut conn = proxy.connect().await;
@@ -194,7 +204,10 @@ X-Gone\r\nX-Gone: 1\r\nContent-Length: 5\r\n\r\nhello",
     assert!(seen.contains("\r\nhost: example.test\r\n"), "{seen}");
     assert!(seen.contains("\r\ncontent-length: 5\r\n"), "{seen}");
     assert!(!seen.contains("transfer-encoding"), "{seen}");
-    assert!(!seen.contains("x-gone") && !seen.contains("connection:"), "{seen}");
+    assert!(
+        !seen.contains("x-gone") && !seen.contains("connection:"),
+        "{seen}"
+    );
     assert!(seen.ends_with("\r\n\r\nhello"), "{seen}");
     proxy.stop().await;
 }
@@ -214,11 +227,12 @@ Content-Length: 5\r\n\r\nhello",
         )
         .await;
     assert_eq!(answer.status, 200);
-    let heads = upstream.heads.lock().unwrap();
-    let (parts, body) = &heads[0];
-    assert_eq!(parts.uri.authority().unwrap().as_str(), "example.test");
-    assert_eq!(parts.headers["content-length"], "5");
-    assert_eq!(body.as_ref(), b"hello");
-    drop(heads);
+    {
+        let heads = upstream.heads.lock().unwrap();
+        let (parts, body) = &heads[0];
+        assert_eq!(parts.uri.authority().unwrap().as_str(), "example.test");
+        assert_eq!(parts.headers["content-length"], "5");
+        assert_eq!(body.as_ref(), b"hello");
+    }
     proxy.stop().await;
 }

@@ -136,6 +136,28 @@ async fn interim_responses_reach_an_http1_client_over_tls() {
     proxy.stop().await;
 }
 
+/// Pipelined requests: each exchange's interim responses come after the previous final
+/// response and before its own, never mixed across exchanges.
+#[tokio::test]
+async fn pipelined_requests_keep_their_interim_responses_in_place() {
+    let up = Scripted::start().await;
+    let proxy = Running::proxy(proxy_config(up.url())).await;
+    up.release.add_permits(3);
+    let mut conn = proxy.connect().await;
+    conn.send(&[GET_PAGE, GET_PAGE, GET_PAGE].concat()).await;
+    for round in 0..3 {
+        let mut statuses = Vec::new();
+        for _ in 0..3 {
+            statuses.push(conn.answer(true).await.status);
+        }
+        let last = conn.answer(false).await;
+        statuses.push(last.status);
+        assert_eq!(statuses, [103, 100, 103, 200], "exchange {round}");
+        assert_eq!(last.body, b"ok");
+    }
+    proxy.stop().await;
+}
+
 /// RFC 9110 §15.2: a server must not send a 1xx to an HTTP/1.0 client.
 #[tokio::test]
 async fn an_http10_client_gets_only_the_final_response() {
@@ -165,7 +187,10 @@ async fn an_http2_client_gets_the_final_response_after_upstream_interims() {
     up.release.add_permits(2);
     let mut h2 = H2::handshake(tls_connect(proxy.addr, &cert.pem, &[b"h2"]).await).await;
     let answer = h2.request("GET", "/page", b"").await;
-    assert_eq!((answer.status, answer.version), (200, http::Version::HTTP_2));
+    assert_eq!(
+        (answer.status, answer.version),
+        (200, http::Version::HTTP_2)
+    );
     assert_eq!(answer.body.unwrap(), b"ok");
     let cleartext = Running::proxy(ProxyConfig {
         http2: true,

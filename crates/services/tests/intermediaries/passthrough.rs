@@ -450,7 +450,10 @@ where
     raw.headers(1, &malformed, true).await;
     let outcome = raw.outcome(1).await;
     assert!(
-        matches!(outcome, Outcome::Reset(PROTOCOL_ERROR) | Outcome::Status(400)),
+        matches!(
+            outcome,
+            Outcome::Reset(PROTOCOL_ERROR) | Outcome::Status(400)
+        ),
         "{outcome:?}"
     );
     raw.headers(3, &request("/fine"), true).await;
