@@ -12,9 +12,15 @@
 //! The proxy answers `GET /__gatebench/health` itself (200 `ok`; the balancer says how many
 //! upstreams are eligible and answers 503 when none is). Every other path is forwarded.
 //!
+//! Interim (1xx) responses of an HTTP/1.1 upstream reach an HTTP/1.1 client before the final
+//! response, through the connection's `h1check::Interim` queue (RFC 9110 §15.2). `Expect:
+//! 100-continue` is answered by the proxy itself (hyper, as the body is first read) and not
+//! forwarded.
+//!
 //! What it does not do: caching, header rewriting beyond the intermediary rules, WebSocket or
 //! CONNECT tunnels (Upgrade is stripped, CONNECT gets 405), h2c upstreams (cleartext upstreams
-//! get HTTP/1.1), retries of requests with a body once any of it was sent.
+//! get HTTP/1.1), retries of requests with a body once any of it was sent, interim responses to
+//! HTTP/2 clients or from HTTP/2 upstreams (hyper has no API for them; docs/proxy.md).
 
 pub(crate) mod body;
 pub(crate) mod forward;
