@@ -187,8 +187,9 @@ pub struct ServeArgs {
     /// Longest silence inside an upstream response body (the client's response is cut).
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Intermediaries")]
     pub upstream_read_timeout: std::time::Duration,
-    /// Total time for a client's request head, from its first byte; 408 beyond (slowloris).
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Intermediaries")]
+    /// Total time for an HTTP/1.1 request head, from its first byte; 408 and a close beyond
+    /// (slowloris). Every service, the echo backend too.
+    #[arg(long, visible_alias = "header-timeout", value_name = "DURATION", default_value = "10s", value_parser = parse_duration, allow_hyphen_values = true)]
     pub client_header_timeout: std::time::Duration,
     /// Longest silence inside a client's request body; 408 beyond.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Intermediaries")]

@@ -7,6 +7,12 @@
 //! so it must never be the bottleneck: the GET answer is pre-built and shared, and the common
 //! no-delay GET path allocates no future.
 //!
+//! HTTP/1.1 requests (cleartext and TLS) go through the same strict framing checks as the
+//! intermediaries' (`h1check`): a request head must be complete within `header_timeout` of its
+//! first byte, however slowly its bytes trickle in (slowloris), or the answer is `408 Request
+//! Timeout` and a close; an idle keep-alive connection is closed quietly after 30 s; ambiguous
+//! framing (Content-Length with Transfer-Encoding, …) gets 400 as BEHAVIOUR.md asks of a server.
+//!
 //! What it does not do: it does not stream (a body is read whole, up to `max_body`, before it is
 //! echoed, as the Netty one does with its aggregator), and it does not measure anything.
 
@@ -29,6 +35,7 @@ use tokio::net::TcpListener;
 use tracing::{debug, info};
 
 use crate::error::ServicesError;
+use crate::h1check::{self, H1Limits};
 use crate::server::{self, ListenOptions, Protocols};
 use crate::tls::{self, TlsSettings};
 
@@ -37,6 +44,14 @@ const GET_PATTERN: &[u8] = b"Hello, world!";
 const TEXT_PLAIN: HeaderValue = HeaderValue::from_static("text/plain");
 const OCTET_STREAM: HeaderValue = HeaderValue::from_static("application/octet-stream");
 const CLOSE: HeaderValue = HeaderValue::from_static("close");
+/// Largest HTTP/1.1 request head and request line (431 / 414 beyond): generous, since the echo
+/// backend is what benchmarks measure through, not a place to test limits.
+const MAX_HEAD: usize = 64 * 1024;
+/// Longest silence inside an HTTP/1.1 request body before the body fails and the connection
+/// closes (nginx's `client_body_timeout` default).
+const BODY_TIMEOUT: Duration = Duration::from_secs(60);
+/// An idle HTTP/1.1 keep-alive connection is closed quietly after this.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Configuration of the echo backend.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,11 +76,14 @@ pub struct EchoConfig {
     pub http2: bool,
     /// SETTINGS_MAX_CONCURRENT_STREAMS announced on HTTP/2 connections (at least 1).
     pub h2_max_streams: u32,
+    /// Total time for an HTTP/1.1 request head from its first byte (above zero); beyond it the
+    /// answer is 408 and the connection closes, even if bytes keep trickling in.
+    pub header_timeout: Duration,
 }
 
 impl Default for EchoConfig {
     /// No delay, 13-byte GET answers, one thread per available core, 16 MiB bodies, cleartext
-    /// HTTP/1.1 only, 256 concurrent HTTP/2 streams.
+    /// HTTP/1.1 only, 256 concurrent HTTP/2 streams, 10 s for a request head (as the proxy).
     fn default() -> Self {
         Self {
             delay: Duration::ZERO,
@@ -75,6 +93,7 @@ impl Default for EchoConfig {
             tls: None,
             http2: false,
             h2_max_streams: 256,
+            header_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -92,6 +111,9 @@ impl EchoConfig {
         if self.h2_max_streams == 0 {
             return invalid("h2_max_streams must be at least 1");
         }
+        if self.header_timeout.is_zero() {
+            return invalid("header_timeout must be above zero");
+        }
         Ok(())
     }
 
@@ -106,7 +128,17 @@ impl EchoConfig {
             http2: self.http2,
             h2_max_streams: self.h2_max_streams,
             tls,
-        });
+        })
+        .with_strict_h1(
+            H1Limits {
+                max_request_line: MAX_HEAD,
+                max_head: MAX_HEAD,
+                max_body: self.max_body as u64,
+                head_timeout: self.header_timeout,
+                body_timeout: BODY_TIMEOUT,
+            },
+            IDLE_TIMEOUT,
+        );
         Ok((Arc::new(protocols), Echo::new(self)))
     }
 
@@ -118,6 +150,7 @@ impl EchoConfig {
             tls = self.tls.is_some(),
             http2 = self.http2,
             delay_ms = self.delay.as_secs_f64() * 1000.0,
+            header_timeout_s = self.header_timeout.as_secs_f64(),
             get_size = self.get_size,
             max_body = self.max_body,
             "echo backend listening",
@@ -210,8 +243,14 @@ impl Service<Request<Incoming>> for Echo {
         let head = req.method() == Method::HEAD;
         let has_body = matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH)
             || !req.body().is_end_stream();
-        if req.version() <= Version::HTTP_11 && malformed_http1(&req) {
-            return EchoFuture::Ready(Some(refuse(StatusCode::BAD_REQUEST, true)));
+        if req.version() <= Version::HTTP_11 {
+            // A head `h1check` refused (408, 400, 431, …) arrives as a synthetic request.
+            if let Some(status) = h1check::rejection(&req) {
+                return EchoFuture::Ready(Some(refuse(status, true)));
+            }
+            if malformed_http1(&req) {
+                return EchoFuture::Ready(Some(refuse(StatusCode::BAD_REQUEST, true)));
+            }
         }
         if is_health && (req.method() == Method::GET || head) {
             return EchoFuture::Ready(Some(health(head)));
@@ -234,11 +273,7 @@ impl Service<Request<Incoming>> for Echo {
 
 /// The Host rules of RFC 9112 §3.2, which hyper leaves to the application: 400 for an HTTP/1.1
 /// request without Host, and for any request with more than one Host or an invalid one.
-///
-/// Content-Length together with Transfer-Encoding cannot be refused here as BEHAVIOUR.md asks:
-/// hyper drops the Content-Length before the service sees the request and decodes the chunked
-/// body (which RFC 9112 §6.3 allows a server to do). Harmless for a backend that only echoes;
-/// an intermediary must not forward such a request.
+/// `h1check` applies them already; kept as the service's own guard.
 fn malformed_http1(req: &Request<Incoming>) -> bool {
     let headers = req.headers();
     let mut hosts = headers.get_all(HOST).iter();

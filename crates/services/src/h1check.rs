@@ -28,7 +28,13 @@
 //! (reads and discards for up to [`LINGER`]) so that the close does not become a reset that
 //! destroys the answer before the client reads it (Apache's "lingering close").
 //!
-//! What it does not do: it does not decide anything about responses, HTTP/2 (a cleartext
+//! It also carries interim (1xx) responses from a request's handler onto the connection
+//! ([`Interim`]), which hyper's server has no way to send: they are written when hyper flushes
+//! with nothing of its own left to write, and the handler waits until they are on the wire before
+//! it hands hyper the final response, so they always leave after the previous response and
+//! before this one (RFC 9110 §15.2).
+//!
+//! What it does not do: it does not decide anything else about responses, HTTP/2 (a cleartext
 //! connection that opens with the HTTP/2 preface is passed through untouched) or body sizes of
 //! chunked requests (the service counts those, on every protocol).
 
@@ -36,8 +42,8 @@ use std::future::Future;
 use std::io;
 use std::mem::MaybeUninit;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
@@ -160,12 +166,83 @@ pub(crate) struct StrictH1<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> {
     eof: bool,
     /// What reads report once [`State::Failed`]: broken framing or a stalled body.
     failure: io::ErrorKind,
+    /// Interim responses queued by this connection's handlers, if the service sends any.
+    interim: Option<Interim>,
+    /// Interim bytes taken from the queue and not yet written.
+    interim_out: BytesMut,
+    /// How many bytes `interim_out` held when it was taken.
+    interim_taken: u64,
+}
+
+/// Interim (1xx) responses on their way from a request's handler to its HTTP/1.1 connection:
+/// one per connection, shared by the service and the connection's [`StrictH1`].
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Interim(Arc<Mutex<InterimQueue>>);
+
+#[derive(Debug, Default)]
+struct InterimQueue {
+    /// Serialized heads waiting for the connection.
+    queued: BytesMut,
+    /// Bytes ever queued, and ever written: a handler waits until `written` reaches the count
+    /// its own head brought `queued_total` to.
+    queued_total: u64,
+    written: u64,
+    /// The connection's task (hyper polls the handler from it too), and a waiting handler.
+    conn: Option<Waker>,
+    handler: Option<Waker>,
+    /// The connection is gone: nothing more will be written.
+    closed: bool,
+}
+
+impl Interim {
+    fn lock(&self) -> MutexGuard<'_, InterimQueue> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Queues one serialized interim response head and waits until it has been written to the
+    /// connection; false when the connection is gone. The caller must not hand hyper its final
+    /// response before this returns: that is what keeps the order on the wire.
+    pub(crate) async fn send(&self, head: &[u8]) -> bool {
+        let target = {
+            let mut queue = self.lock();
+            if queue.closed {
+                return false;
+            }
+            queue.queued.extend_from_slice(head);
+            queue.queued_total += head.len() as u64;
+            if let Some(conn) = &queue.conn {
+                conn.wake_by_ref();
+            }
+            queue.queued_total
+        };
+        std::future::poll_fn(|cx| {
+            let mut queue = self.lock();
+            if queue.written >= target {
+                Poll::Ready(true)
+            } else if queue.closed {
+                Poll::Ready(false)
+            } else {
+                queue.handler = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        })
+        .await
+    }
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> StrictH1<S> {
     /// Wraps an accepted connection. `sniff_h2`: the port also serves HTTP/2 by prior
     /// knowledge, so a connection opening with the preface is passed through.
-    pub(crate) fn new(inner: S, limits: Arc<H1Limits>, sniff_h2: bool) -> Self {
+    ///
+    /// `interim`: the queue this connection's service sends interim responses through.
+    pub(crate) fn new(
+        inner: S,
+        limits: Arc<H1Limits>,
+        sniff_h2: bool,
+        interim: Option<Interim>,
+    ) -> Self {
         Self {
             inner: Some(inner),
             limits,
@@ -177,7 +254,49 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> StrictH1<S> {
             armed: false,
             eof: false,
             failure: io::ErrorKind::InvalidData,
+            interim,
+            interim_out: BytesMut::new(),
+            interim_taken: 0,
         }
+    }
+
+    /// Writes the queued interim responses, if any. hyper calls `poll_flush` only once its own
+    /// buffer is written out, and every turn of its connection loop, so waking its task (as
+    /// [`Interim::send`] does) is enough to get here.
+    fn poll_interim(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let Some(interim) = &self.interim else {
+            return Poll::Ready(Ok(()));
+        };
+        if self.interim_out.is_empty() {
+            let mut queue = interim.lock();
+            if !queue.conn.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                queue.conn = Some(cx.waker().clone());
+            }
+            if queue.queued.is_empty() {
+                return Poll::Ready(Ok(()));
+            }
+            self.interim_out = queue.queued.split();
+            self.interim_taken = self.interim_out.len() as u64;
+        }
+        let inner = Pin::new(
+            self.inner
+                .as_mut()
+                .expect("inner stream present until drop"),
+        );
+        let mut inner = inner;
+        while !self.interim_out.is_empty() {
+            let n = std::task::ready!(inner.as_mut().poll_write(cx, &self.interim_out))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            self.interim_out.advance(n);
+        }
+        let mut queue = interim.lock();
+        queue.written += std::mem::take(&mut self.interim_taken);
+        if let Some(handler) = queue.handler.take() {
+            handler.wake();
+        }
+        Poll::Ready(Ok(()))
     }
 
     fn inner(&mut self) -> Pin<&mut S> {
@@ -529,7 +648,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> AsyncWrite for StrictH1
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.get_mut().inner().poll_flush(cx)
+        let this = self.get_mut();
+        std::task::ready!(this.poll_interim(cx))?;
+        this.inner().poll_flush(cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -542,6 +663,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> Drop for StrictH1<S> {
     /// short): a close with unread data becomes a reset, which can destroy the answer in the
     /// client's receive buffer before it is read.
     fn drop(&mut self) {
+        if let Some(interim) = &self.interim {
+            let mut queue = interim.lock();
+            queue.closed = true;
+            if let Some(handler) = queue.handler.take() {
+                handler.wake();
+            }
+        }
         let mid_message = !matches!(self.state, State::Head | State::Passthrough | State::Sniff)
             || self.head_started.is_some();
         if !mid_message || self.eof {
@@ -944,7 +1072,7 @@ mod tests {
 
     fn checker() -> StrictH1<tokio::io::DuplexStream> {
         let (a, _b) = tokio::io::duplex(64);
-        StrictH1::new(a, Arc::new(limits()), false)
+        StrictH1::new(a, Arc::new(limits()), false, None)
     }
 
     #[tokio::test]

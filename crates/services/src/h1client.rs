@@ -15,7 +15,9 @@
 //! Content-Length, a coding other than one `chunked`) or a 101 is a protocol error (502), chunk
 //! sizes are strict hex with overflow checks (RFC 9112 §7.1), and a connection is reused only
 //! after a complete HTTP/1.1 keep-alive response with nothing left over. 1xx interim responses
-//! are read and dropped. Trailers of chunked responses are checked and dropped.
+//! (100 Continue, 103 Early Hints, …) are handed, stripped of hop-by-hop fields and with Via
+//! added, to the client's connection when the client speaks HTTP/1.1 ([`InterimSink`]), and
+//! dropped otherwise. Trailers of chunked responses are checked and dropped.
 //!
 //! What it does not do: pipelining (one exchange at a time per connection), request trailers,
 //! `Expect: 100-continue` towards the upstream (the proxy removes Expect).
@@ -37,7 +39,7 @@ use hyper::body::{Body, Frame, SizeHint};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
-use crate::h1check::{chunk_size, crlf_only, MAX_HEADERS};
+use crate::h1check::{chunk_size, crlf_only, Interim, MAX_HEADERS};
 use crate::proxy::body::{BodyError, UpBody};
 use crate::proxy::forward::{log_failure, Failure};
 use crate::upstream::{Pool, UpstreamIo};
@@ -185,6 +187,14 @@ pub(crate) struct ExchangeLimits {
     pub max_head: usize,
 }
 
+/// Where the upstream's interim (1xx) responses go: the client's HTTP/1.1 connection, with
+/// this proxy's Via entry added to each (RFC 9110 §7.6.3).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct InterimSink<'a> {
+    pub interim: &'a Interim,
+    pub via: &'a HeaderValue,
+}
+
 /// Where a finished connection goes back to.
 #[derive(Debug, Clone)]
 pub(crate) struct Home {
@@ -202,6 +212,7 @@ pub(crate) async fn exchange(
     stash: &mut Option<Bytes>,
     limits: ExchangeLimits,
     home: Home,
+    interim: Option<InterimSink<'_>>,
 ) -> Result<(http::response::Parts, H1Body), H1Error> {
     let mut out = Vec::with_capacity(256);
     let framing = write_head(&mut out, &head, body, stash.as_ref());
@@ -289,7 +300,7 @@ pub(crate) async fn exchange(
     conn.arm(limits.response_timeout);
     let response = tokio::select! {
         biased;
-        response = read_head(&mut conn.io, limits.max_head) => response?,
+        response = read_head(&mut conn.io, limits.max_head, interim) => response?,
         () = conn.timer.as_mut() => {
             return Err(H1Error::Upstream {
                 failure: Failure::ResponseTimeout,
@@ -315,7 +326,7 @@ async fn early_answer(
     conn.arm(limits.response_timeout.min(Duration::from_secs(1)));
     let response = tokio::select! {
         biased;
-        response = read_head(&mut conn.io, limits.max_head) => response,
+        response = read_head(&mut conn.io, limits.max_head, None) => response,
         () = conn.timer.as_mut() => return Err(upstream_write(error)),
     };
     match response {
@@ -459,7 +470,8 @@ struct Span {
     value: (u32, u32),
 }
 
-/// Reads a final response head (interim 1xx responses are read and dropped).
+/// Reads a final response head. Interim 1xx responses before it go to `interim` (each written
+/// to the client before the next is read), or are dropped when there is none.
 ///
 /// The head is parsed once: field positions are noted while the buffer is borrowed, then the
 /// head is frozen and every kept value shares its bytes (no copy, no allocation per field).
@@ -468,6 +480,7 @@ struct Span {
 async fn read_head<R: AsyncRead + Unpin>(
     io: &mut R,
     max_head: usize,
+    interim: Option<InterimSink<'_>>,
 ) -> Result<ResponseHead, H1Error> {
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     let mut received = false;
@@ -536,7 +549,12 @@ async fn read_head<R: AsyncRead + Unpin>(
                 return Err(head_too_large(max_head));
             }
             if (100..200).contains(&code) && code != 101 {
-                // Interim response (100 Continue, 103 Early Hints): not forwarded.
+                // Interim response (100 Continue, 103 Early Hints): forwarded when the client
+                // can take it (RFC 9110 §15.2: a proxy forwards 1xx it did not ask for itself).
+                if let Some(sink) = interim {
+                    let head = interim_head(&buf[..len], code, &spans[..count], sink.via);
+                    sink.interim.send(&head).await;
+                }
                 buf.advance(len);
                 continue;
             }
@@ -544,6 +562,47 @@ async fn read_head<R: AsyncRead + Unpin>(
             return build_head(&head, code, version, &spans[..count], buf);
         }
     }
+}
+
+/// An interim response head as the client gets it: HTTP/1.1, the upstream's fields less the
+/// hop-by-hop ones (RFC 9110 §7.6.1, and any named in Connection), this proxy's Via last.
+fn interim_head(head: &[u8], code: u16, spans: &[Span], via: &HeaderValue) -> Vec<u8> {
+    let slice = |(at, len): (u32, u32)| &head[at as usize..(at + len) as usize];
+    let named: Vec<&[u8]> = spans
+        .iter()
+        .filter(|span| slice(span.name).eq_ignore_ascii_case(b"connection"))
+        .flat_map(|span| slice(span.value).split(|&b| b == b',').map(trim))
+        .collect();
+    let reason = StatusCode::from_u16(code)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("Informational");
+    let mut out = Vec::with_capacity(head.len() + 64);
+    out.extend_from_slice(format!("HTTP/1.1 {code} {reason}\r\n").as_bytes());
+    for span in spans {
+        let name = slice(span.name);
+        let hop = [
+            &b"connection"[..],
+            b"keep-alive",
+            b"proxy-connection",
+            b"upgrade",
+            b"te",
+            b"transfer-encoding",
+        ]
+        .iter()
+        .chain(named.iter())
+        .any(|hop| name.eq_ignore_ascii_case(hop));
+        if !hop {
+            out.extend_from_slice(name);
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(slice(span.value));
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+    out.extend_from_slice(b"via: ");
+    out.extend_from_slice(via.as_bytes());
+    out.extend_from_slice(b"\r\n\r\n");
+    out
 }
 
 /// Builds the response head from a complete, checked head.
@@ -954,7 +1013,7 @@ pub(crate) async fn health_status(
     out.extend_from_slice(b"\r\nconnection: close\r\nuser-agent: gatebench-health-check\r\n\r\n");
     conn.io.write_all(&out).await.map_err(|e| e.to_string())?;
     conn.io.flush().await.map_err(|e| e.to_string())?;
-    match read_head(&mut conn.io, 64 * 1024).await {
+    match read_head(&mut conn.io, 64 * 1024, None).await {
         Ok(response) => Ok(response.parts.status),
         Err(H1Error::Upstream { error, .. }) => Err(error),
         Err(other) => Err(format!("{other:?}")),
@@ -1034,7 +1093,7 @@ mod tests {
 
     async fn head_of(raw: &[u8]) -> Result<ResponseHead, H1Error> {
         let mut io = raw;
-        read_head(&mut io, 1024).await
+        read_head(&mut io, 1024, None).await
     }
 
     #[tokio::test]

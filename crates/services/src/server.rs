@@ -28,7 +28,7 @@ use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
 use crate::error::ServicesError;
-use crate::h1check::{H1Limits, StrictH1};
+use crate::h1check::{H1Limits, Interim, StrictH1};
 
 /// How long in-flight requests get to finish once shutdown starts.
 pub(crate) const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -88,10 +88,13 @@ pub(crate) struct ListenOptions {
 }
 
 /// What a service learns about the connection it is built for.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct ConnInfo {
     /// The client's address.
     pub peer: SocketAddr,
+    /// Where the service sends interim (1xx) responses of HTTP/1.1 requests; present when the
+    /// listener was built [`Protocols::with_interim`] (and unused on an HTTP/2 connection).
+    pub interim: Option<Interim>,
 }
 
 /// Per-listener connection builders, shared by every connection of the listener.
@@ -104,6 +107,8 @@ pub(crate) struct Protocols {
     /// Strict HTTP/1.1 request checks in front of hyper (`h1check`); `None` leaves requests to
     /// hyper alone (the echo backend).
     strict_h1: Option<Arc<H1Limits>>,
+    /// Give every connection an [`Interim`] queue (needs `strict_h1`, which writes it).
+    interim: bool,
 }
 
 impl Protocols {
@@ -133,6 +138,7 @@ impl Protocols {
             http2: options.http2,
             tls: options.tls.clone().map(TlsAcceptor::from),
             strict_h1: None,
+            interim: false,
         }
     }
 
@@ -147,12 +153,20 @@ impl Protocols {
         self
     }
 
+    /// Gives each connection an [`Interim`] queue (in [`ConnInfo`]) through which the service
+    /// sends interim responses to HTTP/1.1 clients; only with [`Protocols::with_strict_h1`].
+    pub(crate) fn with_interim(mut self) -> Self {
+        self.interim = self.strict_h1.is_some();
+        self
+    }
+
     /// Serves one accepted connection to the end (or until the drain ends it).
     async fn serve<S, B>(
         self: Arc<Self>,
         stream: TcpStream,
         service: S,
         drain: watch::Receiver<bool>,
+        interim: Option<Interim>,
     ) where
         S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
         S::Future: Send + 'static,
@@ -165,7 +179,7 @@ impl Protocols {
         let Some(acceptor) = &self.tls else {
             match (&self.strict_h1, self.http2) {
                 (Some(limits), http2) => {
-                    let io = TokioIo::new(StrictH1::new(stream, limits.clone(), http2));
+                    let io = TokioIo::new(StrictH1::new(stream, limits.clone(), http2, interim));
                     if http2 {
                         drive!(self.auto.serve_connection(io, service), drain);
                     } else {
@@ -196,7 +210,7 @@ impl Protocols {
         match (&self.strict_h1, h2) {
             (_, true) => drive!(self.h2.serve_connection(TokioIo::new(tls), service), drain),
             (Some(limits), false) => {
-                let io = TokioIo::new(StrictH1::new(tls, limits.clone(), false));
+                let io = TokioIo::new(StrictH1::new(tls, limits.clone(), false, interim));
                 drive!(self.h1.serve_connection(io, service), drain);
             }
             (None, false) => drive!(self.h1.serve_connection(TokioIo::new(tls), service), drain),
@@ -314,11 +328,16 @@ pub(crate) async fn accept_loop<M, S, B>(
                 if let Err(error) = stream.set_nodelay(true) {
                     debug!(%error, "failed to set TCP_NODELAY");
                 }
-                tokio::spawn(protocols.clone().serve(
-                    stream,
-                    make(ConnInfo { peer }),
-                    drain.clone(),
-                ));
+                let interim = protocols.interim.then(Interim::default);
+                let service = make(ConnInfo {
+                    peer,
+                    interim: interim.clone(),
+                });
+                tokio::spawn(
+                    protocols
+                        .clone()
+                        .serve(stream, service, drain.clone(), interim),
+                );
             }
             // The peer gave up before we accepted: nothing to do but take the next one.
             Err(error) if is_connection_error(&error) => {

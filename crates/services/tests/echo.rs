@@ -477,15 +477,16 @@ mod shutdown {
     #[tokio::test]
     async fn in_flight_delayed_request_finishes_then_serve_returns() {
         let mut server = Server::start(EchoConfig {
-            delay: Duration::from_millis(500),
+            delay: Duration::from_secs(1),
             ..config()
         })
         .await;
         let addr = server.addr;
         let mut conn = server.connect().await;
         conn.send(&post("/", None, b"finish me")).await;
-        // Let the request reach the server and start its delay.
-        tokio::time::sleep(Duration::from_millis(150)).await;
+        // Let the request reach the server and start its delay (400 ms: margin for a loaded
+        // machine, still well inside the delay).
+        tokio::time::sleep(Duration::from_millis(400)).await;
         let started = Instant::now();
         server.signal_stop();
         let answer = conn.answer(false).await;
@@ -562,7 +563,7 @@ mod shutdown {
         let (stop, stopped) = oneshot::channel::<()>();
         let config = EchoConfig {
             threads: 2,
-            delay: Duration::from_millis(500),
+            delay: Duration::from_secs(1),
             ..EchoConfig::default()
         };
         let server = std::thread::spawn(move || {
@@ -577,7 +578,8 @@ mod shutdown {
         runtime.block_on(async {
             let mut conn = Conn::new(TcpStream::connect(addr).await.unwrap());
             conn.send(&post("/", None, b"in flight")).await;
-            tokio::time::sleep(Duration::from_millis(150)).await;
+            // Inside the 1 s delay, with margin for the request to arrive on a loaded machine.
+            tokio::time::sleep(Duration::from_millis(400)).await;
             stop.send(()).unwrap();
             let answer = conn.answer(false).await;
             assert_eq!(answer.status, 200);
@@ -1107,5 +1109,114 @@ mod h2 {
         server.signal_stop();
         assert_eq!(in_flight.await.unwrap(), b"last");
         server.stop().await.unwrap();
+    }
+}
+
+mod head_deadline {
+    use super::support_h2::*;
+    use super::*;
+
+    /// The head deadline of these tests: long enough that a loaded machine does not miss it by
+    /// much, short enough to keep the tests quick.
+    const DEADLINE: Duration = Duration::from_millis(1000);
+    /// One byte this often: far below the deadline, so a timer that counted only silence (an
+    /// inactivity timeout) would never fire and the test would see no 408 at all.
+    const TRICKLE: Duration = Duration::from_millis(50);
+
+    fn deadline_config() -> EchoConfig {
+        EchoConfig {
+            header_timeout: DEADLINE,
+            ..config()
+        }
+    }
+
+    /// Trickles a head that never ends, one byte per [`TRICKLE`], until the server answers:
+    /// asserts a 408 that comes no earlier than the deadline and within the deadline plus
+    /// generous slack for a loaded 2-core machine, then a close.
+    async fn slowloris<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(stream: S) {
+        let (mut read, mut write) = tokio::io::split(stream);
+        let started = Instant::now();
+        let trickle = tokio::spawn(async move {
+            let head = b"GET / HTTP/1.1\r\nHost: a\r\nX-Slow: ";
+            for &byte in head.iter().chain(std::iter::repeat(&b'a')) {
+                if write.write_all(&[byte]).await.is_err() {
+                    return;
+                }
+                tokio::time::sleep(TRICKLE).await;
+            }
+        });
+        let mut answer = Vec::new();
+        let mut chunk = [0u8; 1024];
+        let closed = loop {
+            match tokio::time::timeout(PATIENCE, read.read(&mut chunk)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => break true,
+                Ok(Ok(n)) => answer.extend_from_slice(&chunk[..n]),
+                Err(_) => break false,
+            }
+        };
+        let took = started.elapsed();
+        trickle.abort();
+        let text = String::from_utf8_lossy(&answer);
+        assert!(text.starts_with("HTTP/1.1 408 "), "{text:?} after {took:?}");
+        assert!(
+            text.to_ascii_lowercase().contains("connection: close"),
+            "{text}"
+        );
+        assert!(closed, "the connection closes after the 408");
+        // The deadline counts from the first byte, which left just after `started`.
+        assert!(took >= DEADLINE - Duration::from_millis(50), "{took:?}");
+        assert!(took < DEADLINE + Duration::from_secs(4), "{took:?}");
+    }
+
+    #[tokio::test]
+    async fn slowloris_head_gets_408_at_the_deadline_while_bytes_trickle() {
+        let server = Server::start(deadline_config()).await;
+        slowloris(TcpStream::connect(server.addr).await.unwrap()).await;
+        server.stop().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn slowloris_head_over_tls_gets_408() {
+        let (config, cert) = tls_config(false, "slowloris");
+        let server = Server::start(EchoConfig {
+            header_timeout: DEADLINE,
+            ..config
+        })
+        .await;
+        slowloris(tls_connect(server.addr, &cert, &[b"http/1.1"]).await).await;
+        server.stop().await.unwrap();
+    }
+
+    /// The deadline runs from a head's first byte: a connection idle (before its first request,
+    /// and between requests) for longer than the deadline is served normally, no 408.
+    #[tokio::test]
+    async fn idle_connections_are_not_timed_out_as_slow_heads() {
+        let server = Server::start(deadline_config()).await;
+        let mut conn = server.connect().await;
+        tokio::time::sleep(DEADLINE + Duration::from_millis(500)).await;
+        assert_eq!(conn.request(GET).await.status, 200);
+        tokio::time::sleep(DEADLINE + Duration::from_millis(500)).await;
+        let answer = conn.request(&post("/", None, b"still here")).await;
+        assert_eq!(
+            (answer.status, answer.body.as_slice()),
+            (200, &b"still here"[..])
+        );
+        server.stop().await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_zero_header_timeout_is_refused() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let err = echo::serve(
+            listener,
+            EchoConfig {
+                header_timeout: Duration::ZERO,
+                ..config()
+            },
+            async {},
+        )
+        .await
+        .unwrap_err();
+        assert!(err.to_string().contains("header_timeout"), "{err}");
     }
 }

@@ -55,6 +55,7 @@ fn echo(args: ServeArgs) -> Result<ExitCode> {
         tls,
         http2: args.http2,
         h2_max_streams: args.h2_max_streams,
+        header_timeout: args.client_header_timeout,
     };
     let listener = TcpListener::bind((args.host.as_str(), args.port))
         .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;
@@ -248,6 +249,9 @@ fn check_common(args: &ServeArgs) -> Result<()> {
     }
     if args.h2_max_streams == 0 {
         bail!("--h2-max-streams must be at least 1");
+    }
+    if args.client_header_timeout.is_zero() {
+        bail!("--client-header-timeout must be above zero");
     }
     if args.size as u64 > MAX_PAYLOAD {
         bail!(

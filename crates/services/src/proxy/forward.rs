@@ -32,6 +32,7 @@ use hyper::body::{Body, Incoming};
 use hyper::client::conn::http2;
 use tracing::{debug, warn};
 
+use crate::h1check::Interim;
 use crate::h1client::{self, H1Error};
 use crate::proxy::body::{BodyError, ResBody, UpBody, UpstreamBody};
 use crate::proxy::{headers, Shared};
@@ -307,8 +308,15 @@ fn idempotent(method: &Method) -> bool {
     )
 }
 
-/// Forwards `out` and returns what the client gets.
-pub(crate) async fn forward(shared: &Shared, mut out: Outgoing, http1: bool) -> Response<ResBody> {
+/// Forwards `out` and returns what the client gets. `interim`: the client's HTTP/1.1
+/// connection, where the interim responses of an HTTP/1.1 upstream go (hyper's HTTP/2 server
+/// and client carry none, see docs/proxy.md).
+pub(crate) async fn forward(
+    shared: &Shared,
+    mut out: Outgoing,
+    http1: bool,
+    interim: Option<&Interim>,
+) -> Response<ResBody> {
     let balancer = &shared.balancer;
     // A request that can go again whole: idempotent, and no body to lose.
     let repeatable = idempotent(&out.method) && out.body.is_end_stream();
@@ -427,7 +435,11 @@ pub(crate) async fn forward(shared: &Shared, mut out: Outgoing, http1: bool) -> 
             read_timeout: shared.timeouts.upstream_read,
             max_head: shared.max_response_head,
         };
-        match h1client::exchange(conn, head, &mut out.body, &mut stash, limits, home).await {
+        let sink = interim.map(|interim| h1client::InterimSink {
+            interim,
+            via: shared.via.value(Version::HTTP_11),
+        });
+        match h1client::exchange(conn, head, &mut out.body, &mut stash, limits, home, sink).await {
             Ok((parts, body)) => {
                 balancer.succeeded(index);
                 // Hop-by-hop fields were left out as the head was parsed.

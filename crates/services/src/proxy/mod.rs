@@ -12,9 +12,15 @@
 //! The proxy answers `GET /__gatebench/health` itself (200 `ok`; the balancer says how many
 //! upstreams are eligible and answers 503 when none is). Every other path is forwarded.
 //!
+//! Interim (1xx) responses of an HTTP/1.1 upstream reach an HTTP/1.1 client before the final
+//! response, through the connection's `h1check::Interim` queue (RFC 9110 §15.2). `Expect:
+//! 100-continue` is answered by the proxy itself (hyper, as the body is first read) and not
+//! forwarded.
+//!
 //! What it does not do: caching, header rewriting beyond the intermediary rules, WebSocket or
 //! CONNECT tunnels (Upgrade is stripped, CONNECT gets 405), h2c upstreams (cleartext upstreams
-//! get HTTP/1.1), retries of requests with a body once any of it was sent.
+//! get HTTP/1.1), retries of requests with a body once any of it was sent, interim responses to
+//! HTTP/2 clients or from HTTP/2 upstreams (hyper has no API for them; docs/proxy.md).
 
 pub(crate) mod body;
 pub(crate) mod forward;
@@ -36,7 +42,7 @@ use tracing::info;
 
 use crate::balance::{Balancer, EjectionConfig, HealthConfig};
 use crate::error::ServicesError;
-use crate::h1check::{self, H1Limits};
+use crate::h1check::{self, H1Limits, Interim};
 use crate::json_xml::JsonXmlLimits;
 use crate::proxy::body::{ResBody, UpBody};
 use crate::proxy::forward::{error_response, Failure, Outgoing};
@@ -361,7 +367,8 @@ fn prepare(
             body_timeout: config.timeouts.client_body,
         },
         config.timeouts.client_idle,
-    );
+    )
+    .with_interim();
     let via = Via::new();
     let proxy_status = Failure::ALL
         .iter()
@@ -392,13 +399,19 @@ pub(crate) struct Proxy {
     shared: Arc<Shared>,
     /// The client's IP as an X-Forwarded-For entry, formatted once per connection.
     client: HeaderValue,
+    /// Where interim responses to this connection's HTTP/1.1 requests go.
+    interim: Option<Interim>,
 }
 
 impl Proxy {
     fn new(shared: Arc<Shared>, conn: ConnInfo) -> Self {
         let client = HeaderValue::from_str(&conn.peer.ip().to_string())
             .expect("an IP address is a valid header value");
-        Self { shared, client }
+        Self {
+            shared,
+            client,
+            interim: conn.interim,
+        }
     }
 }
 
@@ -411,7 +424,13 @@ impl Service<Request<Incoming>> for Proxy {
 
     fn call(&self, req: Request<Incoming>) -> Self::Future {
         let (shared, client) = (self.shared.clone(), self.client.clone());
-        Box::pin(async move { Ok(handle(&shared, &client, req).await) })
+        // RFC 9110 §15.2: no 1xx to an HTTP/1.0 client; HTTP/2 requests (h2c on a strict port)
+        // do not go through the HTTP/1.1 connection's queue.
+        let interim = self
+            .interim
+            .clone()
+            .filter(|_| req.version() == Version::HTTP_11);
+        Box::pin(async move { Ok(handle(&shared, &client, req, interim.as_ref()).await) })
     }
 }
 
@@ -423,6 +442,7 @@ async fn handle(
     shared: &Shared,
     client: &HeaderValue,
     req: Request<Incoming>,
+    interim: Option<&Interim>,
 ) -> Response<ResBody> {
     let http1 = req.version() <= Version::HTTP_11;
     if http1 {
@@ -469,7 +489,7 @@ async fn handle(
         te_trailers,
         body,
     };
-    forward::forward(shared, out, http1).await
+    forward::forward(shared, out, http1, interim).await
 }
 
 /// The answer for a head `h1check` refused: the status, and the connection closes.

@@ -10,28 +10,41 @@ use crate::support::*;
 
 #[tokio::test]
 async fn slowloris_head_gets_408_at_the_deadline_even_while_bytes_trickle() {
-    use tokio::io::AsyncWriteExt;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let upstream = Capture::start(Reply::Ok).await;
     let proxy = Running::proxy(proxy_config(upstream.url())).await;
-    let mut conn = proxy.connect().await;
+    let (mut read, mut write) = TcpStream::connect(proxy.addr).await.unwrap().into_split();
     let started = Instant::now();
-    // One byte every 20 ms: the socket is never silent for long, the head never ends.
-    let pad = b"a".repeat(200);
-    let head = b"GET / HTTP/1.1\r\nHost: a\r\nX-Slow: "
-        .iter()
-        .chain(pad.iter());
-    for b in head {
-        if conn.stream.write_all(&[*b]).await.is_err()
-            || started.elapsed() > Duration::from_millis(1500)
-        {
-            break;
+    // One byte every 20 ms until the proxy answers: the socket is never silent for long and the
+    // head never ends, so only a total deadline (not an inactivity timer) can answer it.
+    let trickle = tokio::spawn(async move {
+        let head = b"GET / HTTP/1.1\r\nHost: a\r\nX-Slow: ";
+        for &b in head.iter().chain(std::iter::repeat(&b'a')) {
+            if write.write_all(&[b]).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let answer = conn.answer(false).await;
-    assert_eq!(answer.status, 408);
-    assert!(started.elapsed() >= Duration::from_millis(750));
-    assert!(conn.closed().await);
+    });
+    let mut answer = Vec::new();
+    let mut chunk = [0u8; 1024];
+    let closed = loop {
+        match tokio::time::timeout(PATIENCE, read.read(&mut chunk)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => break true,
+            Ok(Ok(n)) => answer.extend_from_slice(&chunk[..n]),
+            Err(_) => break false,
+        }
+    };
+    let took = started.elapsed();
+    trickle.abort();
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 408 "), "{text:?} after {took:?}");
+    assert!(closed, "the connection closes after the 408");
+    // The 800 ms deadline counts from the first byte; the slack is for a loaded machine.
+    assert!(
+        took >= Duration::from_millis(750) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
     assert_eq!(upstream.all_bytes(), b"");
     proxy.stop().await;
 }
@@ -213,15 +226,25 @@ async fn http2_body_limit_refuses_the_stream_not_the_connection() {
 
 #[tokio::test]
 async fn shutdown_lets_an_in_flight_request_finish() {
+    // The upstream holds the answer 1 s; shutdown starts 400 ms after the request left, time
+    // enough on a loaded machine for it to have reached the upstream, and well inside the
+    // delay, so the request is in flight when the drain begins.
     let echo = Running::echo(EchoConfig {
-        delay: Duration::from_millis(400),
+        delay: Duration::from_secs(1),
         ..echo_config()
     })
     .await;
-    let mut proxy = Running::proxy(proxy_config(echo.url(false))).await;
+    let mut proxy = Running::proxy(ProxyConfig {
+        timeouts: gatebench_services::Timeouts {
+            response: Duration::from_secs(5),
+            ..timeouts()
+        },
+        ..proxy_config(echo.url(false))
+    })
+    .await;
     let mut conn = proxy.connect().await;
     conn.send(&post("/", b"last one")).await;
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
     proxy.signal_stop();
     let answer = conn.answer(false).await;
     assert_eq!(

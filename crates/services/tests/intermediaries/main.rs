@@ -8,6 +8,9 @@
 //!
 //! # Layout
 //! - `support`: services on the runtime, the raw client, the capturing upstream, TLS and h2.
+//! - `header_rules`: TE and Connection rules, as an HTTP/1.1 or HTTP/2 upstream received them.
+//! - `interim`: 1xx responses forwarded to HTTP/1.1 clients; `Expect: 100-continue`.
+//! - `h2raw`: raw HTTP/2 frames, for requests a client library refuses to send.
 //! - `passthrough`: every seed-004 protocol pair, pooling, streaming, intermediary headers.
 //! - `smuggling`: hostile framing, refused before the upstream sees a byte.
 //! - `faults`: refused, hanging, resetting and misframing upstreams; truncation; stale pools.
@@ -17,6 +20,9 @@
 
 mod balance;
 mod faults;
+mod h2raw;
+mod header_rules;
+mod interim;
 mod limits;
 mod passthrough;
 mod smuggling;
