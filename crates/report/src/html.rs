@@ -288,6 +288,15 @@ fn flagged(h: &mut String, records: &[CellRecord]) {
     );
 }
 
+/// What a GC throughput cell says when the window held no GC event (see
+/// `GcSummary::throughput_percent`): never 100 %, which nobody measured.
+const GC_NO_EVENTS: &str = "no GC events";
+
+/// The GC throughput column: two decimals, or [`GC_NO_EVENTS`].
+fn gc_throughput(t: Option<f64>) -> String {
+    t.map_or_else(|| GC_NO_EVENTS.to_owned(), |t| format!("{t:.2}"))
+}
+
 /// The flags that make a cell doubtful (not the informative ones such as `repeat 2`).
 fn serious_flags(r: &CellRecord) -> Vec<String> {
     summary::flags(r)
@@ -347,7 +356,7 @@ fn table(h: &mut String, records: &[CellRecord], phase: Phase) {
             }
             .filter(|_| r.status == CellStatus::Ok);
             let cells = [
-                g.map(|g| format!("{:.2}", g.throughput_percent)),
+                g.map(|g| gc_throughput(g.throughput_percent)),
                 g.map(|g| format!("{:.2}", g.pause_p99_ms)),
                 g.and_then(|g| g.heap_after_full_gc_mib)
                     .map(|v| format!("{v:.1}")),
@@ -582,7 +591,7 @@ fn cell_section(h: &mut String, svgs: &mut Vec<(String, String)>, c: &CellData<'
         let _ = writeln!(
             h,
             "<p class=\"note\">GC ({}): {} collections ({} full), {} pauses totalling {:.1} ms, \
-             p50 {:.3} / p99 {:.3} / max {:.3} ms; throughput {:.2}%; heap after GC {} MiB, \
+             p50 {:.3} / p99 {:.3} / max {:.3} ms; throughput {}; heap after GC {} MiB, \
              after full GC {} MiB.</p>",
             esc(&g.format),
             g.collections,
@@ -592,7 +601,8 @@ fn cell_section(h: &mut String, svgs: &mut Vec<(String, String)>, c: &CellData<'
             g.pause_p50_ms,
             g.pause_p99_ms,
             g.pause_max_ms,
-            g.throughput_percent,
+            g.throughput_percent
+                .map_or_else(|| GC_NO_EVENTS.to_owned(), |t| format!("{t:.2}%")),
             g.heap_after_gc_mean_mib
                 .map(|v| format!("{v:.1}"))
                 .unwrap_or_else(|| "–".into()),
@@ -802,6 +812,33 @@ mod tests {
         v[3].status = CellStatus::Failed;
         v[3].reason = Some("sut exited <early>".into());
         v
+    }
+
+    /// A cell whose GC log held no event in the measurement: the table and the cell's note say
+    /// "no GC events"; no 100 % appears anywhere.
+    #[test]
+    fn gc_log_without_events_reads_no_gc_events() {
+        let mut recs = records();
+        let quiet = gatebench_model::GcSummary {
+            format: "jvm".into(),
+            window_s: 10.0,
+            throughput_percent: None,
+            ..Default::default()
+        };
+        recs[0].gc_measurement = Some(quiet);
+        let cells: Vec<CellData<'_>> = recs.iter().map(CellData::new).collect();
+        let html = render(&ReportInput {
+            suite: "gc",
+            manifest: None,
+            environment: None,
+            cells,
+            missing: 0,
+        })
+        .html;
+        assert!(html.contains("<th>GC Throughput (%)</th>"));
+        assert!(html.contains("<td class=\"n\">no GC events</td>"), "table cell");
+        assert!(html.contains("throughput no GC events;"), "cell note");
+        assert!(!html.contains("100.00"), "a throughput nobody measured");
     }
 
     #[test]
