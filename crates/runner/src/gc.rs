@@ -528,7 +528,9 @@ mod tests {
         assert!(s.full_collections >= 1, "{s:?}");
         assert!(s.heap_after_full_gc_mib.unwrap() > 1.0, "{s:?}");
         assert!(s.pause_max_ms >= s.pause_p99_ms && s.pause_p99_ms >= s.pause_p50_ms);
-        let t = s.throughput_percent.expect("a window with pauses has a throughput");
+        let t = s
+            .throughput_percent
+            .expect("a window with pauses has a throughput");
         assert!(t > 0.0 && t <= 100.0);
         assert_eq!(s.format, "jvm");
         // The warm-up is cut apart: its pauses are not in the measurement.
@@ -671,7 +673,13 @@ mod tests {
         assert_eq!(m.heap_after_full_gc_mib, None);
         // Events elsewhere in the log but none in the window: no throughput figure.
         let late = vec![ev(10.0, 5.0)];
-        let quiet = summarize(GcFormat::Jvm, &late, &clock, &windows, GcWindow::Measurement);
+        let quiet = summarize(
+            GcFormat::Jvm,
+            &late,
+            &clock,
+            &windows,
+            GcWindow::Measurement,
+        );
         assert_eq!((quiet.pauses, quiet.throughput_percent), (0, None));
     }
 
@@ -696,7 +704,10 @@ mod tests {
 [3.521s][info][gc,heap,exit]  Metaspace       used 1021K, committed 1216K, reserved 1056768K, class space used 88K, committed 192K, reserved 1048576K
 ";
         let events = parse(GcFormat::Jvm, text);
-        assert!(events.is_empty(), "start-up and exit lines are no events: {events:?}");
+        assert!(
+            events.is_empty(),
+            "start-up and exit lines are no events: {events:?}"
+        );
         let (clock, windows) = whole();
         for w in [GcWindow::Warmup, GcWindow::Measurement] {
             let s = summarize(GcFormat::Jvm, &events, &clock, &windows, w);
