@@ -23,7 +23,8 @@ Usage:
     bench/figures.py --check   exit 1, saying where, when a block differs from what the data
                                gives, a block names a file that is missing, the tables of a cited
                                summary differ from what bench/lib.sh prints from its raw .tsv
-                               today, or the prose cites a bench/results file (by path or as
+                               today (a soak summary: what soak_summary.py prints again from
+                               its committed run), or the prose cites a bench/results file (by path or as
                                `…THHMMSS`) that does not exist
 
 Only the Python standard library and bash (for bench/lib.sh's summarizers); run from anywhere
@@ -76,9 +77,10 @@ def section(lines, name, title):
 
 
 def measured_at(lines):
-    """The timestamp a bench script puts first on its summary's first line after the title."""
-    for line in lines[1:6]:
-        m = re.match(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)", line)
+    """The first timestamp in a summary's opening lines (the bench scripts put it in the title
+    or first on the line after it)."""
+    for line in lines[:6]:
+        m = re.search(r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?Z)", line)
         if m:
             return m.group(1)
     return None
@@ -197,8 +199,31 @@ def derived_tables(name):
     return out
 
 
+def soak_again(name):
+    """The checks of a soak summary as bench/soak_summary.py prints them again from the
+    committed run (bench/results/NAME/ and NAME.tsv)."""
+    run = os.path.join(RESULTS, name)
+    if not os.path.isfile(os.path.join(run, "params.tsv")):
+        raise FigureError(f"bench/results/{name}/params.tsv (the run's parameters) is missing")
+    res = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "soak_summary.py"), "again", run],
+                         capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise FigureError(f"soak_summary.py again bench/results/{name} failed: {res.stderr.strip()}")
+    return res.stdout.splitlines()
+
+
 def check_tables_against_raw(name, problems, where):
-    """The summary's tables must be what lib.sh prints from the raw runs today."""
+    """The summary's tables must be what lib.sh (or soak_summary.py) prints from the raw runs
+    today."""
+    if name.startswith("soak-"):
+        lines = read_result(name)
+        first = next((k for k, line in enumerate(lines) if line.startswith("## ")), len(lines))
+        written, derived = lines[first:], soak_again(name)
+        if written != derived:
+            diff = "\n".join(difflib.unified_diff(written, derived, f"bench/results/{name}.md",
+                                                   f"from bench/results/{name}/", lineterm="", n=0))
+            problems.append(f"{where}: bench/results/{name}.md differs from its raw data:\n{diff}")
+        return
     derived = derived_tables(name)
     if derived is None:
         return

@@ -326,9 +326,11 @@ gb_log "open files ${settled:+back at baseline after ${settled}s}${settled:-not 
   python3 "$here/soak_summary.py" --samples "$tsv" --work "$work" --duration "$dur_s" \
     --load-end "$load_end" --settled "${settled:-NA}" --idle-wait "$IDLE_WAIT"
 } >"$md"
-# The per-load records, probes and flaps go next to the samples (the summary cites them).
+# The per-load records, probes, flaps and the run's parameters go next to the samples, so
+# `soak_summary.py again` (and bench/figures.py --check) can print the summary from them.
 mkdir -p "${tsv%.tsv}"
-cp "$work"/load-*.json "$work/loads.tsv" "$probes" "$flaps" "$work/fdstates.tsv" "${tsv%.tsv}/"
+cp "$work"/load-*.json "$work/loads.tsv" "$probes" "$flaps" "$work/fdstates.tsv" "$work/params.tsv" \
+  "${tsv%.tsv}/"
 gb_log "wrote $tsv, $md and ${tsv%.tsv}/"
 cat "$md"
 grep -q '^\*\*Result: pass' "$md"

@@ -18,7 +18,8 @@ The checks (bench/README.md, "soak.sh"):
   502/503); `all-5xx` has every finished request in status_5xx (the dead upstream).
 - Alive: every service is still running at the end.
 
-Only the Python standard library is used.
+`soak_summary.py again bench/results/soak-<date>` prints the summary again from the committed
+files (the run's parameters are in params.tsv there). Only the Python standard library is used.
 """
 
 import argparse
@@ -45,7 +46,7 @@ def num(x):
         return None
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--samples", required=True)
     ap.add_argument("--work", required=True)
@@ -53,7 +54,12 @@ def main():
     ap.add_argument("--load-end", type=float, required=True)
     ap.add_argument("--settled", default="NA")
     ap.add_argument("--idle-wait", default="NA")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
+    # The run's parameters go next to its data, so the summary can be printed again from the
+    # committed files alone (bench/figures.py --check does).
+    with open(os.path.join(a.work, "params.tsv"), "w") as f:
+        f.write("duration\tload_end\tsettled\tidle_wait\n")
+        f.write(f"{a.duration:g}\t{a.load_end:g}\t{a.settled}\t{a.idle_wait}\n")
 
     rows = read_tsv(a.samples)
     services = []
@@ -118,22 +124,25 @@ def main():
         d = {k: e.get(k, 0) - b.get(k, 0) for k in set(b) | set(e)}
         return ", ".join(f"{k} {n:+d}" for k, n in sorted(d.items()) if n) or "none"
 
-    print("| service | baseline | peak under load | end | end − baseline, by kind | check |")
-    print("|---|---:|---:|---:|---|---|")
+    print("| service | baseline | peak under load | peak in the first / last quarter | end | end − baseline, by kind | check |")
+    print("|---|---:|---:|---:|---:|---|---|")
     for s in services:
         def fds(phase):
             return [num(r["open_files"]) for r in rows
                     if r["service"] == s and r["phase"] == phase and num(r["open_files"]) is not None]
         base, load, end = fds("baseline"), fds("load"), fds("end")
         if not base or not end:
-            print(f"| {s} | n/a | n/a | n/a | n/a | fail (not sampled) |")
+            print(f"| {s} | n/a | n/a | n/a | n/a | n/a | fail (not sampled) |")
             failures.append(f"open files {s}: not sampled")
             continue
         peak = f"{max(load):.0f}" if load else "n/a"
+        # Growth under load shows as a last quarter above the first.
+        q = len(load) // 4
+        quarters = f"{max(load[:q]):.0f} / {max(load[-q:]):.0f}" if q else "n/a"
         ok = end[-1] <= base[0]
         if not ok:
             failures.append(f"open files {s}")
-        print(f"| {s} | {base[0]:.0f} | {peak} | {end[-1]:.0f} | {extra(s)} | {'pass' if ok else 'fail'} |")
+        print(f"| {s} | {base[0]:.0f} | {peak} | {quarters} | {end[-1]:.0f} | {extra(s)} | {'pass' if ok else 'fail'} |")
     print()
 
     # --- errors per load --------------------------------------------------------------------
@@ -262,7 +271,19 @@ def read_tsv_noheader(path, names):
         return [dict(zip(names, line.rstrip("\n").split("\t"))) for line in f if line.strip()]
 
 
+def again(results_dir):
+    """Prints the summary of a committed run again: RESULTS_DIR is bench/results/soak-<date>
+    (the directory beside the TSV, with params.tsv and the copied files)."""
+    params = read_tsv(os.path.join(results_dir, "params.tsv"))[0]
+    return main(["--samples", results_dir + ".tsv", "--work", results_dir,
+                 "--duration", params["duration"], "--load-end", params["load_end"],
+                 "--settled", params["settled"], "--idle-wait", params["idle_wait"]])
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "again":
+        # soak_summary.py again bench/results/soak-<date>
+        sys.exit(again(sys.argv[2].rstrip("/")))
     if len(sys.argv) > 1 and sys.argv[1] == "fd-states":
         # soak_summary.py fd-states OUT PHASE NAME=PID…
         fd_states(sys.argv[2], sys.argv[3], sys.argv[4:])
