@@ -14,7 +14,9 @@
 #   - the loads report no errors except the injected faults: only 5xx in the loads that
 #     target the flapping balancer and the dead-upstream proxy, nothing in the others.
 #
-# Results: bench/results/soak-<date>.tsv (samples) and .md (the summary, pass/fail per check).
+# Results: bench/results/soak-<date>.tsv (samples), .md (the summary, pass/fail per check; the
+# exit status is 0 only when every check passed) and a directory of the same name with each
+# load's --json record and the rest of the run's data (`soak_summary.py again DIR` reprints it).
 #
 #   bench/soak.sh                       # 30 minutes
 #   DURATION=2m bench/soak.sh           # a short trial
