@@ -203,8 +203,10 @@ pub struct GcSummary {
     /// Longest pause, ms.
     pub pause_max_ms: f64,
     /// GC throughput: the share of the window the application was not paused,
-    /// `100 × (1 − pause_total / window)`.
-    pub throughput_percent: f64,
+    /// `100 × (1 − pause_total / window)`. `None` when the window holds no GC event: nothing
+    /// was measured (a log without events is far more often a collector that did not log than
+    /// one that did not run), so no figure, never 100 %. Shown as "no GC events".
+    pub throughput_percent: Option<f64>,
     /// Mean heap occupancy after a collection, MiB (JVM: the size after `->`; Go: the live
     /// heap, the third figure of `4->5->2 MB`).
     pub heap_after_gc_mean_mib: Option<f64>,

@@ -39,6 +39,12 @@ pub struct IntervalPoint {
     pub p99_ms: f64,
     /// Errors in the interval; `None` when the source does not record them (interval log).
     pub errors: Option<u64>,
+    /// Complete responses in the interval (`None` when the line does not say).
+    pub responses: Option<u64>,
+    /// The interval's true length, seconds: one, or less for the load's last, partial second.
+    /// The interval log records it; `timeline.csv` only through `responses / rps`, so it is
+    /// `None` there for an interval without responses.
+    pub length_s: Option<f64>,
 }
 
 /// A latency spectrum: (percentile 0–100, latency ms) points, HdrHistogram style.
@@ -94,12 +100,22 @@ pub fn parse_timeline(text: &str) -> Vec<IntervalPoint> {
             if c.len() < 6 {
                 return None;
             }
+            let responses: Option<u64> = c[2].parse().ok();
+            let rps: f64 = c[4].parse().ok()?;
+            // rps is responses over the interval's true length (the generator divides by it),
+            // so the length comes back from the two; to within the 0.1 rounding of rps.
+            let length_s = match responses {
+                Some(n) if n > 0 && rps > 0.0 => Some((n as f64 / rps).min(1.0)),
+                _ => None,
+            };
             Some(IntervalPoint {
                 t_s: c[0].parse().ok()?,
                 window: c[1].to_owned(),
                 errors: c[3].parse().ok(),
-                rps: c[4].parse().ok()?,
+                rps,
                 p99_ms: c[5].parse().ok()?,
+                responses,
+                length_s,
             })
         })
         .collect()
@@ -134,6 +150,8 @@ pub fn read_hlog(bytes: &[u8], warmup_s: f64) -> Result<HlogData, String> {
                     rps: if len > 0.0 { h.len() as f64 / len } else { 0.0 },
                     p99_ms: h.value_at_quantile(0.99) as f64 / 1e6,
                     errors: None,
+                    responses: Some(h.len()),
+                    length_s: Some(len),
                 });
                 &mut corrected
             }

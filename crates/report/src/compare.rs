@@ -144,7 +144,8 @@ pub const METRICS: [Metric; 9] = [
         unit: "% of the time not paused",
         higher_is_better: true,
         ratio: false,
-        value: |r| r.gc_measurement.as_ref().map(|g| g.throughput_percent),
+        // No GC event in the window: no figure to compare (never a 100 % that was not measured).
+        value: |r| r.gc_measurement.as_ref().and_then(|g| g.throughput_percent),
     },
     Metric {
         key: "gc_pause_p99_ms",

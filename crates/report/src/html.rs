@@ -288,6 +288,15 @@ fn flagged(h: &mut String, records: &[CellRecord]) {
     );
 }
 
+/// What a GC throughput cell says when the window held no GC event (see
+/// `GcSummary::throughput_percent`): never 100 %, which nobody measured.
+const GC_NO_EVENTS: &str = "no GC events";
+
+/// The GC throughput column: two decimals, or [`GC_NO_EVENTS`].
+fn gc_throughput(t: Option<f64>) -> String {
+    t.map_or_else(|| GC_NO_EVENTS.to_owned(), |t| format!("{t:.2}"))
+}
+
 /// The flags that make a cell doubtful (not the informative ones such as `repeat 2`).
 fn serious_flags(r: &CellRecord) -> Vec<String> {
     summary::flags(r)
@@ -347,7 +356,7 @@ fn table(h: &mut String, records: &[CellRecord], phase: Phase) {
             }
             .filter(|_| r.status == CellStatus::Ok);
             let cells = [
-                g.map(|g| format!("{:.2}", g.throughput_percent)),
+                g.map(|g| gc_throughput(g.throughput_percent)),
                 g.map(|g| format!("{:.2}", g.pause_p99_ms)),
                 g.and_then(|g| g.heap_after_full_gc_mib)
                     .map(|v| format!("{v:.1}")),
@@ -582,7 +591,7 @@ fn cell_section(h: &mut String, svgs: &mut Vec<(String, String)>, c: &CellData<'
         let _ = writeln!(
             h,
             "<p class=\"note\">GC ({}): {} collections ({} full), {} pauses totalling {:.1} ms, \
-             p50 {:.3} / p99 {:.3} / max {:.3} ms; throughput {:.2}%; heap after GC {} MiB, \
+             p50 {:.3} / p99 {:.3} / max {:.3} ms; throughput {}; heap after GC {} MiB, \
              after full GC {} MiB.</p>",
             esc(&g.format),
             g.collections,
@@ -592,7 +601,8 @@ fn cell_section(h: &mut String, svgs: &mut Vec<(String, String)>, c: &CellData<'
             g.pause_p50_ms,
             g.pause_p99_ms,
             g.pause_max_ms,
-            g.throughput_percent,
+            g.throughput_percent
+                .map_or_else(|| GC_NO_EVENTS.to_owned(), |t| format!("{t:.2}%")),
             g.heap_after_gc_mean_mib
                 .map(|v| format!("{v:.1}"))
                 .unwrap_or_else(|| "–".into()),
@@ -678,13 +688,7 @@ fn cell_section(h: &mut String, svgs: &mut Vec<(String, String)>, c: &CellData<'
         ch
     };
     let tl = |f: fn(&IntervalPoint) -> Option<f64>| -> Vec<(f64, f64)> {
-        c.timeline
-            .iter()
-            .map(|t| (t.t_s - tl_offset, t))
-            // A second reported after the load's end (older timelines, interval logs).
-            .filter(|(x, _)| *x - 1.0 < load_len - 1e-3)
-            .filter_map(|(x, t)| Some((x, f(t)?)))
-            .collect()
+        interval_points(&c.timeline, tl_offset, load_len, f)
     };
     let res = |f: fn(&ResourcePoint) -> f64| -> Vec<(f64, f64)> {
         c.samples
@@ -703,7 +707,9 @@ fn cell_section(h: &mut String, svgs: &mut Vec<(String, String)>, c: &CellData<'
         panels.push(panel(
             "p99 latency per second",
             "ms",
-            tl(|t| Some(t.p99_ms)),
+            // An interval without a response has no p99 (the generator writes 0): a gap, not a
+            // latency of zero.
+            tl(|t| (t.responses != Some(0)).then_some(t.p99_ms)),
         ));
         if c.timeline.iter().any(|t| t.errors.is_some()) {
             panels.push(panel(
@@ -741,6 +747,32 @@ fn cell_section(h: &mut String, svgs: &mut Vec<(String, String)>, c: &CellData<'
     }
     let _ = writeln!(h, "</div>");
     let _ = writeln!(h, "</section>");
+}
+
+/// The points `(end of the interval on the load's clock, value)` of a time-series panel.
+///
+/// The load's intervals are its whole seconds, the last one cut short where the load ended; its
+/// rate is over its true length (the generator divides by it), so it is drawn as it is, at its
+/// end. An interval that starts at or after the load's end is left out: the generator may
+/// report one more, nearly empty one (a few milliseconds while its workers stop), which drawn
+/// as a second showed every plot ending in a drop to zero throughput and zero p99. Where the
+/// length is unknown (a `timeline.csv` line without responses) the interval must end within
+/// the load.
+fn interval_points(
+    timeline: &[IntervalPoint],
+    offset: f64,
+    load_len: f64,
+    value: fn(&IntervalPoint) -> Option<f64>,
+) -> Points {
+    timeline
+        .iter()
+        .map(|t| (t.t_s - offset, t))
+        .filter(|(end, t)| match t.length_s {
+            Some(len) => end - len.min(1.0) < load_len - 1e-3,
+            None => *end <= load_len + 1e-3,
+        })
+        .filter_map(|(x, t)| Some((x, value(t)?)))
+        .collect()
 }
 
 /// `2026-11-21 07:23:17 UTC` from Unix milliseconds.
@@ -802,6 +834,90 @@ mod tests {
         v[3].status = CellStatus::Failed;
         v[3].reason = Some("sut exited <early>".into());
         v
+    }
+
+    /// A cell whose GC log held no event in the measurement: the table and the cell's note say
+    /// "no GC events"; no 100 % appears anywhere.
+    #[test]
+    fn gc_log_without_events_reads_no_gc_events() {
+        let mut recs = records();
+        let quiet = gatebench_model::GcSummary {
+            format: "jvm".into(),
+            window_s: 10.0,
+            throughput_percent: None,
+            ..Default::default()
+        };
+        recs[0].gc_measurement = Some(quiet);
+        let cells: Vec<CellData<'_>> = recs.iter().map(CellData::new).collect();
+        let html = render(&ReportInput {
+            suite: "gc",
+            manifest: None,
+            environment: None,
+            cells,
+            missing: 0,
+        })
+        .html;
+        assert!(html.contains("<th>GC Throughput (%)</th>"));
+        assert!(
+            html.contains("<td class=\"n\">no GC events</td>"),
+            "table cell"
+        );
+        assert!(html.contains("throughput no GC events;"), "cell note");
+        assert!(!html.contains("100.00"), "a throughput nobody measured");
+    }
+
+    /// The load's last second is partial: 0.3 s with responses in proportion. It is drawn at
+    /// its rate and p99, at its end; the nearly empty interval the generator reports after the
+    /// load's end is left out, so neither plot ends in an artificial zero.
+    #[test]
+    fn a_partial_last_interval_is_drawn_at_its_rate_and_nothing_after_the_end() {
+        // Cell clock: the load starts at 0.5 s; 1 s warm-up + 2.3 s measured = 3.3 s.
+        let timeline = parse_timeline(
+            "t_s,window,responses,errors,rps,p99_ms\n\
+             1.500,warmup,1000,0,1000.0,1.0\n\
+             2.500,measurement,1000,0,1000.0,1.1\n\
+             3.500,measurement,1000,0,1000.0,1.2\n\
+             3.800,measurement,300,0,1000.0,1.3\n\
+             3.802,measurement,0,0,0.0,0.000\n",
+        );
+        let offset = timeline[0].t_s - 1.0;
+        let rps = interval_points(&timeline, offset, 3.3, |t| Some(t.rps));
+        let p99 = interval_points(&timeline, offset, 3.3, |t| {
+            (t.responses != Some(0)).then_some(t.p99_ms)
+        });
+        assert_eq!(rps.len(), 4, "{rps:?}");
+        let (x, y) = *rps.last().unwrap();
+        assert!((x - 3.3).abs() < 1e-9, "drawn at its true end: {x}");
+        assert!(
+            (y - 1000.0).abs() < 1e-9,
+            "at its rate, not as if empty: {y}"
+        );
+        assert_eq!(p99.last().unwrap().1, 1.3);
+        // As the interval log gives them (its lengths known): the same.
+        let mut hl = timeline.clone();
+        for t in &mut hl {
+            t.t_s -= offset;
+        }
+        hl[3].length_s = Some(0.3);
+        hl[4].length_s = Some(0.002);
+        let from_log = interval_points(&hl, 0.0, 3.3, |t| Some(t.rps));
+        assert_eq!(from_log, rps);
+        // An older timeline with an empty second in the load still shows it (a real zero).
+        let with_gap = parse_timeline(
+            "t_s,window,responses,errors,rps,p99_ms\n1.000,warmup,10,0,10.0,1.0\n\
+             2.000,measurement,0,5,0.0,0.0\n3.000,measurement,10,0,10.0,1.0\n",
+        );
+        let pts = interval_points(&with_gap, 0.0, 3.0, |t| Some(t.rps));
+        assert_eq!(pts, vec![(1.0, 10.0), (2.0, 0.0), (3.0, 10.0)]);
+        // As a real run of 1 s + 2 s wrote it before the runner left the empty interval out.
+        let real = parse_timeline(
+            "t_s,window,responses,errors,rps,p99_ms\n1.052,warmup,59620,0,59620.0,0.052\n\
+             2.052,measurement,57563,0,57563.0,0.077\n3.052,measurement,47140,0,47140.0,0.064\n\
+             3.054,measurement,0,0,0.0,0.000\n",
+        );
+        let pts = interval_points(&real, 0.052, 3.0, |t| Some(t.rps));
+        assert_eq!(pts.len(), 3);
+        assert_eq!(pts.last().unwrap().1, 47140.0);
     }
 
     #[test]

@@ -343,10 +343,13 @@ fn lifecycle(
             measuring = true;
             events(CellEvent::Phase(Phase::Measuring));
         }
-        // The generator may report one more (empty) second after the run's end: not part
-        // of either window.
+        // The generator may report one more, nearly empty interval that starts at the run's
+        // end (a few milliseconds while its workers stop): not part of either window. Its
+        // start is its end minus its true length, not minus a second (which kept it, and drew
+        // every plot ending in zero throughput and zero p99). A partial last second inside the
+        // load stays: its rps is already over its true length.
         let load_len = (ctx.suite.warmup + ctx.suite.duration).as_secs_f64();
-        let interval_start = v.elapsed.as_secs_f64() - 1.0;
+        let interval_start = v.elapsed.saturating_sub(v.length).as_secs_f64();
         if interval_start >= load_len - 1e-3 {
             events(CellEvent::Interval(v));
             return;

@@ -323,8 +323,9 @@ pub enum GcWindow {
 }
 
 /// The GC figures of `window`: the events whose cell time falls in it. A window without any
-/// event still has a summary (no pauses, 100 % throughput): the log was read and the collector
-/// did not run.
+/// event still has a summary (no pauses) but no throughput: without a single event there is no
+/// evidence the log records this collector at all (a missing `-Xlog:gc`, a wrong format), so
+/// "100 %" would be a figure nobody measured. The reports show "no GC events" instead.
 pub fn summarize(
     format: GcFormat,
     events: &[GcEvent],
@@ -364,11 +365,8 @@ pub fn summarize(
         .filter_map(|e| e.heap_after_mib)
         .collect();
     let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
-    let throughput = if len > 0.0 {
-        (100.0 * (1.0 - total / 1e3 / len)).max(0.0)
-    } else {
-        100.0
-    };
+    let throughput =
+        (!inside.is_empty() && len > 0.0).then(|| (100.0 * (1.0 - total / 1e3 / len)).max(0.0));
     GcSummary {
         format: format.name().to_owned(),
         window_s: len,
@@ -530,7 +528,10 @@ mod tests {
         assert!(s.full_collections >= 1, "{s:?}");
         assert!(s.heap_after_full_gc_mib.unwrap() > 1.0, "{s:?}");
         assert!(s.pause_max_ms >= s.pause_p99_ms && s.pause_p99_ms >= s.pause_p50_ms);
-        assert!(s.throughput_percent > 0.0 && s.throughput_percent <= 100.0);
+        let t = s
+            .throughput_percent
+            .expect("a window with pauses has a throughput");
+        assert!(t > 0.0 && t <= 100.0);
         assert_eq!(s.format, "jvm");
         // The warm-up is cut apart: its pauses are not in the measurement.
         let w = summarize(GcFormat::Jvm, &events, &clock, &windows, GcWindow::Warmup);
@@ -659,7 +660,7 @@ mod tests {
         ];
         let w = summarize(GcFormat::Jvm, &events, &clock, &windows, GcWindow::Warmup);
         assert_eq!((w.pauses, w.pause_total_ms), (1, 50.0));
-        assert!((w.throughput_percent - 95.0).abs() < 1e-9);
+        assert!((w.throughput_percent.unwrap() - 95.0).abs() < 1e-9);
         let m = summarize(
             GcFormat::Jvm,
             &events,
@@ -668,11 +669,56 @@ mod tests {
             GcWindow::Measurement,
         );
         assert_eq!((m.pauses, m.pause_total_ms, m.collections), (2, 200.0, 2));
-        assert!((m.throughput_percent - 90.0).abs() < 1e-9);
+        assert!((m.throughput_percent.unwrap() - 90.0).abs() < 1e-9);
         assert_eq!(m.heap_after_full_gc_mib, None);
-        // Nothing in the window: the collector did not run.
-        let empty = summarize(GcFormat::Go, &[], &clock, &windows, GcWindow::Measurement);
-        assert_eq!((empty.pauses, empty.throughput_percent), (0, 100.0));
+        // Events elsewhere in the log but none in the window: no throughput figure.
+        let late = vec![ev(10.0, 5.0)];
+        let quiet = summarize(
+            GcFormat::Jvm,
+            &late,
+            &clock,
+            &windows,
+            GcWindow::Measurement,
+        );
+        assert_eq!((quiet.pauses, quiet.throughput_percent), (0, None));
+    }
+
+    /// A JVM started with `-Xlog:gc*` that stopped before its first collection: the log has
+    /// the collector's start-up lines and the heap summary at exit, but no GC event. Its
+    /// windows get no throughput (shown as "no GC events"), never 100 %.
+    #[test]
+    fn log_without_gc_events_has_no_throughput() {
+        let text = "\
+[0.004s][info][gc,init] Version: 17.0.13+11-Debian-2deb12u1 (release)
+[0.004s][info][gc,init] CPUs: 2 total, 2 available
+[0.004s][info][gc,init] Memory: 7937M
+[0.004s][info][gc     ] Using G1
+[0.005s][info][gc,init] Heap Region Size: 1M
+[0.005s][info][gc,init] Heap Min Capacity: 8M
+[0.005s][info][gc,init] Heap Initial Capacity: 124M
+[0.005s][info][gc,init] Heap Max Capacity: 1984M
+[0.012s][info][gc,metaspace] CDS archive(s) mapped at: [0x0000000800000000-0x0000000800bd5000-0x0000000800bd5000), size 12406784, SharedBaseAddress: 0x0000000800000000, ArchiveRelocationMode: 1.
+[3.521s][info][gc,heap,exit] Heap
+[3.521s][info][gc,heap,exit]  garbage-first heap   total 126976K, used 9216K [0x0000000084000000, 0x0000000100000000)
+[3.521s][info][gc,heap,exit]   region size 1024K, 10 young (10240K), 0 survivors (0K)
+[3.521s][info][gc,heap,exit]  Metaspace       used 1021K, committed 1216K, reserved 1056768K, class space used 88K, committed 192K, reserved 1048576K
+";
+        let events = parse(GcFormat::Jvm, text);
+        assert!(
+            events.is_empty(),
+            "start-up and exit lines are no events: {events:?}"
+        );
+        let (clock, windows) = whole();
+        for w in [GcWindow::Warmup, GcWindow::Measurement] {
+            let s = summarize(GcFormat::Jvm, &events, &clock, &windows, w);
+            assert_eq!(s.throughput_percent, None, "{w:?}");
+            assert_eq!((s.pauses, s.collections), (0, 0));
+        }
+        // The same for Go: program output only, no gctrace line.
+        let go = parse(GcFormat::Go, "listening on :8080\nserved 1000 requests\n");
+        assert!(go.is_empty());
+        let s = summarize(GcFormat::Go, &go, &clock, &windows, GcWindow::Measurement);
+        assert_eq!(s.throughput_percent, None);
     }
 
     #[test]

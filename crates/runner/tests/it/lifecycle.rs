@@ -36,6 +36,7 @@ struct Cell {
     record: CellRecord,
     phases: Vec<Phase>,
     hlog: Vec<u8>,
+    timeline: String,
 }
 
 fn run_one(s: &Suite, launcher: &mut FakeLauncher, driver: &mut FakeDriver) -> Cell {
@@ -66,7 +67,42 @@ fn run_one(s: &Suite, launcher: &mut FakeLauncher, driver: &mut FakeDriver) -> C
         record: out.record,
         phases,
         hlog: out.hlog,
+        timeline: out.timeline_csv.unwrap_or_default(),
     }
+}
+
+/// timeline.csv keeps the load's last, partial second (its rate is over its true length) and
+/// leaves out the nearly empty interval the generator reports as its workers stop, which starts
+/// at the load's end: drawn, it made every time-series plot end in zero throughput and p99.
+#[test]
+fn the_timeline_ends_with_the_loads_last_second_not_an_empty_one_after_it() {
+    let rows = |intervals: Vec<(u64, f64, u64)>, duration: &str| -> Vec<String> {
+        let s = suite(&PROXY.replace("duration = \"2s\"", &format!("duration = \"{duration}\"")));
+        let mut l = FakeLauncher::default();
+        let mut d = FakeDriver {
+            intervals,
+            ..FakeDriver::default()
+        };
+        let c = run_one(&s, &mut l, &mut d);
+        assert_eq!(c.record.status, CellStatus::Ok, "{:?}", c.record.reason);
+        c.timeline.lines().skip(1).map(str::to_owned).collect()
+    };
+    // 1 s + 2 s: three whole seconds, then 2 ms with nothing while the workers stop.
+    let whole = rows(
+        vec![
+            (0, 1.0, 1000),
+            (1, 1.0, 1000),
+            (2, 1.0, 1000),
+            (3, 0.002, 0),
+        ],
+        "2s",
+    );
+    assert_eq!(whole.len(), 3, "{whole:?}");
+    assert!(whole[2].ends_with(",1000,0,1000.0,1.000"), "{whole:?}");
+    // 1 s + 1.3 s: the last second is 0.3 s long with 300 responses, 1000 per second.
+    let partial = rows(vec![(0, 1.0, 1000), (1, 1.0, 1000), (2, 0.3, 300)], "1.3s");
+    assert_eq!(partial.len(), 3, "{partial:?}");
+    assert!(partial[2].ends_with(",300,0,1000.0,1.000"), "{partial:?}");
 }
 
 #[test]

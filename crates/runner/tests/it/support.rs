@@ -95,6 +95,9 @@ pub struct FakeDriver {
     pub verify_fails: Option<String>,
     /// `load` sets this flag (a Ctrl-C during the load).
     pub interrupt: Option<Arc<AtomicBool>>,
+    /// The intervals `load` reports, `(start s, length s, responses)`, warm-up for those that
+    /// start within the first second; empty: two full seconds of 1000 responses.
+    pub intervals: Vec<(u64, f64, u64)>,
 }
 
 impl Driver for FakeDriver {
@@ -124,17 +127,25 @@ impl Driver for FakeDriver {
             "load {} -c {}",
             config.target.url, config.connections
         ));
-        for (index, warmup) in [(0, true), (1, false)] {
+        let intervals = if self.intervals.is_empty() {
+            vec![(0, 1.0, 1000), (1, 1.0, 1000)]
+        } else {
+            self.intervals.clone()
+        };
+        let mut total = 0;
+        for (index, len, responses) in intervals {
+            total += responses;
+            let length = Duration::from_secs_f64(len);
             on_interval(&IntervalView {
                 index,
-                elapsed: Duration::from_secs(index + 1),
-                warmup,
-                responses: 1000,
+                elapsed: Duration::from_secs(index) + length,
+                warmup: index == 0,
+                responses,
                 errors: 0,
-                length: Duration::from_secs(1),
-                rps: 1000.0,
-                p99_ms: 1.0,
-                total_responses: 1000 * (index + 1),
+                length,
+                rps: responses as f64 / len,
+                p99_ms: if responses == 0 { 0.0 } else { 1.0 },
+                total_responses: total,
                 total_errors: 0,
             });
         }
