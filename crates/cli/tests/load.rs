@@ -249,3 +249,61 @@ fn serve_echo_over_tls_prints_its_certificate() {
     assert!(out.contains(" h2\n"), "{out}");
     assert!(out.contains("TLS: 1 full handshakes"), "{out}");
 }
+
+#[test]
+fn a_silent_target_reads_as_100_percent_errors_in_one_line() {
+    // Accepts connections, reads nothing, answers nothing. With the defaults (--timeout 10s)
+    // nothing times out within the run; the report must still not read as clean.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let accepted = std::thread::spawn(move || {
+        listener.set_nonblocking(true).unwrap();
+        let mut held = Vec::new();
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while std::time::Instant::now() < until {
+            match listener.accept() {
+                Ok((s, _)) => held.push(s),
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+            }
+            if held.len() >= 3 {
+                std::thread::sleep(std::time::Duration::from_secs(4));
+                break;
+            }
+        }
+        held.len()
+    });
+    let json = std::env::temp_dir().join(format!("gatebench-silent-{}.json", std::process::id()));
+    let o = gatebench(&[
+        "load",
+        &url,
+        "-c",
+        "3",
+        "-d",
+        "2s",
+        "--no-probe",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("answered none"))
+        .collect();
+    assert_eq!(lines.len(), 1, "one line says it:\n{text}");
+    assert!(lines[0].contains("of the 3 requests"), "{}", lines[0]);
+    assert!(text.contains("Error %: 100.000"), "{text}");
+    assert!(
+        text.contains("p99=≥"),
+        "the tail is shown as a lower bound:\n{text}"
+    );
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&json);
+    let m = &record["measurement"];
+    assert_eq!(m["outcomes"]["unanswered"], 3, "{m}");
+    assert_eq!(m["error_percent"], 100.0);
+    assert_eq!(m["latency"]["censored"], 3);
+    assert_eq!(record["target_warnings"].as_array().unwrap().len(), 1);
+    assert_eq!(accepted.join().unwrap(), 3);
+}

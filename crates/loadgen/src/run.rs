@@ -239,7 +239,12 @@ fn censor(merged: &mut PhaseStats, phase: usize, results: &mut [WorkerResult]) -
         let n = stalled.len();
         stalled_total += n;
         let last = &mut r.last;
-        move_class(&mut last.outcomes, Outcome::InFlight, Outcome::Unanswered, n);
+        move_class(
+            &mut last.outcomes,
+            Outcome::InFlight,
+            Outcome::Unanswered,
+            n,
+        );
         for h in [&stalled, &backlog] {
             crate::stats::add(&mut last.censored, h);
             crate::stats::add(&mut latency, h);
@@ -598,9 +603,8 @@ fn phase_report(
         concurrency: throughput * latency_answered.as_ref().unwrap_or(&latency).mean_ms / 1e3,
         latency,
         latency_answered,
-        latency_uncorrected: open.then(|| {
-            summarize_censored(&s.latency_uncorrected, &censored.latency_uncorrected)
-        }),
+        latency_uncorrected: open
+            .then(|| summarize_censored(&s.latency_uncorrected, &censored.latency_uncorrected)),
         connections: ConnectionStats {
             opened: s.conns.opened,
             reconnects: s.conns.reconnects,

@@ -385,7 +385,10 @@ mod tests {
         assert_eq!(warm, 0);
         let due_before_stop = ((stopped - c.start).as_secs_f64() * 1000.0).ceil() as u64;
         assert_eq!(measure, due_before_stop - 5, "stopped after {stopped:?}");
-        assert!(measure < 1000, "{measure}: tickets after the interruption were counted");
+        assert!(
+            measure < 1000,
+            "{measure}: tickets after the interruption were counted"
+        );
     }
 
     #[test]
@@ -398,7 +401,10 @@ mod tests {
         assert_eq!(waits.len(), 10);
         for (i, w) in waits.iter().enumerate() {
             let want = 1000 - 100 * i as u64;
-            assert!((w.as_secs_f64() * 1000.0 - want as f64).abs() < 0.01, "{i}: {w:?}");
+            assert!(
+                (w.as_secs_f64() * 1000.0 - want as f64).abs() < 0.01,
+                "{i}: {w:?}"
+            );
         }
     }
 }

@@ -235,7 +235,10 @@ impl PhaseStats {
         add(&mut self.latency, &other.latency);
         add(&mut self.latency_uncorrected, &other.latency_uncorrected);
         add(&mut self.timed_out, &other.timed_out);
-        add(&mut self.timed_out_uncorrected, &other.timed_out_uncorrected);
+        add(
+            &mut self.timed_out_uncorrected,
+            &other.timed_out_uncorrected,
+        );
         add(&mut self.cut, &other.cut);
         add(&mut self.cut_uncorrected, &other.cut_uncorrected);
         add(&mut self.backlog, &other.backlog);
@@ -387,5 +390,39 @@ mod tests {
         let mut h = new_histogram();
         record(&mut h, Duration::from_secs(10_000));
         assert_eq!(h.len(), 1);
+    }
+
+    #[test]
+    fn censored_values_make_only_the_percentiles_they_reach_lower_bounds() {
+        let mut answered = new_histogram();
+        for _ in 0..99 {
+            record(&mut answered, Duration::from_millis(1));
+        }
+        let mut cut = new_sparse_histogram();
+        record(&mut cut, Duration::from_millis(500)); // no longer than an answer: left out
+        record(&mut cut, Duration::from_micros(900));
+        record(&mut cut, Duration::from_secs(5));
+        let mut slow = new_histogram();
+        record(&mut slow, Duration::from_millis(600));
+        let censored = longer_than_all(&cut, &slow);
+        assert_eq!(censored.len(), 1, "only the 5 s wait is longer than every answer");
+        let s = summarize_censored(&answered, &censored);
+        assert_eq!((s.count, s.censored), (100, 1));
+        let p99 = s.point(99.0).unwrap();
+        assert!((p99.ms - 1.0).abs() < 0.01 && !p99.lower_bound, "{p99:?}");
+        let p999 = s.point(99.9).unwrap();
+        assert!(p999.ms > 4990.0 && p999.lower_bound, "{p999:?}");
+        assert!(s.point(100.0).unwrap().lower_bound);
+        // Without censored values nothing is a lower bound.
+        let plain = summarize_censored(&answered, &new_sparse_histogram());
+        assert!(plain.percentiles.iter().all(|p| !p.lower_bound));
+        assert_eq!(plain.censored, 0);
+    }
+
+    #[test]
+    fn a_sparse_histogram_grows_instead_of_clamping() {
+        let mut h = new_sparse_histogram();
+        record(&mut h, Duration::from_secs(3));
+        assert!(h.max() >= 2_990_000_000, "{}", h.max());
     }
 }

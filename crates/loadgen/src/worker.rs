@@ -378,9 +378,17 @@ impl Shared {
                 self.count_sent(phase, 0);
                 let (corrected, uncorrected) = (done - start, Some(done - sent_at));
                 if by_deadline {
-                    self.complete(phase, Outcome::InFlight, Took::CutSent(corrected, uncorrected));
+                    self.complete(
+                        phase,
+                        Outcome::InFlight,
+                        Took::CutSent(corrected, uncorrected),
+                    );
                 } else {
-                    self.complete(phase, Outcome::Timeout, Took::TimedOut(corrected, uncorrected));
+                    self.complete(
+                        phase,
+                        Outcome::Timeout,
+                        Took::TimedOut(corrected, uncorrected),
+                    );
                 }
                 Settled::CutOff
             }

@@ -450,6 +450,40 @@ mod tests {
     }
 
     #[test]
+    fn silent_and_stalled_targets_are_flagged_in_plain_words() {
+        // A silent target: every request unanswered, nothing answered.
+        let mut silent = record(0, "Echo back-end alone (baseline)", 10, 50, true);
+        {
+            let m = &mut silent.load.as_mut().unwrap().measurement;
+            let mut o = OutcomeCounts::default();
+            o.add(Outcome::Unanswered, 10);
+            m.outcomes = o;
+            m.requests = 10;
+            m.error_percent = o.error_percent();
+            m.latency.censored = 10;
+            for p in &mut m.latency.percentiles {
+                p.lower_bound = true;
+            }
+        }
+        assert_eq!(
+            flags(&silent),
+            vec!["errors", "no answer", "p99 is a lower bound"]
+        );
+        assert_eq!(rows(&[silent.clone()], Phase::Measurement)[0].values[4], "100.00");
+        let md = markdown("t", &[silent], 1);
+        assert!(md.contains("`no answer`: the target answered none"), "{md}");
+
+        // A stall: answered at first, then 7 requests left unanswered at the end.
+        let mut stalled = record(0, "Echo back-end alone (baseline)", 10, 50, true);
+        {
+            let m = &mut stalled.load.as_mut().unwrap().measurement;
+            m.outcomes.add(Outcome::Unanswered, 7);
+            m.requests += 7;
+        }
+        assert_eq!(flags(&stalled), vec!["errors", "stalled"]);
+    }
+
+    #[test]
     fn markdown_summary() {
         insta::assert_snapshot!(markdown("gatebench default suite", &fixture(), 1), @r"
         # gatebench default suite

@@ -60,7 +60,11 @@ fn open_model_schedules_rate_times_duration_across_threads_and_phases() {
     s.arrival = Arrival::Open { rate: 300.0 };
     let out = run(s);
     assert_schedule_kept(&out, 300.0, 1.5);
-    assert_eq!(out.report.measurement.requests, 300, "{:?}", out.report.measurement.outcomes);
+    assert_eq!(
+        out.report.measurement.requests, 300,
+        "{:?}",
+        out.report.measurement.outcomes
+    );
     assert_server_agrees(&out, server.requests_seen());
 }
 

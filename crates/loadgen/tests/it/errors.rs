@@ -147,7 +147,11 @@ fn outstanding_at_the_deadline_is_in_flight_not_an_error() {
     assert_eq!(o.total(), 4);
     assert_eq!(o.error_percent(), 0.0);
     assert_eq!(out.report.measurement.latency.censored, 0);
-    assert!(out.report.target_warnings.is_empty(), "{:?}", out.report.target_warnings);
+    assert!(
+        out.report.target_warnings.is_empty(),
+        "{:?}",
+        out.report.target_warnings
+    );
 }
 
 #[test]

@@ -7,7 +7,9 @@ use gatebench_loadgen::{Arrival, RequestBody, StopRule};
 use gatebench_model::Outcome;
 use gatebench_testkit::{Behavior, TestServer};
 
-use crate::support::{assert_schedule_kept, assert_server_agrees, run, run_alone, spec, Echo};
+use crate::support::{
+    alone, assert_schedule_kept, assert_server_agrees, run, run_alone, run_now, spec, Echo,
+};
 
 #[test]
 fn closed_model_against_echo() {
@@ -76,13 +78,17 @@ fn stalled_target_shows_in_the_corrected_tail_only() {
     // Requests due during the stall wait for a free connection: measured from their due time
     // (corrected) they take up to a second; measured from the send (uncorrected) only the two
     // requests caught inside the stall are slow, well under 1 % of the run.
-    let server = TestServer::start(Behavior::StallWindow {
-        from: Duration::from_millis(1000),
-        length: Duration::from_millis(1000),
+    // The stall window counts from the server's start: start it once the machine is ours.
+    let (server, out) = alone(|| {
+        let server = TestServer::start(Behavior::StallWindow {
+            from: Duration::from_millis(1000),
+            length: Duration::from_millis(1000),
+        });
+        let mut s = spec(&server.url(), 2, Duration::from_millis(3500));
+        s.arrival = Arrival::Open { rate: 200.0 };
+        let out = run_now(s);
+        (server, out)
     });
-    let mut s = spec(&server.url(), 2, Duration::from_millis(3500));
-    s.arrival = Arrival::Open { rate: 200.0 };
-    let out = run_alone(s);
     let m = &out.report.measurement;
     let corrected = m.latency.at(99.0).unwrap();
     let uncorrected = m.latency_uncorrected.as_ref().unwrap().at(99.0).unwrap();
@@ -192,4 +198,76 @@ fn the_last_partial_second_is_reported_with_its_real_length() {
     );
     let expected = last.responses as f64 / last.length.as_secs_f64();
     assert!((last.rps - expected).abs() < 1e-6, "{last:?}");
+}
+
+#[test]
+fn a_target_that_stops_answering_half_way_shows_in_the_tail() {
+    // Open model, 10 s: the target answers for 5 s, then reads requests and answers none. With
+    // the default 10 s timeout nothing times out: the stalled requests are unanswered at the
+    // end and the backlog waits. The corrected p99 must show seconds, as a lower bound.
+    // The stall window counts from the server's start: start it once the machine is ours.
+    let (server, out) = alone(|| {
+        let server = TestServer::start(Behavior::StallWindow {
+            from: Duration::from_secs(5),
+            length: Duration::from_secs(3600),
+        });
+        let mut s = spec(&server.url(), 10, Duration::from_secs(10));
+        s.threads = Some(2);
+        s.arrival = Arrival::Open { rate: 200.0 };
+        let out = run_now(s);
+        (server, out)
+    });
+    let m = &out.report.measurement;
+    assert_schedule_kept(&out, 200.0, 10.0);
+    assert!(m.error_percent > 0.0, "{:?}", m.outcomes);
+    assert_eq!(m.outcomes.get(Outcome::Unanswered), 10, "{:?}", m.outcomes);
+    let p99 = m.latency.point(99.0).unwrap();
+    assert!(p99.ms >= 4000.0, "corrected p99 {} ms", p99.ms);
+    assert!(
+        p99.lower_bound,
+        "p99 falls on unanswered requests: {:?}",
+        m.latency
+    );
+    // Answered-only latency, as wrk would show it, hides all of that.
+    let answered = m
+        .latency_answered
+        .as_ref()
+        .expect("answered-only latency is kept");
+    assert!(answered.at(99.0).unwrap() < 1000.0, "{answered:?}");
+    assert!(
+        out.report
+            .target_warnings
+            .iter()
+            .any(|w| w.contains("stalled")),
+        "{:?}",
+        out.report.target_warnings
+    );
+    assert_server_agrees(&out, server.requests_seen());
+}
+
+#[test]
+fn a_stall_longer_than_the_timeout_shows_in_the_tail() {
+    // Open model, 10 s at 100 req/s, --timeout 2s; the target holds every response from 2 s to
+    // 7 s. Requests time out (errors, censored at 2 s and more from their due time), and the
+    // backlog answered after the stall carries waits of up to 5 s.
+    // The stall window counts from the server's start: start it once the machine is ours.
+    let (server, out) = alone(|| {
+        let server = TestServer::start(Behavior::StallWindow {
+            from: Duration::from_secs(2),
+            length: Duration::from_secs(5),
+        });
+        let mut s = spec(&server.url(), 2, Duration::from_secs(10));
+        s.arrival = Arrival::Open { rate: 100.0 };
+        s.timeout = Duration::from_secs(2);
+        let out = run_now(s);
+        (server, out)
+    });
+    let m = &out.report.measurement;
+    assert_schedule_kept(&out, 100.0, 10.0);
+    assert!(m.outcomes.get(Outcome::Timeout) >= 2, "{:?}", m.outcomes);
+    assert!(m.error_percent > 0.0, "{:?}", m.outcomes);
+    let p99 = m.latency.at(99.0).unwrap();
+    assert!(p99 >= 4000.0, "corrected p99 {p99} ms: {:?}", m.latency);
+    assert!(m.latency.censored >= 2, "{:?}", m.latency);
+    assert_server_agrees(&out, server.requests_seen());
 }

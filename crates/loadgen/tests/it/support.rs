@@ -110,7 +110,16 @@ pub fn run_alone(spec: LoadSpec) -> RunOutput {
     run_now(spec)
 }
 
-fn run_now(spec: LoadSpec) -> RunOutput {
+/// Runs `f` with no other load of this test binary running, for tests whose scripted server
+/// keeps time from its start (a stall window): the server must start once the machine is ours,
+/// not before waiting for it.
+pub fn alone<T>(f: impl FnOnce() -> T) -> T {
+    let _alone = MACHINE.write().unwrap_or_else(|e| e.into_inner());
+    f()
+}
+
+/// Validates and runs `spec` at once; inside [`alone`].
+pub fn run_now(spec: LoadSpec) -> RunOutput {
     let config = LoadConfig::try_new(spec).expect("valid spec");
     gatebench_loadgen::run(config, RunOptions::default()).expect("run")
 }
@@ -125,10 +134,18 @@ pub fn written_by_class(out: &RunOutput) -> u64 {
         .map(|p| {
             let o = &p.outcomes;
             o.responses()
-                + [Reset, Incomplete, IoError, Timeout, Unanswered, ProtocolError, InFlight]
-                    .iter()
-                    .map(|c| o.get(*c))
-                    .sum::<u64>()
+                + [
+                    Reset,
+                    Incomplete,
+                    IoError,
+                    Timeout,
+                    Unanswered,
+                    ProtocolError,
+                    InFlight,
+                ]
+                .iter()
+                .map(|c| o.get(*c))
+                .sum::<u64>()
         })
         .sum()
 }
@@ -161,8 +178,8 @@ pub fn assert_server_agrees(out: &RunOutput, seen: u64) {
 /// measurement, exactly rate × (warm-up + duration) requests were scheduled, each in one class.
 pub fn assert_schedule_kept(out: &RunOutput, rate: f64, secs: f64) {
     let want = (rate * secs).round() as u64;
-    let got = out.report.measurement.requests
-        + out.report.warmup.as_ref().map_or(0, |w| w.requests);
+    let got =
+        out.report.measurement.requests + out.report.warmup.as_ref().map_or(0, |w| w.requests);
     assert_eq!(
         got, want,
         "{rate} req/s for {secs} s schedules exactly {want} requests: {:?}",
