@@ -16,6 +16,10 @@ bench/results/ (NAME.md, the summary a bench script wrote from its raw NAME.tsv)
                            a line citing NAME.tsv and NAME.md with the time it was measured
     paired NAME [SECTION]  only the bullet lines (the paired per-run ratios)
     soak NAME              the checks of a bench/soak.sh summary (NAME.md), and its citation
+    excerpt DIR ROWS       README.md's summary excerpt: the opening line and the first ROWS
+                           rows of the measurement table of one real run's summary.md, kept
+                           under bench/results/DIR/ (copied from a `gatebench run` results
+                           directory)
 
 Usage:
 
@@ -42,7 +46,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "bench", "results")
-DOCS = ["docs/benchmarks.md", "docs/proxy.md"]
+DOCS = ["docs/benchmarks.md", "docs/proxy.md", "README.md"]
 
 BEGIN = re.compile(r"^<!-- figures:begin (.+?) -->$")
 END = "<!-- figures:end -->"
@@ -149,7 +153,35 @@ def gen_soak(args):
     return [head, ""] + body + ["", citation(name, lines)]
 
 
-GENERATORS = {"table": gen_table, "paired": gen_paired, "soak": gen_soak}
+def gen_excerpt(args):
+    if len(args) != 2 or not args[1].isdigit():
+        raise FigureError("excerpt takes DIR ROWS")
+    name, rows = args[0], int(args[1])
+    path = os.path.join(RESULTS, name, "summary.md")
+    if not os.path.isfile(path):
+        raise FigureError(f"bench/results/{name}/summary.md is missing")
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    opening = next((l for l in lines if re.match(r"^\d+ cells:", l)), None)
+    table = []
+    for line in lines:
+        if line.startswith("|"):
+            table.append(line)
+        elif table:
+            break  # the measurement table is the first one
+    if opening is None or len(table) < 3:
+        raise FigureError(f"bench/results/{name}/summary.md has no opening line or table")
+    body = table[2:]
+    more = ["..."] if len(body) > rows else []
+    return [
+        f"From `bench/results/{name}/summary.md`, one run of the default suite on this "
+        f"project's 2-core machines. {opening}",
+        "",
+        "```",
+    ] + table[:2] + body[:rows] + more + ["```"]
+
+
+GENERATORS = {"table": gen_table, "paired": gen_paired, "soak": gen_soak, "excerpt": gen_excerpt}
 
 # How each bench script turns its raw runs into its summary's tables: the lib.sh function and
 # its baselines, run per `mode` when the TSV has that column (as the scripts do).
@@ -269,7 +301,7 @@ def process(doc, text):
         try:
             new = generate(m.group(1))
             name = m.group(1).split()[1]
-            if name not in checked:
+            if m.group(1).split()[0] != "excerpt" and name not in checked:
                 checked.add(name)
                 check_tables_against_raw(name, problems, f"{doc}:{start + 1}")
         except FigureError as e:

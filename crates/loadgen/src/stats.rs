@@ -405,7 +405,11 @@ mod tests {
         let mut slow = new_histogram();
         record(&mut slow, Duration::from_millis(600));
         let censored = longer_than_all(&cut, &slow);
-        assert_eq!(censored.len(), 1, "only the 5 s wait is longer than every answer");
+        assert_eq!(
+            censored.len(),
+            1,
+            "only the 5 s wait is longer than every answer"
+        );
         let s = summarize_censored(&answered, &censored);
         assert_eq!((s.count, s.censored), (100, 1));
         let p99 = s.point(99.0).unwrap();

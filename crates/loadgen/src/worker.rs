@@ -77,6 +77,8 @@ struct Shared {
     req_len: u64,
     phases: RefCell<[PhaseStats; 2]>,
     interval: RefCell<IntervalStats>,
+    /// Woken when the run is interrupted: connections waiting for a future ticket give it up.
+    stopped: tokio::sync::Notify,
 }
 
 /// How long a settled request took or had waited: `(corrected, uncorrected)`, the first from
@@ -167,6 +169,7 @@ pub(crate) fn run(plan: WorkerPlan, tx: Sender<WorkerMsg>) -> WorkerResult {
         } as u64,
         phases: RefCell::new([PhaseStats::default(), PhaseStats::default()]),
         interval: RefCell::new(IntervalStats::new(0)),
+        stopped: tokio::sync::Notify::new(),
     });
     let local = LocalSet::new();
     let id = plan.id;
@@ -202,6 +205,7 @@ pub(crate) fn run(plan: WorkerPlan, tx: Sender<WorkerMsg>) -> WorkerResult {
                 while !shared.schedule.check_stop() {
                     tokio::time::sleep(Duration::from_millis(5)).await;
                 }
+                shared.stopped.notify_waiters();
             })
         };
         let slots: Vec<_> = (0..plan.connections)
@@ -271,24 +275,34 @@ impl Shared {
     /// Open model: waits for the ticket's due time and returns the instant latency is measured
     /// from — the due time if the ticket was already overdue (every connection was busy: the
     /// wait is the target's), else the actual send (the timer's lateness is the generator's and
-    /// goes to the send-lag histogram). Closed model: now.
-    async fn start_of(&self, permit: Permit) -> Instant {
+    /// goes to the send-lag histogram). Closed model: now. `None` when the run was interrupted
+    /// before the ticket fell due: nobody asks for it any more, and it is not counted.
+    async fn start_of(&self, permit: Permit) -> Option<Instant> {
         match permit.due {
             Some(due) => {
                 let now = Instant::now();
                 if due > now {
-                    tokio::time::sleep_until(due.into()).await;
+                    // Registered before the flag is read, so a stop between the two wakes us.
+                    let stopped = self.stopped.notified();
+                    if self.schedule.check_stop() {
+                        return None;
+                    }
+                    tokio::select! {
+                        biased;
+                        _ = stopped => return None,
+                        _ = tokio::time::sleep_until(due.into()) => {}
+                    }
                     let actual = Instant::now();
                     record(
                         &mut self.phases.borrow_mut()[permit.phase as usize].send_lag,
                         actual - due,
                     );
-                    actual
+                    Some(actual)
                 } else {
-                    due
+                    Some(due)
                 }
             }
-            None => Instant::now(),
+            None => Some(Instant::now()),
         }
     }
 
@@ -427,7 +441,9 @@ async fn h1_slot(shared: Rc<Shared>) {
     tokio::pin!(timer);
     while let Some(permit) = shared.schedule.next() {
         shared.back_off(failures).await;
-        let start = shared.start_of(permit).await;
+        let Some(start) = shared.start_of(permit).await else {
+            continue;
+        };
         let phase = permit.phase;
         let c = match conn.as_mut() {
             Some(c) => c,
@@ -498,7 +514,9 @@ async fn h2_slot(shared: Rc<Shared>) {
             return;
         };
         shared.back_off(failures).await;
-        let start = shared.start_of(first).await;
+        let Some(start) = shared.start_of(first).await else {
+            continue;
+        };
         let conn = match shared.open_connection(first.phase, had_conn).await {
             Ok((stream, est)) => {
                 if config.target.tls && !est.alpn_h2 {
@@ -591,7 +609,9 @@ async fn h2_stream_loop(
                 let Some(permit) = shared.schedule.next() else {
                     return StreamEnd::Done;
                 };
-                let start = shared.start_of(permit).await;
+                let Some(start) = shared.start_of(permit).await else {
+                    continue;
+                };
                 let (limit, by_deadline) = shared.give_up_at(start.max(Instant::now()));
                 timer.as_mut().reset(limit.into());
                 if !acquire_before(&conn, &mut timer).await {

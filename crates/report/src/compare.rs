@@ -1459,7 +1459,7 @@ pub(crate) mod tests {
         );
         insta::assert_snapshot!(json(&c), @r#"
             {
-              "schema_version": 1,
+              "schema_version": 2,
               "kind": "gatebench-comparison",
               "alpha": 0.05,
               "confidence": 0.95,
@@ -1474,7 +1474,7 @@ pub(crate) mod tests {
                   "repeats_max": 5,
                   "failed": 0,
                   "environment": {
-                    "schema_version": 1,
+                    "schema_version": 2,
                     "cpu_model": "Test CPU",
                     "cores": 2,
                     "cores_available": 2,
@@ -1492,7 +1492,7 @@ pub(crate) mod tests {
                   "repeats_max": 5,
                   "failed": 0,
                   "environment": {
-                    "schema_version": 1,
+                    "schema_version": 2,
                     "cpu_model": "Test CPU",
                     "cores": 2,
                     "cores_available": 2,

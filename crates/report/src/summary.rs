@@ -469,7 +469,10 @@ mod tests {
             flags(&silent),
             vec!["errors", "no answer", "p99 is a lower bound"]
         );
-        assert_eq!(rows(&[silent.clone()], Phase::Measurement)[0].values[4], "100.00");
+        assert_eq!(
+            rows(&[silent.clone()], Phase::Measurement)[0].values[4],
+            "100.00"
+        );
         let md = markdown("t", &[silent], 1);
         assert!(md.contains("`no answer`: the target answered none"), "{md}");
 

@@ -36,7 +36,7 @@ fn another_schema_version_is_refused_with_both_versions() {
     .unwrap();
     let e = read(&d).unwrap_err().to_string();
     assert!(
-        e.contains("run.json has schema version 99, this gatebench reads version 1"),
+        e.contains("run.json has schema version 99, this gatebench reads version 2"),
         "{e}"
     );
     let _ = std::fs::remove_dir_all(d);
