@@ -9,49 +9,17 @@
 //! It is generic over the byte stream so TLS wraps the same code. Timeouts and the run deadline
 //! are the caller's business; a response that never arrives simply never completes here.
 
-use std::io;
-
 use gatebench_model::Outcome;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::body::BodyCheck;
+use crate::exchange::{classify_io, Answer, Failure};
 use crate::request::RequestTemplate;
 
 /// Receive buffer per connection. Response heads must fit in it.
 const BUF_SIZE: usize = 16 * 1024;
 /// Header lines parsed per response head; more is a protocol error.
 const MAX_HEADERS: usize = 96;
-
-/// How a completed exchange ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Answer {
-    /// The class: `Ok`, a status class, or `BodyMismatch`.
-    pub outcome: Outcome,
-    /// Response bytes read (head and body).
-    pub bytes_read: u64,
-    /// Whether the connection can carry the next request.
-    pub reusable: bool,
-}
-
-/// An exchange that failed before a complete response.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Failure {
-    /// The class: `Reset`, `Incomplete`, `IoError` or `ProtocolError`.
-    pub outcome: Outcome,
-    /// Response bytes read before the failure.
-    pub bytes_read: u64,
-}
-
-/// Maps an I/O error on an established connection to its class.
-pub(crate) fn classify_io(e: &io::Error) -> Outcome {
-    match e.kind() {
-        io::ErrorKind::ConnectionReset
-        | io::ErrorKind::BrokenPipe
-        | io::ErrorKind::ConnectionAborted => Outcome::Reset,
-        io::ErrorKind::UnexpectedEof => Outcome::Incomplete,
-        _ => Outcome::IoError,
-    }
-}
 
 /// How the body of the current response is framed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

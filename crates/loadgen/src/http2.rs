@@ -17,15 +17,15 @@
 //!
 //! # Layout
 //! - `frame`: frame header, types, flags, writers.
-//! - `hpack`, `huffman`: header compression.
 //! - `conn`: the protocol state of one connection.
+//!
+//! Header compression (`crate::hpack`, `crate::huffman`) lives beside this module: the request
+//! template encodes its head with it, without depending on the HTTP/2 connection.
 //! - `driver`: the I/O task.
 
 mod conn;
 mod driver;
 mod frame;
-mod hpack;
-mod huffman;
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -34,10 +34,8 @@ use std::time::Duration;
 use gatebench_model::Outcome;
 use tokio::sync::Notify;
 
-pub(crate) use hpack::RequestHead;
-
 use crate::connect::Stream;
-use crate::http1::{Answer, Failure};
+use crate::exchange::{Answer, Failure};
 use crate::request::RequestTemplate;
 
 /// What the driver and the handle share.
@@ -171,14 +169,4 @@ impl H2Conn {
         guard.armed = false;
         result
     }
-}
-
-/// Bytes from hex digits with any whitespace between them, as the RFCs print their examples.
-#[cfg(test)]
-fn hex(s: &str) -> Vec<u8> {
-    let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex digits"))
-        .collect()
 }

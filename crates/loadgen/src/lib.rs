@@ -17,6 +17,9 @@
 //! - [`request`]: the request, encoded once; seed-004 JSON payloads.
 //! - `connect`: establishing connections (TCP, TLS) and classifying connect failures.
 //! - [`tls`]: the TLS client configuration (trust, ALPN, SNI, resumption).
+//! - `exchange`: what an exchange ends in (answer or failure), whatever the protocol.
+//! - `hpack`, `huffman`: HPACK header compression (RFC 7541), used by the request template
+//!   and the HTTP/2 client.
 //! - `http1`: the lean HTTP/1.1 client on the hot path.
 //! - `http2`: the lean HTTP/2 client (own framing and HPACK), streams gated below the
 //!   server's limit.
@@ -34,9 +37,12 @@ pub mod bounds;
 pub mod config;
 mod connect;
 pub mod error;
+mod exchange;
 pub mod hlog;
+mod hpack;
 mod http1;
 mod http2;
+mod huffman;
 pub mod limits;
 pub mod probe;
 pub mod request;

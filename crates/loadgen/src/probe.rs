@@ -9,7 +9,8 @@ use gatebench_model::Outcome;
 use crate::config::{LoadConfig, Protocol};
 use crate::connect::connect;
 use crate::error::LoadgenError;
-use crate::http1::{Answer, Failure, H1Conn};
+use crate::exchange::{Answer, Failure};
+use crate::http1::H1Conn;
 use crate::http2;
 use crate::worker::transport;
 

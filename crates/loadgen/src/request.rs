@@ -69,7 +69,7 @@ pub struct RequestTemplate {
     /// The same request's HTTP/2 header blocks: pseudo-headers from method and URI, and the
     /// header fields HTTP/2 allows (connection-specific fields are dropped, RFC 9113 §8.2.2;
     /// `Host` becomes `:authority`).
-    h2: crate::http2::RequestHead,
+    h2: crate::hpack::RequestHead,
 }
 
 impl RequestTemplate {
@@ -176,7 +176,7 @@ impl RequestTemplate {
     }
 
     /// The HTTP/2 header blocks (the body is sent apart).
-    pub(crate) fn h2_head(&self) -> &crate::http2::RequestHead {
+    pub(crate) fn h2_head(&self) -> &crate::hpack::RequestHead {
         &self.h2
     }
 }
@@ -187,7 +187,7 @@ fn h2_parts(
     headers: &[(String, String)],
     default_type: Option<&'static str>,
     body_len: usize,
-) -> Result<crate::http2::RequestHead, LoadgenError> {
+) -> Result<crate::hpack::RequestHead, LoadgenError> {
     let bad = |what: String| LoadgenError::config(what);
     http::Method::from_bytes(method.as_bytes())
         .map_err(|e| bad(format!("invalid method `{method}`: {e}")))?;
@@ -233,7 +233,7 @@ fn h2_parts(
         (":path".to_owned(), target.path_and_query.clone()),
     ];
     all.extend(fields);
-    Ok(crate::http2::RequestHead::encode(&all))
+    Ok(crate::hpack::RequestHead::encode(&all))
 }
 
 fn parse_header(line: &str) -> Result<(String, String), LoadgenError> {

@@ -176,6 +176,14 @@ impl Schedule {
         }
     }
 
+    /// Whether a connection takes a free slot (an HTTP/2 stream) before its permit, rather than
+    /// the permit first. Closed model: a user never holds a request that cannot be sent, so the
+    /// slot comes first. Open model: the ticket is due whatever the target's stream limit, so it
+    /// is taken first and the wait for a free stream counts in its latency.
+    pub(crate) fn slot_first(&self) -> bool {
+        self.open.is_none()
+    }
+
     pub(crate) fn clock(&self) -> &Clock {
         &self.clock
     }

@@ -18,9 +18,9 @@ use bytes::{Buf, Bytes};
 use gatebench_model::Outcome;
 
 use super::frame::{self, FrameHead, Reason};
-use super::hpack::{self, Decoder};
 use crate::body::BodyCheck;
-use crate::http1::{Answer, Failure};
+use crate::exchange::{Answer, Failure};
+use crate::hpack::{self, Decoder};
 use crate::request::RequestTemplate;
 
 /// Per-stream receive window gatebench announces: large enough that flow control never paces

@@ -11,7 +11,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use super::frame::{self, FrameHead, Reason};
 use super::Shared;
 use crate::connect::Stream;
-use crate::http1::classify_io;
+use crate::exchange::classify_io;
 
 /// Read buffer: room for two of the largest frames gatebench accepts.
 const READ_BUF: usize = 2 * (frame::HEADER_LEN + frame::DEFAULT_MAX_FRAME);

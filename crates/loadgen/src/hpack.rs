@@ -13,7 +13,7 @@
 
 use std::collections::VecDeque;
 
-use super::huffman;
+use crate::huffman;
 
 /// RFC 7541 Appendix A.
 #[rustfmt::skip]
@@ -431,10 +431,20 @@ impl RequestHead {
     }
 }
 
+/// Bytes from hex digits with any whitespace between them, as the RFCs print their examples.
+#[cfg(test)]
+pub(crate) fn hex(s: &str) -> Vec<u8> {
+    let s: String = s.chars().filter(|c| !c.is_whitespace()).collect();
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex digits"))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http2::hex;
+    use crate::hpack::hex;
 
     fn table(d: &Decoder) -> Vec<(String, String)> {
         d.table

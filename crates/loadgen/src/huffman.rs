@@ -175,7 +175,7 @@ pub(crate) fn decode(src: &[u8], out: &mut Vec<u8>) -> Result<(), InvalidHuffman
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::http2::hex;
+    use crate::hpack::hex;
 
     fn decoded(h: &str) -> Result<String, InvalidHuffman> {
         let mut out = Vec::new();

@@ -1,0 +1,74 @@
+//! One HTTP/1.1 connection's loop: take a permit, (re)connect if needed, send, read, settle.
+//! A connection carries one request at a time; a request left unanswered (timed out, cut off)
+//! or failed takes its connection with it.
+
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use gatebench_model::Outcome;
+
+use super::{unsent_took, Settled, Shared, Took};
+use crate::connect::Stream;
+use crate::http1::H1Conn;
+
+/// One HTTP/1.1 connection's loop.
+pub(super) async fn slot(shared: Rc<Shared>) {
+    let config = shared.config.clone();
+    let mut conn: Option<H1Conn<Stream>> = None;
+    let mut had_conn = false;
+    let mut failures = 0u32;
+    let req = config.request.clone();
+    let timer = tokio::time::sleep(Duration::ZERO);
+    tokio::pin!(timer);
+    while let Some(permit) = shared.schedule.next() {
+        shared.back_off(failures).await;
+        let Some(start) = shared.start_of(permit).await else {
+            continue;
+        };
+        let phase = permit.phase;
+        let c = match conn.as_mut() {
+            Some(c) => c,
+            None => match shared.open_connection(phase, had_conn).await {
+                Ok((stream, _)) => {
+                    had_conn = true;
+                    conn.insert(H1Conn::new(stream))
+                }
+                Err(outcome) => {
+                    if outcome != Outcome::InFlight {
+                        failures += 1;
+                    }
+                    shared.complete(phase, outcome, unsent_took(outcome, start));
+                    continue;
+                }
+            },
+        };
+        let sent_at = Instant::now();
+        let (limit, by_deadline) = shared.give_up_at(sent_at);
+        if by_deadline && sent_at >= limit {
+            // The run ended while its connection was being opened: in flight, like a connect
+            // cut short by the end.
+            shared.complete(phase, Outcome::InFlight, Took::Nothing);
+            continue;
+        }
+        timer.as_mut().reset(limit.into());
+        let result = tokio::select! {
+            biased;
+            r = c.exchange(&req, config.verify) => Some(r),
+            _ = &mut timer => None,
+        };
+        match shared.settle(phase, result, start, sent_at, by_deadline) {
+            Settled::Answered { reusable } => {
+                failures = 0;
+                if !reusable || !config.keepalive {
+                    conn = None;
+                }
+            }
+            Settled::Failed(_) => {
+                failures += 1;
+                conn = None;
+            }
+            // A connection with an unanswered request cannot carry the next one.
+            Settled::CutOff => conn = None,
+        }
+    }
+}
