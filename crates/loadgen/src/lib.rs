@@ -26,6 +26,7 @@
 //! - `body`: response-body verification shared by both.
 //! - `schedule`: arrival model × stop rule: who sends when.
 //! - `worker`: one thread, its runtime, its connections and statistics.
+//! - `target`: the URL, parsed and resolved; HTTP token syntax.
 //! - [`stats`]: histograms and counters, exact merging, summaries.
 //! - [`hlog`]: HdrHistogram interval logs.
 //! - [`run`](mod@run): orchestration, the live view, the report and its self-check.
@@ -49,6 +50,7 @@ pub mod request;
 pub mod run;
 mod schedule;
 pub mod stats;
+mod target;
 pub mod tls;
 mod worker;
 

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use bytes::Bytes;
 
-use crate::config::{is_token_byte, Target};
 use crate::error::LoadgenError;
+use crate::target::{is_token_byte, Target};
 
 /// The body of the request.
 #[derive(Clone, Debug, PartialEq, Eq)]
