@@ -24,6 +24,8 @@
 mod conn;
 mod driver;
 mod frame;
+#[cfg(feature = "fuzzing")]
+pub(crate) mod fuzz;
 mod hpack;
 mod huffman;
 

@@ -32,6 +32,9 @@ mod body;
 pub mod config;
 mod connect;
 pub mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzz;
 pub mod hlog;
 mod http1;
 mod http2;

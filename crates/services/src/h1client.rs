@@ -42,6 +42,9 @@ use crate::proxy::body::{BodyError, UpBody};
 use crate::proxy::forward::{log_failure, Failure};
 use crate::upstream::{Pool, UpstreamIo};
 
+#[cfg(feature = "fuzzing")]
+pub(crate) mod fuzz;
+
 /// First allocation for a response (head and, usually, the whole body of a small one).
 const READ_CHUNK: usize = 4096;
 /// Reads of large bodies go up to this much at a time.

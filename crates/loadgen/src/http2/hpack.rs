@@ -431,6 +431,15 @@ impl RequestHead {
     }
 }
 
+#[cfg(feature = "fuzzing")]
+impl Decoder {
+    /// The dynamic table, newest first, and its size (the fuzz targets' differential check).
+    pub(crate) fn entries(&self) -> (Vec<(&[u8], &[u8])>, usize) {
+        let entries = self.table.iter().map(|e| (e.name(), e.value())).collect();
+        (entries, self.size)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
