@@ -107,7 +107,7 @@ fn summary(fields: &[(Vec<u8>, Vec<u8>)]) -> HpackHead {
 /// Compares gatebench's dynamic table with fluke-hpack's, read through indexed fields (which
 /// leave the table as it is).
 fn same_tables(ours: &HpackDecoder, theirs: &mut fluke_hpack::Decoder<'_>) {
-    let (entries, size) = ours.table();
+    let (entries, size) = (ours.table(), ours.table_size());
     let sum: usize = entries.iter().map(|(n, v)| 32 + n.len() + v.len()).sum();
     assert_eq!(size, sum, "table size");
     assert!(size <= 4096);

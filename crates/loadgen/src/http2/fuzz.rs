@@ -174,14 +174,17 @@ impl HpackDecoder {
         })
     }
 
-    /// The dynamic table, newest first, and its size in RFC 7541 §4.1 terms.
-    pub fn table(&self) -> (Vec<(Vec<u8>, Vec<u8>)>, usize) {
-        let (entries, size) = self.0.entries();
-        let entries = entries
-            .into_iter()
+    /// The dynamic table, newest first.
+    pub fn table(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        self.0
+            .entries()
             .map(|(n, v)| (n.to_vec(), v.to_vec()))
-            .collect();
-        (entries, size)
+            .collect()
+    }
+
+    /// The dynamic table's size in RFC 7541 §4.1 terms.
+    pub fn table_size(&self) -> usize {
+        self.0.size()
     }
 }
 

@@ -433,10 +433,14 @@ impl RequestHead {
 
 #[cfg(feature = "fuzzing")]
 impl Decoder {
-    /// The dynamic table, newest first, and its size (the fuzz targets' differential check).
-    pub(crate) fn entries(&self) -> (Vec<(&[u8], &[u8])>, usize) {
-        let entries = self.table.iter().map(|e| (e.name(), e.value())).collect();
-        (entries, self.size)
+    /// The dynamic table, newest first (the fuzz targets' differential check).
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.table.iter().map(|e| (e.name(), e.value()))
+    }
+
+    /// The dynamic table's size (RFC 7541 §4.1).
+    pub(crate) fn size(&self) -> usize {
+        self.size
     }
 }
 
