@@ -12,7 +12,7 @@
 //! split seed, then the bytes the client sends.
 #![no_main]
 
-use gatebench_fuzz::{crlf_only, decimal, dechunk_strict, split, trim, Framed};
+use gatebench_fuzz::{crlf_only, dechunk_strict, decimal, split, trim, Framed};
 use gatebench_services::fuzz::{h1check, H1CheckEnd, H1CheckLimits, H1CheckRun};
 use libfuzzer_sys::fuzz_target;
 
@@ -116,12 +116,23 @@ fn head(buf: &[u8]) -> (usize, Body) {
         Ok(httparse::Status::Complete(len)) => len,
         other => panic!("a head passed on does not parse ({other:?}): {:?}", shown()),
     };
-    let start = buf.iter().take_while(|&&b| b == b'\r' || b == b'\n').count();
-    assert!(crlf_only(&buf[start..len]), "bare LF passed on: {:?}", shown());
+    let start = buf
+        .iter()
+        .take_while(|&&b| b == b'\r' || b == b'\n')
+        .count();
+    assert!(
+        crlf_only(&buf[start..len]),
+        "bare LF passed on: {:?}",
+        shown()
+    );
     assert!(len <= LIMITS.max_head, "head over the limit passed on");
     let method = req.method.unwrap();
     let target = req.path.unwrap();
-    assert!(method != "CONNECT" && method != "X-GB-REJECT", "{:?}", shown());
+    assert!(
+        method != "CONNECT" && method != "X-GB-REJECT",
+        "{:?}",
+        shown()
+    );
     let origin = target.starts_with('/');
     let absolute = target.len() > 7 && target[..7].eq_ignore_ascii_case("http://")
         || target.len() > 8 && target[..8].eq_ignore_ascii_case("https://");
@@ -135,7 +146,10 @@ fn head(buf: &[u8]) -> (usize, Body) {
         .iter()
         .filter(|h| h.name.eq_ignore_ascii_case("host"))
         .count();
-    assert!(hosts == 1 || (hosts == 0 && http10), "{hosts} Host fields passed on");
+    assert!(
+        hosts == 1 || (hosts == 0 && http10),
+        "{hosts} Host fields passed on"
+    );
     let lengths: Vec<&[u8]> = req
         .headers
         .iter()

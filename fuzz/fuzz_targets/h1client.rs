@@ -12,7 +12,7 @@
 //! Input: a flags byte (bit 0: the request was HEAD), a split seed, then the upstream's bytes.
 #![no_main]
 
-use gatebench_fuzz::{crlf_only, decimal, dechunk_strict, split, trim, Framed};
+use gatebench_fuzz::{crlf_only, dechunk_strict, decimal, split, trim, Framed};
 use gatebench_services::fuzz::h1client_response;
 use libfuzzer_sys::fuzz_target;
 
@@ -120,16 +120,34 @@ fn reference(input: &[u8], head_request: bool) -> Option<Want> {
         let rest = &buf[len..];
         let http10 = r.version == Some(0);
         let (body, close_delimited) = if head_request || status == 204 || status == 304 {
-            (Framed::Complete { body: Vec::new(), used: 0 }, false)
+            (
+                Framed::Complete {
+                    body: Vec::new(),
+                    used: 0,
+                },
+                false,
+            )
         } else if codings > 0 {
             (dechunk_strict(rest, 4096, 16 * 1024), false)
         } else {
             match length {
                 Some(n) => match rest.get(..usize::try_from(n).unwrap_or(usize::MAX)) {
-                    Some(b) => (Framed::Complete { body: b.to_vec(), used: b.len() }, false),
+                    Some(b) => (
+                        Framed::Complete {
+                            body: b.to_vec(),
+                            used: b.len(),
+                        },
+                        false,
+                    ),
                     None => (Framed::Incomplete, false),
                 },
-                None => (Framed::Complete { body: rest.to_vec(), used: rest.len() }, true),
+                None => (
+                    Framed::Complete {
+                        body: rest.to_vec(),
+                        used: rest.len(),
+                    },
+                    true,
+                ),
             }
         };
         return Some(Want {

@@ -37,8 +37,15 @@ fuzz_target!(|data: &[u8]| {
             .any(|&r| r == Rep::SizeUpdate);
         match (got, theirs.decode(block)) {
             (Some(head), Ok(fields)) => {
-                assert!(!size_update_late, "a late size update accepted: {block:02x?}");
-                assert_eq!(head, summary(&fields), "block {block:02x?} fields {fields:?}");
+                assert!(
+                    !size_update_late,
+                    "a late size update accepted: {block:02x?}"
+                );
+                assert_eq!(
+                    head,
+                    summary(&fields),
+                    "block {block:02x?} fields {fields:?}"
+                );
                 same_tables(&ours, &mut theirs);
             }
             (None, Err(_)) => return,
@@ -46,9 +53,10 @@ fuzz_target!(|data: &[u8]| {
                 assert!(reps.iter().all(|&r| r == Rep::SizeUpdate), "{block:02x?}");
                 return;
             }
-            (Some(_), Err(DecoderError::StringDecodingError(
-                StringDecodingError::HuffmanDecoderError(_),
-            ))) => return,
+            (
+                Some(_),
+                Err(DecoderError::StringDecodingError(StringDecodingError::HuffmanDecoderError(_))),
+            ) => return,
             (Some(_), Err(e)) => panic!("accepted what fluke-hpack refuses ({e:?}): {block:02x?}"),
             (None, Ok(fields)) => {
                 assert!(

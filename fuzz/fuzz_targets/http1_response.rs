@@ -25,12 +25,22 @@ fuzz_target!(|data: &[u8]| {
     let method = ["GET", "HEAD", "POST", "POST"][usize::from(flags & 3)];
     let verify = flags & 4 != 0;
     let body: Vec<u8> = if method == "POST" {
-        b"hello".iter().copied().cycle().take(usize::from(flags >> 3)).collect()
+        b"hello"
+            .iter()
+            .copied()
+            .cycle()
+            .take(usize::from(flags >> 3))
+            .collect()
     } else {
         Vec::new()
     };
     let whole = http1_exchange(&split(response, 0, usize::MAX, 1), method, &body, verify);
-    let cut = http1_exchange(&split(response, *seed, 200, usize::MAX), method, &body, verify);
+    let cut = http1_exchange(
+        &split(response, *seed, 200, usize::MAX),
+        method,
+        &body,
+        verify,
+    );
     assert_eq!(strip(whole), strip(cut), "reads changed the outcome");
     for r in [whole, cut] {
         let read = match r {
@@ -38,7 +48,11 @@ fuzz_target!(|data: &[u8]| {
                 bytes_read
             }
         };
-        assert!(read <= response.len() as u64, "read {read} of {}", response.len());
+        assert!(
+            read <= response.len() as u64,
+            "read {read} of {}",
+            response.len()
+        );
     }
     let expected = reference(response, method, &body, verify);
     assert_eq!(
@@ -169,8 +183,7 @@ fn finish(
     reusable: bool,
 ) -> (Outcome, bool, bool) {
     let mut outcome = Outcome::from_status(status);
-    if verify && outcome == Outcome::Ok && !head_only && !req_body.is_empty() && body != req_body
-    {
+    if verify && outcome == Outcome::Ok && !head_only && !req_body.is_empty() && body != req_body {
         outcome = Outcome::BodyMismatch;
     }
     (outcome, reusable, ANSWERED)

@@ -33,7 +33,12 @@ fuzz_target!(|data: &[u8]| {
     match (ours, oracle) {
         (Ok(xml), Ok(value)) => {
             let rebuilt = walk(&xml);
-            assert_eq!(canonical(&rebuilt), value, "{:?}", String::from_utf8_lossy(data));
+            assert_eq!(
+                canonical(&rebuilt),
+                value,
+                "{:?}",
+                String::from_utf8_lossy(data)
+            );
             assert!(depth(&value) <= MAX_DEPTH);
         }
         (Ok(xml), Err(e)) => {
@@ -46,7 +51,11 @@ fuzz_target!(|data: &[u8]| {
             walk(&xml);
         }
         (Err(JsonXmlError::TooDeep { .. }), Ok(value)) => {
-            assert!(depth(&value) > MAX_DEPTH, "refused as too deep at depth {}", depth(&value));
+            assert!(
+                depth(&value) > MAX_DEPTH,
+                "refused as too deep at depth {}",
+                depth(&value)
+            );
         }
         (Err(JsonXmlError::InvalidCharacter { .. }), Ok(value)) => {
             assert!(
@@ -81,7 +90,12 @@ fn canonical(v: &J) -> J {
     match v {
         J::Num(text) => serde_json::from_str::<J>(text).expect("a number serde_json reads"),
         J::Arr(items) => J::Arr(items.iter().map(canonical).collect()),
-        J::Obj(members) => J::Obj(members.iter().map(|(k, v)| (k.clone(), canonical(v))).collect()),
+        J::Obj(members) => J::Obj(
+            members
+                .iter()
+                .map(|(k, v)| (k.clone(), canonical(v)))
+                .collect(),
+        ),
         other => other.clone(),
     }
 }

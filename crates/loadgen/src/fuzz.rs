@@ -74,7 +74,6 @@ pub fn http1_exchange(pieces: &[&[u8]], method: &str, body: &[u8], verify: bool)
     }
 }
 
-
 /// A server that answers with scripted reads, then EOF; it accepts every write.
 struct Script {
     /// Reads still to come, last first.

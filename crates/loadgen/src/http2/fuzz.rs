@@ -96,7 +96,10 @@ pub fn conn(data: &[u8]) {
             _ => {
                 open.retain(|&id| st.poll_stream(id, &mut cx).is_pending());
                 written += std::mem::take(&mut st.out).len();
-                assert!(written <= budget, "{written} bytes written for a budget of {budget}");
+                assert!(
+                    written <= budget,
+                    "{written} bytes written for a budget of {budget}"
+                );
                 if op & 8 != 0 && !ended {
                     st.eof();
                     ended = true;
@@ -105,7 +108,10 @@ pub fn conn(data: &[u8]) {
         }
     }
     written += std::mem::take(&mut st.out).len();
-    assert!(written <= budget, "{written} bytes written for a budget of {budget}");
+    assert!(
+        written <= budget,
+        "{written} bytes written for a budget of {budget}"
+    );
     // The connection ends: every request must get its answer now.
     if !ended {
         st.eof();
