@@ -441,6 +441,19 @@ pub(crate) fn hex(s: &str) -> Vec<u8> {
         .collect()
 }
 
+#[cfg(feature = "fuzzing")]
+impl Decoder {
+    /// The dynamic table, newest first (the fuzz targets' differential check).
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.table.iter().map(|e| (e.name(), e.value()))
+    }
+
+    /// The dynamic table's size (RFC 7541 §4.1).
+    pub(crate) fn size(&self) -> usize {
+        self.size
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

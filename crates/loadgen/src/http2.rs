@@ -26,6 +26,8 @@
 mod conn;
 mod driver;
 mod frame;
+#[cfg(feature = "fuzzing")]
+pub(crate) mod fuzz;
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;

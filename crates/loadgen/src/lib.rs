@@ -39,6 +39,9 @@ pub mod config;
 mod connect;
 pub mod error;
 mod exchange;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzz;
 pub mod hlog;
 mod hpack;
 mod http1;

@@ -44,6 +44,9 @@ use crate::proxy::body::{BodyError, UpBody};
 use crate::proxy::forward::{log_failure, Failure};
 use crate::upstream::{Pool, UpstreamIo};
 
+#[cfg(feature = "fuzzing")]
+pub(crate) mod fuzz;
+
 /// First allocation for a response (head and, usually, the whole body of a small one).
 const READ_CHUNK: usize = 4096;
 /// Reads of large bodies go up to this much at a time.
@@ -897,6 +900,12 @@ impl Body for H1Body {
                 }
                 Framing::ChunkSize => {
                     if let Some(lf) = this.buf.iter().position(|&b| b == b'\n') {
+                        // The limit holds wherever the read ended, not only when the line
+                        // arrives in pieces (found by the fuzz target `h1client`).
+                        if lf > 4096 {
+                            return this
+                                .fail(cx, BodyError::UpstreamFraming("chunk-size line too long"));
+                        }
                         if lf == 0 || this.buf[lf - 1] != b'\r' {
                             return this
                                 .fail(cx, BodyError::UpstreamFraming("bad chunk-size line"));
@@ -1129,5 +1138,63 @@ X-Hop: 1\r\nKeep-Alive: 5\r\nContent-Length: 2\r\nX-A: b\r\n\r\nok";
                 ..
             })
         ));
+    }
+
+    /// Reads the body of `raw` as the proxy does, from an upstream on loopback that sends it
+    /// in one write and closes: the body bytes, and whether it ended cleanly.
+    async fn body_of(raw: &'static [u8]) -> (Vec<u8>, bool) {
+        use tokio::io::AsyncWriteExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let upstream = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            s.write_all(raw).await.unwrap();
+        });
+        let io = tokio::net::TcpStream::connect(addr).await.unwrap();
+        upstream.await.unwrap();
+        let mut conn = H1Conn::new(gatebench_tls::MaybeTls::Plain(io));
+        let head = read_head(&mut conn.io, 1024).await.unwrap();
+        let home = Home {
+            pool: Arc::new(Pool::new(1, Duration::from_secs(60), 4)),
+            shard: 0,
+            label: Arc::from("test"),
+        };
+        let limits = ExchangeLimits {
+            response_timeout: Duration::from_secs(60),
+            read_timeout: Duration::from_secs(60),
+            max_head: 1024,
+        };
+        let (_, mut body) = H1Body::new(conn, head, false, true, limits, home).unwrap();
+        let mut data = Vec::new();
+        loop {
+            match std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
+                None => return (data, true),
+                Some(Ok(frame)) => data.extend_from_slice(&frame.into_data().unwrap()),
+                Some(Err(_)) => return (data, false),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn chunk_size_lines_over_the_limit_fail_however_they_arrive() {
+        let ok: &[u8] =
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;e=1\r\nhello\r\n0\r\n\r\n";
+        assert_eq!(body_of(ok).await, (b"hello".to_vec(), true));
+        // A 4,200-byte extension: refused even when the whole line is in the first read.
+        let long: &'static [u8] = Box::leak(
+            [
+                &b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;"[..],
+                &[b'e'; 4200],
+                b"\r\nhello\r\n0\r\n\r\n",
+            ]
+            .concat()
+            .into_boxed_slice(),
+        );
+        let (data, complete) = body_of(long).await;
+        assert!(
+            !complete && data.is_empty(),
+            "{} bytes, complete {complete}",
+            data.len()
+        );
     }
 }

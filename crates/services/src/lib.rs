@@ -28,6 +28,9 @@
 pub mod balance;
 pub mod echo;
 pub mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzz;
 mod h1check;
 mod h1client;
 pub mod json_xml;

@@ -1,0 +1,155 @@
+//! What gatebench's fuzz targets share: cutting an input into the reads a peer would deliver,
+//! and reference HTTP/1.1 framing written from RFC 9112 independently of the code under test.
+
+/// Cuts `payload` into non-empty reads: one read when `seed` is 0, otherwise reads of
+/// pseudo-random lengths (1 to `max_piece` bytes, the generator seeded by `seed`); past
+/// `max_count - 1` reads the rest goes in reads of `max_piece` bytes.
+pub fn split(payload: &[u8], seed: u8, max_piece: usize, max_count: usize) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut rest = payload;
+    let mut state = u64::from(seed).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let small = usize::from(seed % 16) + 1;
+    while !rest.is_empty() {
+        let n = if seed == 0 || out.len() + 1 >= max_count {
+            max_piece
+        } else {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            // Mostly short reads, now and then a long one.
+            if state % 4 == 0 {
+                (state >> 8) as usize % max_piece + 1
+            } else {
+                (state >> 8) as usize % small + 1
+            }
+        };
+        let n = n.min(rest.len()).min(max_piece);
+        out.push(&rest[..n]);
+        rest = &rest[n..];
+    }
+    assert!(out.len() <= max_count.max(payload.len().div_ceil(max_piece)));
+    out
+}
+
+/// Where the reference framing stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Framed {
+    /// A complete body: its bytes and the length of the message part consumed.
+    Complete { body: Vec<u8>, used: usize },
+    /// The input ended first.
+    Incomplete,
+    /// The framing is broken.
+    Broken,
+}
+
+/// A chunked body (RFC 9112 §7.1) at the start of `input`, strictly: a size line is
+/// `1*16HEXDIG [ ";" ext ]` with the extension of tab and visible ASCII, ended by CRLF and at most
+/// `max_line` bytes before its CRLF; chunk data is followed by CRLF; the trailer section is
+/// header fields in CRLF lines, at most `max_trailers` bytes.
+pub fn dechunk_strict(input: &[u8], max_line: usize, max_trailers: usize) -> Framed {
+    let mut pos = 0;
+    let mut body = Vec::new();
+    loop {
+        let rest = &input[pos..];
+        let Some(lf) = rest.iter().position(|&b| b == b'\n') else {
+            return if rest.len() > max_line {
+                Framed::Broken
+            } else {
+                Framed::Incomplete
+            };
+        };
+        if lf == 0 || rest[lf - 1] != b'\r' || lf > max_line {
+            return Framed::Broken;
+        }
+        let line = &rest[..lf - 1];
+        let digits = line.iter().take_while(|b| b.is_ascii_hexdigit()).count();
+        if digits == 0 || digits > 16 {
+            return Framed::Broken;
+        }
+        match &line[digits..] {
+            [] => {}
+            [b';', ext @ ..] if ext.iter().all(|&b| b == b'\t' || (0x20..0x7f).contains(&b)) => {}
+            _ => return Framed::Broken,
+        }
+        let size = u64::from_str_radix(std::str::from_utf8(&line[..digits]).unwrap(), 16)
+            .expect("at most 16 hex digits fit");
+        pos += lf + 1;
+        if size == 0 {
+            break;
+        }
+        let rest = &input[pos..];
+        if (rest.len() as u64) < size + 2 {
+            // Either the data or its CRLF is not all there; a wrong byte already there breaks it.
+            if (rest.len() as u64) > size && rest[size as usize] != b'\r' {
+                return Framed::Broken;
+            }
+            return Framed::Incomplete;
+        }
+        let size = size as usize;
+        body.extend_from_slice(&rest[..size]);
+        if &rest[size..size + 2] != b"\r\n" {
+            return Framed::Broken;
+        }
+        pos += size + 2;
+    }
+    let rest = &input[pos..];
+    if rest.starts_with(b"\r\n") {
+        return Framed::Complete {
+            body,
+            used: pos + 2,
+        };
+    }
+    if rest.len() < 2 && rest.iter().all(|&b| b == b'\r') {
+        return Framed::Incomplete;
+    }
+    let Some(end) = rest.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return if rest.len() > max_trailers {
+            Framed::Broken
+        } else {
+            Framed::Incomplete
+        };
+    };
+    let section = &rest[..end + 4];
+    let mut fields = [httparse::EMPTY_HEADER; 100];
+    let ok = section.len() <= max_trailers
+        && crlf_only(section)
+        && matches!(
+            httparse::parse_headers(section, &mut fields),
+            Ok(httparse::Status::Complete((n, _))) if n == section.len()
+        );
+    if ok {
+        Framed::Complete {
+            body,
+            used: pos + section.len(),
+        }
+    } else {
+        Framed::Broken
+    }
+}
+
+/// True when every LF is preceded by CR.
+pub fn crlf_only(bytes: &[u8]) -> bool {
+    bytes
+        .iter()
+        .enumerate()
+        .all(|(i, &b)| b != b'\n' || (i > 0 && bytes[i - 1] == b'\r'))
+}
+
+/// Leading and trailing spaces and tabs removed.
+pub fn trim(mut v: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = v {
+        v = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = v {
+        v = rest;
+    }
+    v
+}
+
+/// `1*DIGIT`, at most 19 digits, without overflow.
+pub fn decimal(v: &[u8]) -> Option<u64> {
+    if v.is_empty() || v.len() > 19 || !v.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(v).ok()?.parse().ok()
+}
