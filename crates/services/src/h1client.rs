@@ -1153,7 +1153,7 @@ X-Hop: 1\r\nKeep-Alive: 5\r\nContent-Length: 2\r\nX-A: b\r\n\r\nok";
         let io = tokio::net::TcpStream::connect(addr).await.unwrap();
         upstream.await.unwrap();
         let mut conn = H1Conn::new(gatebench_tls::MaybeTls::Plain(io));
-        let head = read_head(&mut conn.io, 1024).await.unwrap();
+        let head = read_head(&mut conn.io, 1024, None).await.unwrap();
         let home = Home {
             pool: Arc::new(Pool::new(1, Duration::from_secs(60), 4)),
             shard: 0,

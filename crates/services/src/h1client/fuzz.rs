@@ -81,7 +81,7 @@ async fn run(
     reader.set_nonblocking(true).expect("non-blocking");
     let io = tokio::net::TcpStream::from_std(reader).expect("registered");
     let mut conn = H1Conn::new(gatebench_tls::MaybeTls::Plain(io));
-    let response = read_head(&mut conn.io, max_head)
+    let response = read_head(&mut conn.io, max_head, None)
         .await
         .map_err(|e| format!("{e:?}"))?;
     let pool = Arc::new(Pool::new(1, Duration::from_secs(3600), 4));
