@@ -31,6 +31,10 @@ pub(crate) enum BodyError {
     /// The client's body could not be read: broken framing, a stall, or the client left.
     #[error("reading the request body failed")]
     Downstream(#[source] hyper::Error),
+    /// The client's HTTP/2 stream broke (a reset, or a body that contradicts its
+    /// Content-Length, which h2 checks: RFC 9113 §8.1.1).
+    #[error("reading the request body failed")]
+    DownstreamH2(#[source] h2::Error),
     /// The upstream's body could not be read: a reset, a truncation or a protocol error.
     #[error("reading the upstream response body failed")]
     Upstream(#[source] hyper::Error),
@@ -54,7 +58,7 @@ pub(crate) enum UpBody {
     Full(Option<Bytes>),
     /// The client's body, streamed, counted against the limit.
     Stream {
-        inner: Incoming,
+        inner: ClientBody,
         seen: u64,
         max: u64,
         /// Told when the whole body has been handed over (the response timeout starts then).
@@ -64,7 +68,7 @@ pub(crate) enum UpBody {
 
 impl UpBody {
     /// Streams `inner`, failing with [`BodyError::TooLarge`] past `max` bytes.
-    pub(crate) fn stream(inner: Incoming, max: u64) -> Self {
+    pub(crate) fn stream(inner: ClientBody, max: u64) -> Self {
         if inner.is_end_stream() {
             return UpBody::Empty;
         }
@@ -122,7 +126,7 @@ impl Body for UpBody {
                     }
                     Poll::Ready(Some(Ok(frame)))
                 }
-                Some(Err(e)) => Poll::Ready(Some(Err(BodyError::Downstream(e)))),
+                Some(Err(e)) => Poll::Ready(Some(Err(e))),
                 None => {
                     if let Some(done) = done.take() {
                         let _ = done.send(());
@@ -146,6 +150,95 @@ impl Body for UpBody {
             UpBody::Empty => SizeHint::with_exact(0),
             UpBody::Full(data) => SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64)),
             UpBody::Stream { inner, .. } => inner.size_hint(),
+        }
+    }
+}
+
+/// A client's request body: from hyper (HTTP/1.1, and the echo backend) or from an HTTP/2
+/// stream served with the h2 crate (`h2server`).
+#[derive(Debug)]
+pub(crate) enum ClientBody {
+    /// Read by hyper.
+    Hyper(Incoming),
+    /// An HTTP/2 stream's DATA and trailers.
+    H2 {
+        recv: h2::RecvStream,
+        /// What Content-Length declared, less what arrived since (h2 enforces the total).
+        remaining: Option<u64>,
+        /// The DATA frames have ended; only trailers may follow.
+        data_done: bool,
+    },
+}
+
+impl ClientBody {
+    /// The body of an HTTP/2 request whose head declared `length`.
+    pub(crate) fn h2(recv: h2::RecvStream, length: Option<u64>) -> Self {
+        ClientBody::H2 {
+            recv,
+            remaining: length,
+            data_done: false,
+        }
+    }
+}
+
+impl Body for ClientBody {
+    type Data = Bytes;
+    type Error = BodyError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        let (recv, remaining, data_done) = match self.get_mut() {
+            ClientBody::Hyper(inner) => {
+                return Pin::new(inner)
+                    .poll_frame(cx)
+                    .map_err(BodyError::Downstream)
+            }
+            ClientBody::H2 {
+                recv,
+                remaining,
+                data_done,
+            } => (recv, remaining, data_done),
+        };
+        if !*data_done {
+            match std::task::ready!(recv.poll_data(cx)) {
+                Some(Ok(data)) => {
+                    // The window reopens as the proxy takes the data on, so a client can never
+                    // have more than one window in flight ahead of a slow upstream (RFC 9113
+                    // §5.2: the receiver decides when to send WINDOW_UPDATE).
+                    let _ = recv.flow_control().release_capacity(data.len());
+                    if let Some(left) = remaining {
+                        *left = left.saturating_sub(data.len() as u64);
+                    }
+                    return Poll::Ready(Some(Ok(Frame::data(data))));
+                }
+                Some(Err(e)) => return Poll::Ready(Some(Err(BodyError::DownstreamH2(e)))),
+                None => *data_done = true,
+            }
+        }
+        match std::task::ready!(recv.poll_trailers(cx)) {
+            Ok(Some(trailers)) => Poll::Ready(Some(Ok(Frame::trailers(trailers)))),
+            Ok(None) => Poll::Ready(None),
+            Err(e) => Poll::Ready(Some(Err(BodyError::DownstreamH2(e)))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            ClientBody::Hyper(inner) => inner.is_end_stream(),
+            ClientBody::H2 { recv, .. } => recv.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            ClientBody::Hyper(inner) => inner.size_hint(),
+            ClientBody::H2 {
+                remaining: Some(left),
+                ..
+            } => SizeHint::with_exact(*left),
+            ClientBody::H2 { .. } => SizeHint::default(),
         }
     }
 }

@@ -32,8 +32,7 @@ use hyper::body::{Body, Incoming};
 use hyper::client::conn::http2;
 use tracing::{debug, warn};
 
-use crate::h1check::Interim;
-use crate::h1client::{self, H1Error};
+use crate::h1client::{self, H1Error, InterimTarget};
 use crate::proxy::body::{BodyError, ResBody, UpBody, UpstreamBody};
 use crate::proxy::{headers, Shared};
 use crate::upstream::{ConnectError, Sender, Target};
@@ -308,14 +307,14 @@ fn idempotent(method: &Method) -> bool {
     )
 }
 
-/// Forwards `out` and returns what the client gets. `interim`: the client's HTTP/1.1
-/// connection, where the interim responses of an HTTP/1.1 upstream go (hyper's HTTP/2 server
-/// and client carry none, see docs/proxy.md).
+/// Forwards `out` and returns what the client gets. `interim`: the client's connection, where
+/// the interim responses of an HTTP/1.1 upstream go (hyper's HTTP/2 client drops those of an
+/// HTTP/2 upstream, see docs/proxy.md).
 pub(crate) async fn forward(
     shared: &Shared,
     mut out: Outgoing,
     http1: bool,
-    interim: Option<&Interim>,
+    interim: Option<&InterimTarget>,
 ) -> Response<ResBody> {
     let balancer = &shared.balancer;
     // A request that can go again whole: idempotent, and no body to lose.
@@ -663,7 +662,9 @@ fn classify(error: &hyper::Error) -> Failure {
             return match body {
                 BodyError::TooLarge(_) => Failure::RequestTooLarge,
                 BodyError::Downstream(e) if timed_out(e) => Failure::RequestBodyTimeout,
-                BodyError::Downstream(_) => Failure::RequestBodyInvalid,
+                BodyError::Downstream(_) | BodyError::DownstreamH2(_) => {
+                    Failure::RequestBodyInvalid
+                }
                 _ => Failure::UpstreamClosed,
             };
         }
