@@ -634,12 +634,7 @@ fn connection_named<'h>(head: &'h [u8], spans: &[Span]) -> Vec<&'h [u8]> {
 
 /// An interim response as an HTTP/2 client gets it: the same fields as [`interim_head`] (h2
 /// lower-cases the names on the wire, RFC 9113 §8.2.1), this proxy's Via last.
-fn interim_response(
-    head: &[u8],
-    code: u16,
-    spans: &[Span],
-    via: &HeaderValue,
-) -> Response<()> {
+fn interim_response(head: &[u8], code: u16, spans: &[Span], via: &HeaderValue) -> Response<()> {
     let slice = |(at, len): (u32, u32)| &head[at as usize..(at + len) as usize];
     let named = connection_named(head, spans);
     let mut response = Response::new(());

@@ -6,8 +6,10 @@
 //! fails; then it sends `100 Continue`, a second 103 and the final 200.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use gatebench_services::ProxyConfig;
+use http::{Request, Response};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
@@ -172,10 +174,74 @@ async fn an_http10_client_gets_only_the_final_response() {
     proxy.stop().await;
 }
 
-/// HTTP/2 clients get the final response intact; the interim ones are not carried (hyper's
-/// HTTP/2 server cannot send them, see docs/proxy.md).
+/// The next interim response on `response`'s stream, `None` once the final one is next. The
+/// deadline turns a proxy that holds interim responses back (until the upstream, waiting for
+/// the test, sends the rest) into a failure rather than a hang.
+async fn next_interim(response: &mut h2::client::ResponseFuture) -> Option<Response<()>> {
+    let next = std::future::poll_fn(|cx| response.poll_informational(cx));
+    tokio::time::timeout(Duration::from_secs(10), next)
+        .await
+        .expect("an interim or the final response within 10 s")
+        .map(|interim| interim.expect("a well-formed interim response"))
+}
+
+/// An HTTP/2 client (the h2 crate's, which surfaces 1xx HEADERS) gets the same sequence as an
+/// HTTP/1.1 one, as 1xx HEADERS on the request's stream (RFC 9113 §8.1): the first 103 while
+/// the upstream still holds the rest, then 100, the second 103 and the 200 with its body; each
+/// interim response stripped of hop-by-hop fields and carrying the proxy's Via. Two streams in
+/// turn on one connection.
+async fn interim_in_order_h2<S>(io: S, scheme: &str, up: &Scripted)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let (client, connection) = h2::client::handshake(io).await.expect("h2 handshake");
+    let driver = tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    for round in 0..2 {
+        let mut client = client.clone().ready().await.expect("stream capacity");
+        let request = Request::get(format!("{scheme}://localhost/page"))
+            .body(())
+            .unwrap();
+        let (mut response, _) = client.send_request(request, true).expect("request sent");
+        let first = next_interim(&mut response)
+            .await
+            .unwrap_or_else(|| panic!("round {round}: no 103 before the final response"));
+        assert_eq!(first.status(), 103, "round {round}");
+        assert_eq!(first.headers()["link"], "</style.css>; rel=preload");
+        let via = first.headers()["via"].to_str().unwrap();
+        assert!(via.starts_with("1.1 gatebench-"), "{via}");
+        assert!(
+            !first.headers().contains_key("x-hop") && !first.headers().contains_key("connection"),
+            "{first:?}"
+        );
+        up.release.add_permits(1);
+        let second = next_interim(&mut response).await.expect("the 100");
+        let third = next_interim(&mut response).await.expect("the second 103");
+        assert_eq!([second.status(), third.status()], [100, 103]);
+        assert_eq!(third.headers()["link"], "</app.js>; rel=preload");
+        assert!(
+            next_interim(&mut response).await.is_none(),
+            "a fourth interim"
+        );
+        let last = response.await.expect("the final response");
+        assert_eq!(last.status(), 200);
+        let via = last.headers()["via"].to_str().unwrap();
+        assert!(via.starts_with("1.1 gatebench-"), "{via}");
+        let mut body = last.into_body();
+        let mut data = Vec::new();
+        while let Some(chunk) = body.data().await {
+            let chunk = chunk.expect("body data");
+            let _ = body.flow_control().release_capacity(chunk.len());
+            data.extend_from_slice(&chunk);
+        }
+        assert_eq!(data, b"ok");
+    }
+    driver.abort();
+}
+
 #[tokio::test]
-async fn an_http2_client_gets_the_final_response_after_upstream_interims() {
+async fn interim_responses_reach_an_h2_client_before_the_final_one() {
     let cert = cert("interim-h2");
     let up = Scripted::start().await;
     let proxy = Running::proxy(ProxyConfig {
@@ -184,23 +250,25 @@ async fn an_http2_client_gets_the_final_response_after_upstream_interims() {
         ..proxy_config(up.url())
     })
     .await;
-    up.release.add_permits(2);
-    let mut h2 = H2::handshake(tls_connect(proxy.addr, &cert.pem, &[b"h2"]).await).await;
-    let answer = h2.request("GET", "/page", b"").await;
-    assert_eq!(
-        (answer.status, answer.version),
-        (200, http::Version::HTTP_2)
-    );
-    assert_eq!(answer.body.unwrap(), b"ok");
-    let cleartext = Running::proxy(ProxyConfig {
+    let tls = tls_connect(proxy.addr, &cert.pem, &[b"h2"]).await;
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+    interim_in_order_h2(tls, "https", &up).await;
+    proxy.stop().await;
+}
+
+#[tokio::test]
+async fn interim_responses_reach_an_h2c_client_before_the_final_one() {
+    let up = Scripted::start().await;
+    let proxy = Running::proxy(ProxyConfig {
         http2: true,
         ..proxy_config(up.url())
     })
     .await;
-    let mut h2c = H2::handshake(TcpStream::connect(cleartext.addr).await.unwrap()).await;
-    let answer = h2c.request("GET", "/page", b"").await;
-    assert_eq!(answer.body.unwrap(), b"ok");
-    cleartext.stop().await;
+    let stream = TcpStream::connect(proxy.addr).await.unwrap();
+    interim_in_order_h2(stream, "http", &up).await;
+    // The same port still serves HTTP/1.1 with its interim responses.
+    let mut conn = proxy.connect().await;
+    interim_in_order(&mut conn, &up).await;
     proxy.stop().await;
 }
 

@@ -492,3 +492,42 @@ async fn h2_request_with_a_connection_field_never_reaches_the_upstream() {
     connection_field_over_h2_is_refused(tls, &capture).await;
     proxy.stop().await;
 }
+
+/// Bodies larger than every HTTP/2 window (the proxy's 1 MiB, the client's 64 KiB) cross the
+/// proxy whole in both directions on two streams at once: request DATA flow back as WINDOW_UPDATE
+/// only as the proxy forwards them, and the response is written as the client's window opens.
+/// The response carries Date and the upstream's Content-Length.
+#[tokio::test]
+async fn h2_bodies_larger_than_the_windows_cross_whole() {
+    let front = cert("h2-large-front");
+    let echo = Running::echo(echo_config()).await;
+    let proxy = h2_proxy(&front, echo.url(false)).await;
+    let h2 = H2::handshake(tls_connect(proxy.addr, &front.pem, &[b"h2"]).await).await;
+    let body = |seed: u8| -> Vec<u8> {
+        (0..3 * 1024 * 1024u32)
+            .map(|i| (i % 251) as u8 ^ seed)
+            .collect()
+    };
+    let (mut a, mut b) = (
+        H2 {
+            send: h2.send.clone(),
+        },
+        h2,
+    );
+    let (body_a, body_b) = (body(1), body(2));
+    let (answer_a, answer_b) = tokio::join!(
+        a.request("POST", "/", &body_a),
+        b.request("POST", "/", &body_b)
+    );
+    for (answer, sent) in [(answer_a, body_a), (answer_b, body_b)] {
+        assert_eq!(answer.status, 200);
+        assert_eq!(
+            answer.headers["content-length"],
+            sent.len().to_string().as_str()
+        );
+        assert!(answer.headers.contains_key("date"));
+        assert!(answer.body.unwrap() == sent, "echoed body differs");
+    }
+    proxy.stop().await;
+    echo.stop().await;
+}
