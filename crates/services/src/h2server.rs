@@ -30,7 +30,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, watch};
 use tracing::debug;
 
-use crate::proxy::body::{ClientBody, ResBody};
+use crate::proxy::body::{ClientBody, H2Recv, ResBody};
 
 /// hyper's HTTP/2 server defaults, kept so that moving off hyper changes no behaviour a client
 /// can measure: 1 MiB stream and connection windows, 16 KiB frames, 400 KiB buffered per
@@ -134,7 +134,9 @@ pub(crate) async fn serve<T>(
     }
 }
 
-/// What the stream's task waits for while the handler runs.
+/// What the stream's task waits for while the handler runs. Moved once out of a poll, never
+/// stored: boxing the large variant would cost an allocation per request for nothing.
+#[allow(clippy::large_enum_variant)]
 enum Step {
     Interim(Response<()>),
     Final(Response<ResBody>),
@@ -149,7 +151,7 @@ async fn stream(
 ) {
     let (parts, recv) = req.into_parts();
     let length = content_length(&parts.headers);
-    let req = Request::from_parts(parts, ClientBody::h2(recv, length));
+    let req = Request::from_parts(parts, ClientBody::H2(H2Recv::new(recv, length)));
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut answer = handler.call_h2(req, H2Interim(tx));
     let response = loop {
@@ -261,7 +263,11 @@ async fn pipe(mut body: ResBody, mut send: SendStream<Bytes>) {
 }
 
 /// Sends `data` in pieces the window allows; `end` marks the last piece END_STREAM.
-async fn write_data(send: &mut SendStream<Bytes>, mut data: Bytes, end: bool) -> Result<(), ()> {
+pub(crate) async fn write_data(
+    send: &mut SendStream<Bytes>,
+    mut data: Bytes,
+    end: bool,
+) -> Result<(), ()> {
     if data.is_empty() {
         if end {
             send.send_data(data, true).map_err(|_| ())?;
@@ -286,7 +292,7 @@ async fn write_data(send: &mut SendStream<Bytes>, mut data: Bytes, end: bool) ->
 
 /// The request's declared length, when it declares one h2 accepted (h2 refuses a stream whose
 /// DATA disagree with it: RFC 9113 §8.1.1).
-fn content_length(headers: &HeaderMap) -> Option<u64> {
+pub(crate) fn content_length(headers: &HeaderMap) -> Option<u64> {
     headers
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())

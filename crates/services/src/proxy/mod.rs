@@ -12,17 +12,17 @@
 //! The proxy answers `GET /__gatebench/health` itself (200 `ok`; the balancer says how many
 //! upstreams are eligible and answers 503 when none is). Every other path is forwarded.
 //!
-//! Interim (1xx) responses of an HTTP/1.1 upstream reach the client before the final response
-//! (RFC 9110 §15.2): an HTTP/1.1 client through its connection's `h1check::Interim` queue, an
-//! HTTP/2 client as 1xx HEADERS on the request's stream (`h2server`, which serves the
-//! intermediaries' HTTP/2 connections with the h2 crate because hyper's server cannot send
-//! them). `Expect: 100-continue` from an HTTP/1.1 client is answered by the proxy itself
-//! (hyper, as the body is first read) and not forwarded.
+//! Interim (1xx) responses of the upstream reach the client before the final response (RFC
+//! 9110 §15.2): an HTTP/1.1 client through its connection's `h1check::Interim` queue, an HTTP/2
+//! client as 1xx HEADERS on the request's stream (`h2server`, which serves the intermediaries'
+//! HTTP/2 connections with the h2 crate because hyper's server cannot send them). They are read
+//! from HTTP/1.1 upstreams by `h1client` and from HTTP/2 upstreams by h2's client (`forward`),
+//! which, unlike hyper's, surfaces them. `Expect: 100-continue` from an HTTP/1.1 client is
+//! answered by the proxy itself (hyper, as the body is first read) and not forwarded.
 //!
 //! What it does not do: caching, header rewriting beyond the intermediary rules, WebSocket or
 //! CONNECT tunnels (Upgrade is stripped, CONNECT gets 405), h2c upstreams (cleartext upstreams
-//! get HTTP/1.1), retries of requests with a body once any of it was sent, interim responses
-//! from HTTP/2 upstreams (hyper's HTTP/2 client drops them; docs/proxy.md).
+//! get HTTP/1.1), retries of requests with a body once any of it was sent.
 
 pub(crate) mod body;
 pub(crate) mod forward;
