@@ -3,7 +3,10 @@
 //! HTTP/2 per connection, graceful drain on shutdown, and the two ways of running on threads.
 //!
 //! What a service answers is not decided here: a service hands in a hyper `Service` and this
-//! module only moves connections to it. Limits that are hard-coded below (drain timeout,
+//! module only moves connections to it. A service whose [`DirectH2`] gives a handler (the
+//! intermediaries) has its HTTP/2 connections served by `h2server` instead of hyper, so that it
+//! can send interim responses; on a cleartext port that also serves HTTP/1.1, the connection
+//! preface tells the two apart first. Limits that are hard-coded below (drain timeout,
 //! handshake deadline, header deadline, accept back-off) follow BEHAVIOUR.md and the anchors it
 //! names; they are constants rather than options because no benchmark has needed to change them.
 
