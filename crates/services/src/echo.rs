@@ -36,6 +36,7 @@ use tracing::{debug, info};
 
 use crate::error::ServicesError;
 use crate::h1check::{self, H1Limits};
+use crate::h2server::DirectH2;
 use crate::server::{self, ListenOptions, Protocols};
 use crate::tls::{self, TlsSettings};
 
@@ -231,6 +232,9 @@ impl Echo {
 }
 
 type EchoResponse = Response<Full<Bytes>>;
+
+/// The echo backend sends no interim responses: hyper serves its HTTP/2 connections.
+impl DirectH2 for Echo {}
 
 impl Service<Request<Incoming>> for Echo {
     type Response = EchoResponse;

@@ -16,8 +16,8 @@
 //! sizes are strict hex with overflow checks (RFC 9112 §7.1), and a connection is reused only
 //! after a complete HTTP/1.1 keep-alive response with nothing left over. 1xx interim responses
 //! (100 Continue, 103 Early Hints, …) are handed, stripped of hop-by-hop fields and with Via
-//! added, to the client's connection when the client speaks HTTP/1.1 ([`InterimSink`]), and
-//! dropped otherwise. Trailers of chunked responses are checked and dropped.
+//! added, to the client's connection when the client speaks HTTP/1.1 or HTTP/2 ([`InterimSink`]),
+//! and dropped otherwise (HTTP/1.0). Trailers of chunked responses are checked and dropped.
 //!
 //! What it does not do: pipelining (one exchange at a time per connection), request trailers,
 //! `Expect: 100-continue` towards the upstream (the proxy removes Expect).
@@ -34,12 +34,13 @@ use bytes::{Buf, Bytes, BytesMut};
 use http::header::{
     HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, TE, TRANSFER_ENCODING, UPGRADE,
 };
-use http::{HeaderMap, Method, StatusCode, Version};
+use http::{HeaderMap, Method, Response, StatusCode, Version};
 use hyper::body::{Body, Frame, SizeHint};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
 use crate::h1check::{chunk_size, crlf_only, Interim, MAX_HEADERS};
+use crate::h2server::H2Interim;
 use crate::proxy::body::{BodyError, UpBody};
 use crate::proxy::forward::{log_failure, Failure};
 use crate::upstream::{Pool, UpstreamIo};
@@ -190,11 +191,20 @@ pub(crate) struct ExchangeLimits {
     pub max_head: usize,
 }
 
-/// Where the upstream's interim (1xx) responses go: the client's HTTP/1.1 connection, with
-/// this proxy's Via entry added to each (RFC 9110 §7.6.3).
+/// The client connection interim (1xx) responses go to.
+#[derive(Debug, Clone)]
+pub(crate) enum InterimTarget {
+    /// An HTTP/1.1 client: serialized heads, written by its connection's `StrictH1`.
+    H1(Interim),
+    /// An HTTP/2 client's stream: HEADERS frames sent by `h2server` (RFC 9113 §8.1).
+    H2(H2Interim),
+}
+
+/// Where the upstream's interim (1xx) responses go: the client's connection, with this
+/// proxy's Via entry added to each (RFC 9110 §7.6.3).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct InterimSink<'a> {
-    pub interim: &'a Interim,
+    pub interim: &'a InterimTarget,
     pub via: &'a HeaderValue,
 }
 
@@ -554,9 +564,15 @@ async fn read_head<R: AsyncRead + Unpin>(
             if (100..200).contains(&code) && code != 101 {
                 // Interim response (100 Continue, 103 Early Hints): forwarded when the client
                 // can take it (RFC 9110 §15.2: a proxy forwards 1xx it did not ask for itself).
-                if let Some(sink) = interim {
-                    let head = interim_head(&buf[..len], code, &spans[..count], sink.via);
-                    sink.interim.send(&head).await;
+                match interim.map(|sink| (sink.interim, sink.via)) {
+                    Some((InterimTarget::H1(interim), via)) => {
+                        let head = interim_head(&buf[..len], code, &spans[..count], via);
+                        interim.send(&head).await;
+                    }
+                    Some((InterimTarget::H2(interim), via)) => {
+                        interim.send(interim_response(&buf[..len], code, &spans[..count], via));
+                    }
+                    None => {}
                 }
                 buf.advance(len);
                 continue;
@@ -571,11 +587,7 @@ async fn read_head<R: AsyncRead + Unpin>(
 /// hop-by-hop ones (RFC 9110 §7.6.1, and any named in Connection), this proxy's Via last.
 fn interim_head(head: &[u8], code: u16, spans: &[Span], via: &HeaderValue) -> Vec<u8> {
     let slice = |(at, len): (u32, u32)| &head[at as usize..(at + len) as usize];
-    let named: Vec<&[u8]> = spans
-        .iter()
-        .filter(|span| slice(span.name).eq_ignore_ascii_case(b"connection"))
-        .flat_map(|span| slice(span.value).split(|&b| b == b',').map(trim))
-        .collect();
+    let named = connection_named(head, spans);
     let reason = StatusCode::from_u16(code)
         .ok()
         .and_then(|s| s.canonical_reason())
@@ -584,18 +596,7 @@ fn interim_head(head: &[u8], code: u16, spans: &[Span], via: &HeaderValue) -> Ve
     out.extend_from_slice(format!("HTTP/1.1 {code} {reason}\r\n").as_bytes());
     for span in spans {
         let name = slice(span.name);
-        let hop = [
-            &b"connection"[..],
-            b"keep-alive",
-            b"proxy-connection",
-            b"upgrade",
-            b"te",
-            b"transfer-encoding",
-        ]
-        .iter()
-        .chain(named.iter())
-        .any(|hop| name.eq_ignore_ascii_case(hop));
-        if !hop {
+        if !interim_hop(name, &named) {
             out.extend_from_slice(name);
             out.extend_from_slice(b": ");
             out.extend_from_slice(slice(span.value));
@@ -606,6 +607,57 @@ fn interim_head(head: &[u8], code: u16, spans: &[Span], via: &HeaderValue) -> Ve
     out.extend_from_slice(via.as_bytes());
     out.extend_from_slice(b"\r\n\r\n");
     out
+}
+
+/// Whether `name` is hop-by-hop in an interim head: the fixed ones (RFC 9110 §7.6.1) and those
+/// its Connection field names.
+fn interim_hop(name: &[u8], named: &[&[u8]]) -> bool {
+    [
+        &b"connection"[..],
+        b"keep-alive",
+        b"proxy-connection",
+        b"upgrade",
+        b"te",
+        b"transfer-encoding",
+    ]
+    .iter()
+    .chain(named.iter())
+    .any(|hop| name.eq_ignore_ascii_case(hop))
+}
+
+/// The fields the interim head's Connection field names.
+fn connection_named<'h>(head: &'h [u8], spans: &[Span]) -> Vec<&'h [u8]> {
+    let slice = |(at, len): (u32, u32)| &head[at as usize..(at + len) as usize];
+    spans
+        .iter()
+        .filter(|span| slice(span.name).eq_ignore_ascii_case(b"connection"))
+        .flat_map(|span| slice(span.value).split(|&b| b == b',').map(trim))
+        .collect()
+}
+
+/// An interim response as an HTTP/2 client gets it: the same fields as [`interim_head`] (h2
+/// lower-cases the names on the wire, RFC 9113 §8.2.1), this proxy's Via last.
+fn interim_response(head: &[u8], code: u16, spans: &[Span], via: &HeaderValue) -> Response<()> {
+    let slice = |(at, len): (u32, u32)| &head[at as usize..(at + len) as usize];
+    let named = connection_named(head, spans);
+    let mut response = Response::new(());
+    *response.status_mut() = StatusCode::from_u16(code).expect("a 1xx code is a valid status");
+    let headers = response.headers_mut();
+    for span in spans {
+        let name = slice(span.name);
+        if interim_hop(name, &named) {
+            continue;
+        }
+        // httparse checked the head's syntax; a field http will not hold is left out.
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name),
+            HeaderValue::from_bytes(slice(span.value)),
+        ) {
+            headers.append(name, value);
+        }
+    }
+    headers.append(http::header::VIA, via.clone());
+    response
 }
 
 /// Builds the response head from a complete, checked head.

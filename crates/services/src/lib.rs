@@ -20,6 +20,8 @@
 //! - `h1client` (private): the lean HTTP/1.1 client of upstream connections.
 //! - `h1check` (private): strict HTTP/1.1 request framing in front of hyper (request
 //!   smuggling, limits, the slowloris deadline).
+//! - `h2server` (private): HTTP/2 client connections of the intermediaries, served with the h2
+//!   crate so that interim (1xx) responses reach HTTP/2 clients.
 //! - [`tls`]: TLS settings shared by every service: certificate loading, self-signed generation.
 //! - [`error`]: [`ServicesError`], the one error type of this crate.
 //! - `server` (private): the accept loop, per-connection protocol selection and graceful drain
@@ -33,6 +35,7 @@ pub mod error;
 pub mod fuzz;
 mod h1check;
 mod h1client;
+mod h2server;
 pub mod json_xml;
 pub mod proxy;
 mod server;

@@ -3,7 +3,10 @@
 //! HTTP/2 per connection, graceful drain on shutdown, and the two ways of running on threads.
 //!
 //! What a service answers is not decided here: a service hands in a hyper `Service` and this
-//! module only moves connections to it. Limits that are hard-coded below (drain timeout,
+//! module only moves connections to it. A service whose [`DirectH2`] gives a handler (the
+//! intermediaries) has its HTTP/2 connections served by `h2server` instead of hyper, so that it
+//! can send interim responses; on a cleartext port that also serves HTTP/1.1, the connection
+//! preface tells the two apart first. Limits that are hard-coded below (drain timeout,
 //! handshake deadline, header deadline, accept back-off) follow BEHAVIOUR.md and the anchors it
 //! names; they are constants rather than options because no benchmark has needed to change them.
 
@@ -11,8 +14,12 @@ use std::error::Error as StdError;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
 
 use http::{Request, Response};
 use hyper::body::{Body, Incoming};
@@ -20,7 +27,7 @@ use hyper::server::conn::{http1, http2};
 use hyper::service::Service;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio_rustls::server::TlsStream;
@@ -29,6 +36,7 @@ use tracing::{debug, info, warn};
 
 use crate::error::ServicesError;
 use crate::h1check::{H1Limits, Interim, StrictH1};
+use crate::h2server::{self, DirectH2, H2Handler};
 
 /// How long in-flight requests get to finish once shutdown starts.
 pub(crate) const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -72,7 +80,7 @@ macro_rules! drive {
 }
 
 /// Resolves once the drain has started (or its sender is gone, which means the same).
-async fn draining(drain: &mut watch::Receiver<bool>) {
+pub(crate) async fn draining(drain: &mut watch::Receiver<bool>) {
     let _ = drain.wait_for(|draining| *draining).await;
 }
 
@@ -103,7 +111,11 @@ pub(crate) struct Protocols {
     h2: http2::Builder<TokioExecutor>,
     auto: auto::Builder<TokioExecutor>,
     http2: bool,
+    h2_max_streams: u32,
     tls: Option<TlsAcceptor>,
+    /// How long a connection may stay silent before its first request (and between
+    /// requests); hyper's header read timeout says the same for HTTP/1.
+    idle_timeout: Duration,
     /// Strict HTTP/1.1 request checks in front of hyper (`h1check`); `None` leaves requests to
     /// hyper alone (the echo backend).
     strict_h1: Option<Arc<H1Limits>>,
@@ -136,7 +148,9 @@ impl Protocols {
             h2,
             auto,
             http2: options.http2,
+            h2_max_streams: options.h2_max_streams,
             tls: options.tls.clone().map(TlsAcceptor::from),
+            idle_timeout: HEADER_READ_TIMEOUT,
             strict_h1: None,
             interim: false,
         }
@@ -149,6 +163,7 @@ impl Protocols {
     pub(crate) fn with_strict_h1(mut self, limits: H1Limits, idle_timeout: Duration) -> Self {
         self.h1.header_read_timeout(idle_timeout);
         self.auto.http1().header_read_timeout(idle_timeout);
+        self.idle_timeout = idle_timeout;
         self.strict_h1 = Some(Arc::new(limits));
         self
     }
@@ -168,7 +183,7 @@ impl Protocols {
         drain: watch::Receiver<bool>,
         interim: Option<Interim>,
     ) where
-        S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+        S: Service<Request<Incoming>, Response = Response<B>> + DirectH2 + Clone + Send + 'static,
         S::Future: Send + 'static,
         S::Error: Into<Box<dyn StdError + Send + Sync>>,
         B: Body + Send + 'static,
@@ -176,8 +191,14 @@ impl Protocols {
         B::Error: Into<Box<dyn StdError + Send + Sync>>,
     {
         let mut drain = drain;
+        let direct = service.direct_h2();
         let Some(acceptor) = &self.tls else {
             match (&self.strict_h1, self.http2) {
+                (Some(limits), true) if direct.is_some() => {
+                    let handler = direct.expect("checked by the guard");
+                    self.serve_h2c_or_h1(stream, limits, service, handler, drain, interim)
+                        .await;
+                }
                 (Some(limits), http2) => {
                     let io = TokioIo::new(StrictH1::new(stream, limits.clone(), http2, interim));
                     if http2 {
@@ -208,13 +229,143 @@ impl Protocols {
         };
         let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
         match (&self.strict_h1, h2) {
-            (_, true) => drive!(self.h2.serve_connection(TokioIo::new(tls), service), drain),
+            (_, true) => match direct {
+                Some(handler) => {
+                    h2server::serve(tls, self.h2_max_streams, handler, &mut drain).await;
+                }
+                None => drive!(self.h2.serve_connection(TokioIo::new(tls), service), drain),
+            },
             (Some(limits), false) => {
                 let io = TokioIo::new(StrictH1::new(tls, limits.clone(), false, interim));
                 drive!(self.h1.serve_connection(io, service), drain);
             }
             (None, false) => drive!(self.h1.serve_connection(TokioIo::new(tls), service), drain),
         }
+    }
+}
+
+impl Protocols {
+    /// A cleartext port serving both HTTP/1.1 (strictly checked) and h2c by prior knowledge,
+    /// with HTTP/2 served by [`h2server`]: the first bytes tell which (the connection preface,
+    /// RFC 9113 §3.4), and are then replayed to whichever side takes the connection.
+    async fn serve_h2c_or_h1<S, B>(
+        &self,
+        mut stream: TcpStream,
+        limits: &Arc<H1Limits>,
+        service: S,
+        handler: Arc<dyn H2Handler>,
+        mut drain: watch::Receiver<bool>,
+        interim: Option<Interim>,
+    ) where
+        S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+        S::Future: Send + 'static,
+        S::Error: Into<Box<dyn StdError + Send + Sync>>,
+        B: Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<Box<dyn StdError + Send + Sync>>,
+    {
+        let sniffed = tokio::select! {
+            biased;
+            sniffed = tokio::time::timeout(self.idle_timeout, sniff_preface(&mut stream)) => {
+                match sniffed {
+                    Ok(Ok(sniffed)) => sniffed,
+                    // Silent past the idle timeout, or gone: closed quietly, as hyper does.
+                    Ok(Err(_)) | Err(_) => return,
+                }
+            }
+            () = draining(&mut drain) => return,
+        };
+        let (first, h2) = sniffed;
+        let io = Rewind::new(first, stream);
+        if h2 {
+            h2server::serve(io, self.h2_max_streams, handler, &mut drain).await;
+        } else {
+            let io = TokioIo::new(StrictH1::new(io, limits.clone(), false, interim));
+            drive!(self.h1.serve_connection(io, service), drain);
+        }
+    }
+}
+
+/// Reads until the first bytes either are the whole HTTP/2 connection preface (`true`) or
+/// cannot be (`false`, decided at the first byte that differs: `PRI` is no HTTP/1.1 method a
+/// client sends, so a request line differs within three bytes). Returns what was read.
+async fn sniff_preface(stream: &mut TcpStream) -> io::Result<(Bytes, bool)> {
+    let mut buf = BytesMut::with_capacity(H2_PREFACE.len());
+    loop {
+        let n = stream.read_buf(&mut buf).await?;
+        let seen = buf.len().min(H2_PREFACE.len());
+        if buf[..seen] != H2_PREFACE[..seen] {
+            return Ok((buf.freeze(), false));
+        }
+        if seen == H2_PREFACE.len() {
+            return Ok((buf.freeze(), true));
+        }
+        if n == 0 {
+            // Closed mid-preface (or before a byte): HTTP/1 sees the end and closes.
+            return Ok((buf.freeze(), false));
+        }
+    }
+}
+
+/// The HTTP/2 client connection preface (RFC 9113 §3.4).
+const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// A stream whose first bytes were already read: reads return those first.
+#[derive(Debug)]
+struct Rewind<T> {
+    first: Bytes,
+    inner: T,
+}
+
+impl<T> Rewind<T> {
+    fn new(first: Bytes, inner: T) -> Self {
+        Self { first, inner }
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for Rewind<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        if !self.first.is_empty() {
+            let n = self.first.len().min(buf.remaining());
+            let piece = self.first.split_to(n);
+            buf.put_slice(&piece);
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for Rewind<T> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 
@@ -307,7 +458,7 @@ pub(crate) async fn accept_loop<M, S, B>(
     mut drain: watch::Receiver<bool>,
 ) where
     M: Fn(ConnInfo) -> S,
-    S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    S: Service<Request<Incoming>, Response = Response<B>> + DirectH2 + Clone + Send + 'static,
     S::Future: Send + 'static,
     S::Error: Into<Box<dyn StdError + Send + Sync>>,
     B: Body + Send + 'static,
@@ -388,7 +539,7 @@ pub(crate) async fn serve<S, B>(
     service: S,
     shutdown: impl Future<Output = ()>,
 ) where
-    S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    S: Service<Request<Incoming>, Response = Response<B>> + DirectH2 + Clone + Send + 'static,
     S::Future: Send + 'static,
     S::Error: Into<Box<dyn StdError + Send + Sync>>,
     B: Body + Send + 'static,
@@ -406,7 +557,7 @@ pub(crate) async fn serve_with<M, S, B>(
     shutdown: impl Future<Output = ()>,
 ) where
     M: Fn(ConnInfo) -> S + Send + 'static,
-    S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    S: Service<Request<Incoming>, Response = Response<B>> + DirectH2 + Clone + Send + 'static,
     S::Future: Send + 'static,
     S::Error: Into<Box<dyn StdError + Send + Sync>>,
     B: Body + Send + 'static,
@@ -440,7 +591,7 @@ pub(crate) fn run_blocking<S, B>(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServicesError>
 where
-    S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    S: Service<Request<Incoming>, Response = Response<B>> + DirectH2 + Clone + Send + 'static,
     S::Future: Send + 'static,
     S::Error: Into<Box<dyn StdError + Send + Sync>>,
     B: Body + Send + 'static,
@@ -466,7 +617,7 @@ pub(crate) fn run_blocking_with<M, S, B>(
 ) -> Result<(), ServicesError>
 where
     M: Fn(ConnInfo) -> S + Clone + Send + 'static,
-    S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+    S: Service<Request<Incoming>, Response = Response<B>> + DirectH2 + Clone + Send + 'static,
     S::Future: Send + 'static,
     S::Error: Into<Box<dyn StdError + Send + Sync>>,
     B: Body + Send + 'static,

@@ -21,12 +21,12 @@ use http::header::{
 };
 use http::HeaderMap;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
-use hyper::body::{Body, Incoming};
+use hyper::body::Body;
 use tokio::net::TcpListener;
 
 use crate::error::ServicesError;
 use crate::json_xml::{json_to_xml, JsonXmlError, JsonXmlLimits};
-use crate::proxy::body::UpBody;
+use crate::proxy::body::{BodyError, ClientBody, UpBody};
 use crate::proxy::forward::Failure;
 use crate::proxy::{self, Extras, ProxyConfig};
 
@@ -82,7 +82,7 @@ pub fn run_blocking(
 /// Turns the JSON request body into the XML body to forward, adjusting `headers`.
 pub(crate) async fn to_xml(
     headers: &mut HeaderMap,
-    body: Incoming,
+    body: ClientBody,
     limits: &JsonXmlLimits,
     max_body: u64,
 ) -> Result<UpBody, Failure> {
@@ -112,9 +112,10 @@ pub(crate) async fn to_xml(
         Ok(collected) => collected.to_bytes(),
         Err(error) if error.is::<LengthLimitError>() => return Err(Failure::RequestTooLarge),
         Err(error) => {
-            let timed_out = error
-                .downcast_ref::<hyper::Error>()
-                .is_some_and(crate::proxy::forward::timed_out);
+            let timed_out = matches!(
+                error.downcast_ref::<BodyError>(),
+                Some(BodyError::Downstream(e)) if crate::proxy::forward::timed_out(e)
+            );
             return Err(if timed_out {
                 Failure::RequestBodyTimeout
             } else {

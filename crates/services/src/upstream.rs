@@ -8,8 +8,9 @@
 //! malformed one is closed, never pooled), and which failures were connect failures; and the
 //! pool is sharded per thread, so that with thread-per-core serving a connection is checked out
 //! on the thread whose runtime drives it. HTTP/1.1 connections are spoken to by
-//! [`crate::h1client`] (an idle one is just its socket); HTTP/2 ones by hyper's client, one
-//! shared connection per upstream and thread.
+//! [`crate::h1client`] (an idle one is just its socket); HTTP/2 ones by the h2 crate's client
+//! (not hyper's, which drops interim 1xx responses), one shared connection per upstream and
+//! thread.
 //!
 //! Upstream addresses are resolved once, at start-up. HTTPS upstreams are verified against the
 //! system's roots (plus `--upstream-cacert`) unless verification is explicitly turned off
@@ -21,15 +22,13 @@ use std::collections::VecDeque;
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use http::header::HeaderValue;
 use http::uri::{Authority, Scheme};
 use http::{StatusCode, Uri};
-use hyper::client::conn::http2;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use rustls::pki_types::ServerName;
 use rustls::ClientConfig;
 use tokio::net::TcpStream;
@@ -38,7 +37,6 @@ use tracing::{debug, warn};
 
 use crate::error::ServicesError;
 use crate::h1client::H1Conn;
-use crate::proxy::body::UpBody;
 
 /// How the intermediaries treat HTTPS upstreams.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -122,8 +120,37 @@ impl Target {
 pub(crate) enum Sender {
     /// HTTP/1.1, spoken by [`crate::h1client`].
     H1(H1Conn),
-    /// HTTP/2, spoken by hyper's client (its connection runs as a task of its own).
-    H2(http2::SendRequest<UpBody>),
+    /// HTTP/2, spoken by h2's client (its connection runs as a task of its own).
+    H2(H2Upstream),
+}
+
+/// hyper's HTTP/2 client defaults, kept from when hyper's client spoke to HTTP/2 upstreams: 2 MiB
+/// stream and 5 MiB connection windows, 16 KiB frames, 1 MiB buffered per stream, 100 streams
+/// before the upstream's SETTINGS arrive.
+const H2_STREAM_WINDOW: u32 = 2 * 1024 * 1024;
+const H2_CONN_WINDOW: u32 = 5 * 1024 * 1024;
+const H2_MAX_FRAME_SIZE: u32 = 16 * 1024;
+const H2_MAX_SEND_BUFFER: usize = 1024 * 1024;
+const H2_INITIAL_MAX_SEND_STREAMS: usize = 100;
+
+/// One HTTP/2 upstream connection; clones share it (streams multiplex on it).
+#[derive(Debug, Clone)]
+pub(crate) struct H2Upstream {
+    pub send: h2::client::SendRequest<bytes::Bytes>,
+    /// Set when the connection's task ended, or a request found it unusable.
+    closed: Arc<AtomicBool>,
+}
+
+impl H2Upstream {
+    /// The connection cannot take new streams.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Marks the connection unusable, so the pool drops it.
+    pub(crate) fn mark_closed(&self) {
+        self.closed.store(true, Ordering::Release);
+    }
 }
 
 /// Why a connection could not be made.
@@ -158,7 +185,7 @@ pub(crate) struct Connector {
     /// ALPN `http/1.1` only, for health checks.
     tls_h1: Option<TlsConnector>,
     connect_timeout: Duration,
-    h2: http2::Builder<TokioExecutor>,
+    h2: h2::client::Builder,
 }
 
 impl std::fmt::Debug for Connector {
@@ -192,8 +219,13 @@ impl Connector {
         } else {
             (None, None)
         };
-        let mut h2 = http2::Builder::new(TokioExecutor::new());
-        h2.timer(TokioTimer::new())
+        let mut h2 = h2::client::Builder::new();
+        h2.initial_window_size(H2_STREAM_WINDOW)
+            .initial_connection_window_size(H2_CONN_WINDOW)
+            .max_frame_size(H2_MAX_FRAME_SIZE)
+            .max_send_buffer_size(H2_MAX_SEND_BUFFER)
+            .initial_max_send_streams(H2_INITIAL_MAX_SEND_STREAMS)
+            .enable_push(false)
             .max_header_list_size(max_response_head);
         Ok(Self {
             tls,
@@ -216,17 +248,20 @@ impl Connector {
         if !h2 {
             return Ok(Sender::H1(H1Conn::new(io)));
         }
-        let (sender, conn) = self
+        let (send, conn) = self
             .h2
-            .handshake(TokioIo::new(io))
+            .handshake::<_, bytes::Bytes>(io)
             .await
             .map_err(|e| ConnectError::Other(e.to_string()))?;
+        let closed = Arc::new(AtomicBool::new(false));
+        let ended = closed.clone();
         tokio::spawn(async move {
             if let Err(error) = conn.await {
                 debug!(side = "upstream", %error, "HTTP/2 upstream connection ended");
             }
+            ended.store(true, Ordering::Release);
         });
-        Ok(Sender::H2(sender))
+        Ok(Sender::H2(H2Upstream { send, closed }))
     }
 
     /// TCP (every resolved address in turn) and TLS; true when ALPN chose h2.
@@ -362,7 +397,7 @@ struct Shard {
     /// stay warm, cold ones age out at the front).
     h1: VecDeque<(H1Conn, Instant)>,
     /// One shared HTTP/2 connection: streams multiplex on it.
-    h2: Option<http2::SendRequest<UpBody>>,
+    h2: Option<H2Upstream>,
 }
 
 impl std::fmt::Debug for Shard {
@@ -430,7 +465,7 @@ impl Pool {
     }
 
     /// Offers a new HTTP/2 connection for sharing; kept unless a live one is already there.
-    pub(crate) fn put_h2(&self, shard: usize, sender: &http2::SendRequest<UpBody>) {
+    pub(crate) fn put_h2(&self, shard: usize, sender: &H2Upstream) {
         let mut s = self.lock(shard);
         if s.h2.as_ref().is_none_or(|h2| h2.is_closed()) {
             s.h2 = Some(sender.clone());

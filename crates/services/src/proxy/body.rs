@@ -4,7 +4,8 @@
 //!
 //! An HTTP/1.1 upstream's body ([`H1Body`]) owns its connection: the connection goes back to
 //! the pool only when the body ended cleanly. A body that breaks (the upstream resets,
-//! truncates or stalls) closes its connection, and the error reaches hyper, which truncates the client's message (HTTP/1: close before the end;
+//! truncates or stalls) closes its connection, and the error reaches hyper or `h2server`, which
+//! truncate the client's message (HTTP/1: close before the end;
 //! HTTP/2: RST_STREAM) — a failure is never turned into a complete-looking response
 //! (BEHAVIOUR.md, "as an intermediary").
 
@@ -16,7 +17,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
-use tokio::sync::oneshot;
 use tokio::time::{Instant, Sleep};
 
 use crate::h1client::H1Body;
@@ -31,9 +31,14 @@ pub(crate) enum BodyError {
     /// The client's body could not be read: broken framing, a stall, or the client left.
     #[error("reading the request body failed")]
     Downstream(#[source] hyper::Error),
-    /// The upstream's body could not be read: a reset, a truncation or a protocol error.
+    /// The client's HTTP/2 stream broke (a reset, or a body that contradicts its
+    /// Content-Length, which h2 checks: RFC 9113 §8.1.1).
+    #[error("reading the request body failed")]
+    DownstreamH2(#[source] h2::Error),
+    /// The HTTP/2 upstream's body could not be read: a reset, a truncation or a protocol
+    /// error.
     #[error("reading the upstream response body failed")]
-    Upstream(#[source] hyper::Error),
+    Upstream(#[source] h2::Error),
     /// The upstream sent nothing for the read timeout in the middle of a body.
     #[error("upstream response body stalled for {0:?}")]
     UpstreamStalled(Duration),
@@ -54,17 +59,15 @@ pub(crate) enum UpBody {
     Full(Option<Bytes>),
     /// The client's body, streamed, counted against the limit.
     Stream {
-        inner: Incoming,
+        inner: ClientBody,
         seen: u64,
         max: u64,
-        /// Told when the whole body has been handed over (the response timeout starts then).
-        done: Option<oneshot::Sender<()>>,
     },
 }
 
 impl UpBody {
     /// Streams `inner`, failing with [`BodyError::TooLarge`] past `max` bytes.
-    pub(crate) fn stream(inner: Incoming, max: u64) -> Self {
+    pub(crate) fn stream(inner: ClientBody, max: u64) -> Self {
         if inner.is_end_stream() {
             return UpBody::Empty;
         }
@@ -72,20 +75,6 @@ impl UpBody {
             inner,
             seen: 0,
             max,
-            done: None,
-        }
-    }
-
-    /// For a streamed body: a receiver that resolves once the body has been sent whole (or
-    /// dropped). `None` for bodies already in memory.
-    pub(crate) fn watch_done(&mut self) -> Option<oneshot::Receiver<()>> {
-        match self {
-            UpBody::Stream { done, .. } => {
-                let (tx, rx) = oneshot::channel();
-                *done = Some(tx);
-                Some(rx)
-            }
-            _ => None,
         }
     }
 }
@@ -101,35 +90,21 @@ impl Body for UpBody {
         match self.get_mut() {
             UpBody::Empty => Poll::Ready(None),
             UpBody::Full(data) => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
-            UpBody::Stream {
-                inner,
-                seen,
-                max,
-                done,
-            } => match std::task::ready!(Pin::new(&mut *inner).poll_frame(cx)) {
-                Some(Ok(frame)) => {
-                    if let Some(data) = frame.data_ref() {
-                        *seen += data.len() as u64;
-                        if *seen > *max {
-                            return Poll::Ready(Some(Err(BodyError::TooLarge(*max))));
+            UpBody::Stream { inner, seen, max } => {
+                match std::task::ready!(Pin::new(&mut *inner).poll_frame(cx)) {
+                    Some(Ok(frame)) => {
+                        if let Some(data) = frame.data_ref() {
+                            *seen += data.len() as u64;
+                            if *seen > *max {
+                                return Poll::Ready(Some(Err(BodyError::TooLarge(*max))));
+                            }
                         }
+                        Poll::Ready(Some(Ok(frame)))
                     }
-                    // hyper stops polling once the body says it has ended.
-                    if inner.is_end_stream() {
-                        if let Some(done) = done.take() {
-                            let _ = done.send(());
-                        }
-                    }
-                    Poll::Ready(Some(Ok(frame)))
+                    Some(Err(e)) => Poll::Ready(Some(Err(e))),
+                    None => Poll::Ready(None),
                 }
-                Some(Err(e)) => Poll::Ready(Some(Err(BodyError::Downstream(e)))),
-                None => {
-                    if let Some(done) = done.take() {
-                        let _ = done.send(());
-                    }
-                    Poll::Ready(None)
-                }
-            },
+            }
         }
     }
 
@@ -150,6 +125,105 @@ impl Body for UpBody {
     }
 }
 
+/// One HTTP/2 stream's incoming DATA and trailers (h2 crate), read with flow control: the
+/// window reopens as the data are taken on, so a peer never has more than one window in flight
+/// ahead of the side the data go to (RFC 9113 §5.2: the receiver decides when to send
+/// WINDOW_UPDATE).
+#[derive(Debug)]
+pub(crate) struct H2Recv {
+    recv: h2::RecvStream,
+    /// What Content-Length declared, less what arrived since (h2 enforces the total, RFC 9113
+    /// §8.1.1).
+    remaining: Option<u64>,
+    /// The DATA frames have ended; only trailers may follow.
+    data_done: bool,
+}
+
+impl H2Recv {
+    /// The body of a message whose head declared `length`.
+    pub(crate) fn new(recv: h2::RecvStream, length: Option<u64>) -> Self {
+        Self {
+            recv,
+            remaining: length,
+            data_done: false,
+        }
+    }
+
+    fn poll_frame(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, h2::Error>>> {
+        if !self.data_done {
+            match std::task::ready!(self.recv.poll_data(cx)) {
+                Some(Ok(data)) => {
+                    let _ = self.recv.flow_control().release_capacity(data.len());
+                    if let Some(left) = &mut self.remaining {
+                        *left = left.saturating_sub(data.len() as u64);
+                    }
+                    return Poll::Ready(Some(Ok(Frame::data(data))));
+                }
+                Some(Err(e)) => return Poll::Ready(Some(Err(e))),
+                None => self.data_done = true,
+            }
+        }
+        match std::task::ready!(self.recv.poll_trailers(cx)) {
+            Ok(Some(trailers)) => Poll::Ready(Some(Ok(Frame::trailers(trailers)))),
+            Ok(None) => Poll::Ready(None),
+            Err(e) => Poll::Ready(Some(Err(e))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.recv.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.remaining
+            .map_or_else(SizeHint::default, SizeHint::with_exact)
+    }
+}
+
+/// A client's request body: from hyper (HTTP/1.1, and the echo backend) or from an HTTP/2
+/// stream served with the h2 crate (`h2server`).
+#[derive(Debug)]
+pub(crate) enum ClientBody {
+    /// Read by hyper.
+    Hyper(Incoming),
+    /// An HTTP/2 stream's DATA and trailers.
+    H2(H2Recv),
+}
+
+impl Body for ClientBody {
+    type Data = Bytes;
+    type Error = BodyError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        match self.get_mut() {
+            ClientBody::Hyper(inner) => Pin::new(inner)
+                .poll_frame(cx)
+                .map_err(BodyError::Downstream),
+            ClientBody::H2(inner) => inner.poll_frame(cx).map_err(BodyError::DownstreamH2),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            ClientBody::Hyper(inner) => inner.is_end_stream(),
+            ClientBody::H2(inner) => inner.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            ClientBody::Hyper(inner) => inner.size_hint(),
+            ClientBody::H2(inner) => inner.size_hint(),
+        }
+    }
+}
+
 /// A response body on its way to the client.
 #[derive(Debug)]
 pub(crate) enum ResBody {
@@ -157,7 +231,7 @@ pub(crate) enum ResBody {
     Local(Option<Bytes>),
     /// An HTTP/1.1 upstream's body, read straight from its connection.
     H1(H1Body),
-    /// An HTTP/2 upstream's body, streamed from hyper's client.
+    /// An HTTP/2 upstream's body, streamed from h2's client.
     Upstream(UpstreamBody),
 }
 
@@ -171,7 +245,7 @@ impl ResBody {
 /// An HTTP/2 upstream's response body with its read timeout.
 #[derive(Debug)]
 pub(crate) struct UpstreamBody {
-    inner: Incoming,
+    inner: H2Recv,
     read_timeout: Duration,
     timer: Option<Pin<Box<Sleep>>>,
     armed: bool,
@@ -182,7 +256,7 @@ pub(crate) struct UpstreamBody {
 }
 
 impl UpstreamBody {
-    pub(crate) fn new(inner: Incoming, read_timeout: Duration, upstream: Arc<str>) -> Self {
+    pub(crate) fn new(inner: H2Recv, read_timeout: Duration, upstream: Arc<str>) -> Self {
         Self {
             inner,
             read_timeout,
@@ -210,7 +284,7 @@ impl Body for ResBody {
         if let Some(error) = body.failed.take() {
             return Poll::Ready(Some(Err(error)));
         }
-        match Pin::new(&mut body.inner).poll_frame(cx) {
+        match body.inner.poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
                 body.armed = false;
                 Poll::Ready(Some(Ok(frame)))

@@ -21,22 +21,25 @@
 
 use std::error::Error as StdError;
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::task::Poll;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{HeaderValue, CONNECTION, CONTENT_TYPE, HOST, TE};
 use http::uri::{Authority, PathAndQuery};
 use http::{HeaderMap, Method, Request, Response, StatusCode, Uri, Version};
-use hyper::body::{Body, Incoming};
-use hyper::client::conn::http2;
+use hyper::body::Body;
+use tokio::sync::oneshot;
 use tracing::{debug, warn};
 
-use crate::h1check::Interim;
-use crate::h1client::{self, H1Error};
-use crate::proxy::body::{BodyError, ResBody, UpBody, UpstreamBody};
+use crate::h1client::{self, H1Error, InterimSink, InterimTarget};
+use crate::h2server;
+use crate::proxy::body::{BodyError, H2Recv, ResBody, UpBody, UpstreamBody};
 use crate::proxy::{headers, Shared};
-use crate::upstream::{ConnectError, Sender, Target};
+use crate::upstream::{ConnectError, H2Upstream, Sender, Target};
 
 /// Upper bound of the `tries` budget: a request tries at most this many upstreams.
 pub(crate) const MAX_TRIES: usize = 16;
@@ -250,7 +253,7 @@ pub(crate) struct Outgoing {
     pub body: UpBody,
 }
 
-/// What is kept to send a body-less idempotent request again after hyper's HTTP/2 client took
+/// What is kept to send a body-less idempotent request again after the HTTP/2 exchange took
 /// it (HTTP/1.1 exchanges only borrow the request, so they need no copy).
 struct Spare {
     method: Method,
@@ -308,14 +311,13 @@ fn idempotent(method: &Method) -> bool {
     )
 }
 
-/// Forwards `out` and returns what the client gets. `interim`: the client's HTTP/1.1
-/// connection, where the interim responses of an HTTP/1.1 upstream go (hyper's HTTP/2 server
-/// and client carry none, see docs/proxy.md).
+/// Forwards `out` and returns what the client gets. `interim`: the client's connection, where
+/// the upstream's interim responses go.
 pub(crate) async fn forward(
     shared: &Shared,
     mut out: Outgoing,
     http1: bool,
-    interim: Option<&Interim>,
+    interim: Option<&InterimTarget>,
 ) -> Response<ResBody> {
     let balancer = &shared.balancer;
     // A request that can go again whole: idempotent, and no body to lose.
@@ -327,7 +329,7 @@ pub(crate) async fn forward(
     // Set for the one transparent retry of a stale pooled connection.
     let mut fresh_on: Option<usize> = None;
     let mut stale_retried = false;
-    // False once the request (or its body) was handed to hyper's HTTP/2 client for good.
+    // False once the request (or its body) was handed to an HTTP/2 exchange for good.
     let mut have_request = true;
     while have_request {
         let (index, fresh) = match fresh_on.take() {
@@ -376,7 +378,7 @@ pub(crate) async fn forward(
         let conn = match sender {
             Sender::H1(conn) => conn,
             Sender::H2(h2) => {
-                // hyper's HTTP/2 client takes the request; keep what a retry needs.
+                // The HTTP/2 exchange takes the request; keep what a retry needs.
                 let spare = repeatable.then(|| Spare::of(&out));
                 let taken = std::mem::replace(
                     &mut out,
@@ -393,6 +395,7 @@ pub(crate) async fn forward(
                     h2,
                     build_h2(taken, &upstream.target),
                     &upstream.label,
+                    interim,
                 )
                 .await
                 {
@@ -534,27 +537,34 @@ fn respond(
     Response::from_parts(parts, body)
 }
 
-/// Sends a request on an HTTP/2 upstream connection (hyper's client).
+/// Sends a request on an HTTP/2 upstream connection (h2's client); its interim responses go
+/// to `interim` as they arrive.
 async fn send_h2(
     shared: &Shared,
-    h2: http2::SendRequest<UpBody>,
+    h2: H2Upstream,
     request: Request<UpBody>,
     label: &std::sync::Arc<str>,
+    interim: Option<&InterimTarget>,
 ) -> Result<Response<ResBody>, (Failure, String, Option<Request<UpBody>>)> {
-    match send(h2, request, shared.timeouts.response).await {
+    let sink = interim.map(|interim| InterimSink {
+        interim,
+        via: shared.via.value(Version::HTTP_2),
+    });
+    match send(h2, request, shared.timeouts.response, sink).await {
         Sent::Response(response) => {
-            let (parts, body) = response.into_parts();
-            let body = UpstreamBody::new(body, shared.timeouts.upstream_read, label.clone());
+            let (parts, recv) = response.into_parts();
+            let length = h2server::content_length(&parts.headers);
+            let body = UpstreamBody::new(
+                H2Recv::new(recv, length),
+                shared.timeouts.upstream_read,
+                label.clone(),
+            );
             Ok(respond(shared, parts, ResBody::Upstream(body), true))
         }
         Sent::Unsent(request, error) => {
             Err((Failure::UpstreamClosed, error.to_string(), Some(request)))
         }
-        Sent::Failed(failure, error) => Err((
-            failure,
-            error.map_or_else(|| "timed out".to_owned(), |e| e.to_string()),
-            None,
-        )),
+        Sent::Failed(failure, error) => Err((failure, error, None)),
     }
 }
 
@@ -599,7 +609,7 @@ fn build_h2(out: Outgoing, target: &Target) -> Request<UpBody> {
     request
 }
 
-/// Takes back a request hyper returned unsent.
+/// Takes back a request the HTTP/2 exchange returned unsent.
 fn unbuild(request: Request<UpBody>) -> Outgoing {
     let (mut parts, body) = request.into_parts();
     let te_trailers = parts.headers.remove(TE).is_some();
@@ -614,70 +624,213 @@ fn unbuild(request: Request<UpBody>) -> Outgoing {
 
 /// The outcome of one HTTP/2 exchange.
 enum Sent {
-    /// A response head arrived.
-    Response(Response<Incoming>),
+    /// A final response head arrived.
+    Response(Response<h2::RecvStream>),
     /// Not a byte of the request was written; here it is back.
-    Unsent(Request<UpBody>, hyper::Error),
+    Unsent(Request<UpBody>, h2::Error),
     /// The exchange failed after the request (or part of it) was written.
-    Failed(Failure, Option<hyper::Error>),
+    Failed(Failure, String),
 }
 
-/// Sends `request` and waits up to `timeout` for the response head, counted from when the
+/// What the exchange waits for once the request head is out.
+enum Event {
+    Interim(Response<()>),
+    Final(Result<Response<h2::RecvStream>, h2::Error>),
+    BodySent(Result<(), BodyError>),
+    TimedOut,
+}
+
+/// Sends `request` and waits up to `timeout` for the final response head, counted from when the
 /// request body has been handed over whole (a slow upload is the client body timeout's
-/// business, not the upstream's).
+/// business, not the upstream's). Interim responses before it go to `interim` (RFC 9110 §15.2).
+/// The request body is written by a task of its own (as hyper's client, used before, did), so an upstream
+/// may answer before it has read the whole body.
 async fn send(
-    mut sender: http2::SendRequest<UpBody>,
-    mut request: Request<UpBody>,
+    sender: H2Upstream,
+    request: Request<UpBody>,
     timeout: Duration,
+    interim: Option<InterimSink<'_>>,
 ) -> Sent {
-    let body_sent = request.body_mut().watch_done();
-    let response_deadline = async move {
-        if let Some(body_sent) = body_sent {
-            // An error means the body was dropped (failed): the exchange ends by itself then.
-            let _ = body_sent.await;
+    let mut ready = match sender.send.clone().ready().await {
+        Ok(ready) => ready,
+        Err(error) => {
+            sender.mark_closed();
+            return Sent::Unsent(request, error);
         }
-        tokio::time::sleep(timeout).await;
     };
-    let exchange = sender.try_send_request(request);
-    let outcome = tokio::select! {
-        outcome = exchange => outcome,
-        () = response_deadline => return Sent::Failed(Failure::ResponseTimeout, None),
+    let (parts, body) = request.into_parts();
+    let mut head = Request::from_parts(parts, ());
+    strip_connection_fields(head.headers_mut());
+    let end = body.is_end_stream();
+    let (mut response, stream) = match ready.send_request(head, end) {
+        Ok(pair) => pair,
+        Err(error) => {
+            sender.mark_closed();
+            return Sent::Failed(Failure::UpstreamClosed, error.to_string());
+        }
     };
-    match outcome {
-        Ok(response) => Sent::Response(response),
-        Err(mut e) => match e.take_message() {
-            Some(request) => Sent::Unsent(request, e.into_error()),
-            None => {
-                let error = e.into_error();
-                Sent::Failed(classify(&error), Some(error))
+    let mut body_sent = None;
+    let mut deadline = None;
+    if end {
+        deadline = Some(Box::pin(tokio::time::sleep(timeout)));
+    } else {
+        let (tx, rx) = oneshot::channel();
+        tokio::spawn(async move {
+            let _ = tx.send(write_body(body, stream).await);
+        });
+        body_sent = Some(rx);
+    }
+    loop {
+        let event = std::future::poll_fn(|cx| {
+            if let Some(rx) = &mut body_sent {
+                if let Poll::Ready(sent) = Pin::new(rx).poll(cx) {
+                    // A dropped sender means the task ended without a word: the stream is gone
+                    // and the response side will say how.
+                    return Poll::Ready(Event::BodySent(sent.unwrap_or(Ok(()))));
+                }
             }
-        },
+            match response.poll_informational(cx) {
+                Poll::Ready(Some(Ok(interim))) => return Poll::Ready(Event::Interim(interim)),
+                Poll::Ready(Some(Err(error))) => return Poll::Ready(Event::Final(Err(error))),
+                Poll::Ready(None) | Poll::Pending => {}
+            }
+            if let Poll::Ready(result) = Pin::new(&mut response).poll(cx) {
+                return Poll::Ready(Event::Final(result));
+            }
+            if let Some(deadline) = &mut deadline {
+                if deadline.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(Event::TimedOut);
+                }
+            }
+            Poll::Pending
+        })
+        .await;
+        match event {
+            Event::Interim(head) => {
+                if let Some(sink) = interim {
+                    forward_interim(sink, head).await;
+                }
+            }
+            Event::Final(Ok(response)) => return Sent::Response(response),
+            Event::Final(Err(error)) => return Sent::Failed(classify(&error), error.to_string()),
+            Event::BodySent(Ok(())) => {
+                body_sent = None;
+                deadline = Some(Box::pin(tokio::time::sleep(timeout)));
+            }
+            Event::BodySent(Err(error)) => {
+                let failure = match &error {
+                    BodyError::TooLarge(_) => Failure::RequestTooLarge,
+                    BodyError::Downstream(e) if timed_out(e) => Failure::RequestBodyTimeout,
+                    _ => Failure::RequestBodyInvalid,
+                };
+                return Sent::Failed(failure, error.to_string());
+            }
+            Event::TimedOut => {
+                return Sent::Failed(Failure::ResponseTimeout, "timed out".to_owned());
+            }
+        }
     }
 }
 
-/// Which failure a hyper client error is.
-fn classify(error: &hyper::Error) -> Failure {
-    let mut source = error.source();
-    while let Some(cause) = source {
-        if let Some(body) = cause.downcast_ref::<BodyError>() {
-            return match body {
-                BodyError::TooLarge(_) => Failure::RequestTooLarge,
-                BodyError::Downstream(e) if timed_out(e) => Failure::RequestBodyTimeout,
-                BodyError::Downstream(_) => Failure::RequestBodyInvalid,
-                _ => Failure::UpstreamClosed,
-            };
+/// Writes the request body to its stream as the upstream's window allows. A client body that
+/// fails resets the stream (CANCEL): the upstream must not take a cut body for a whole one.
+/// Errors of the stream itself are left to the response side, which sees them too.
+async fn write_body(mut body: UpBody, mut stream: h2::SendStream<Bytes>) -> Result<(), BodyError> {
+    loop {
+        let frame = std::future::poll_fn(|cx| {
+            if let Poll::Ready(reset) = stream.poll_reset(cx) {
+                return Poll::Ready(Err(reset.ok()));
+            }
+            Pin::new(&mut body).poll_frame(cx).map(Ok)
+        })
+        .await;
+        match frame {
+            Err(_) => return Ok(()),
+            Ok(None) => {
+                let _ = stream.send_data(Bytes::new(), true);
+                return Ok(());
+            }
+            Ok(Some(Err(error))) => {
+                stream.send_reset(h2::Reason::CANCEL);
+                return Err(error);
+            }
+            Ok(Some(Ok(frame))) => match frame.into_data() {
+                Ok(data) => {
+                    let end = body.is_end_stream();
+                    if h2server::write_data(&mut stream, data, end).await.is_err() || end {
+                        return Ok(());
+                    }
+                }
+                Err(frame) => {
+                    if let Ok(trailers) = frame.into_trailers() {
+                        let _ = stream.send_trailers(trailers);
+                        return Ok(());
+                    }
+                }
+            },
         }
-        source = cause.source();
     }
-    if error.is_parse_too_large() {
-        Failure::ResponseHeadTooLarge
-    } else if error.is_parse() || error.is_parse_status() {
-        Failure::UpstreamProtocol
-    } else if error.is_incomplete_message()
-        || error.is_canceled()
-        || error.is_closed()
-        || find_io(error).is_some()
-    {
+}
+
+/// Removes what HTTP/2 forbids in a request (RFC 9113 §8.2.2), which h2 would refuse to send;
+/// TE stays only as `trailers`. The header rules removed these already; this is the net.
+fn strip_connection_fields(headers: &mut HeaderMap) {
+    for name in [
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "transfer-encoding",
+        "upgrade",
+    ] {
+        headers.remove(name);
+    }
+    if headers.get(TE).is_some_and(|te| te != "trailers") {
+        headers.remove(TE);
+    }
+}
+
+/// Hands an HTTP/2 upstream's interim response to the client's connection: Via added (the
+/// fields of an HTTP/2 message carry nothing hop-by-hop, RFC 9113 §8.2.2).
+async fn forward_interim(sink: InterimSink<'_>, mut head: Response<()>) {
+    if head.status() == StatusCode::SWITCHING_PROTOCOLS {
+        // Not an interim response in HTTP/2 (RFC 9113 §8.6); h2 would not pass one anyway.
+        return;
+    }
+    match sink.interim {
+        InterimTarget::H2(interim) => {
+            head.headers_mut()
+                .append(http::header::VIA, sink.via.clone());
+            interim.send(head);
+        }
+        InterimTarget::H1(interim) => {
+            let status = head.status();
+            let mut out = Vec::with_capacity(256);
+            out.extend_from_slice(
+                format!(
+                    "HTTP/1.1 {} {}\r\n",
+                    status.as_u16(),
+                    status.canonical_reason().unwrap_or("Informational")
+                )
+                .as_bytes(),
+            );
+            for (name, value) in head.headers() {
+                out.extend_from_slice(name.as_str().as_bytes());
+                out.extend_from_slice(b": ");
+                out.extend_from_slice(value.as_bytes());
+                out.extend_from_slice(b"\r\n");
+            }
+            out.extend_from_slice(b"via: ");
+            out.extend_from_slice(sink.via.as_bytes());
+            out.extend_from_slice(b"\r\n\r\n");
+            interim.send(&out).await;
+        }
+    }
+}
+
+/// Which failure an h2 client error is: the connection breaking (an I/O error, GOAWAY) is the
+/// upstream closing; anything else (a reset stream, a malformed response) a protocol error.
+fn classify(error: &h2::Error) -> Failure {
+    if error.is_io() || error.is_go_away() {
         Failure::UpstreamClosed
     } else {
         Failure::UpstreamProtocol

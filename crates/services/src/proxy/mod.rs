@@ -12,15 +12,17 @@
 //! The proxy answers `GET /__gatebench/health` itself (200 `ok`; the balancer says how many
 //! upstreams are eligible and answers 503 when none is). Every other path is forwarded.
 //!
-//! Interim (1xx) responses of an HTTP/1.1 upstream reach an HTTP/1.1 client before the final
-//! response, through the connection's `h1check::Interim` queue (RFC 9110 §15.2). `Expect:
-//! 100-continue` is answered by the proxy itself (hyper, as the body is first read) and not
-//! forwarded.
+//! Interim (1xx) responses of the upstream reach the client before the final response (RFC
+//! 9110 §15.2): an HTTP/1.1 client through its connection's `h1check::Interim` queue, an HTTP/2
+//! client as 1xx HEADERS on the request's stream (`h2server`, which serves the intermediaries'
+//! HTTP/2 connections with the h2 crate because hyper's server cannot send them). They are read
+//! from HTTP/1.1 upstreams by `h1client` and from HTTP/2 upstreams by h2's client (`forward`),
+//! which, unlike hyper's, surfaces them. `Expect: 100-continue` from an HTTP/1.1 client is
+//! answered by the proxy itself (hyper, as the body is first read) and not forwarded.
 //!
 //! What it does not do: caching, header rewriting beyond the intermediary rules, WebSocket or
 //! CONNECT tunnels (Upgrade is stripped, CONNECT gets 405), h2c upstreams (cleartext upstreams
-//! get HTTP/1.1), retries of requests with a body once any of it was sent, interim responses to
-//! HTTP/2 clients or from HTTP/2 upstreams (hyper has no API for them; docs/proxy.md).
+//! get HTTP/1.1), retries of requests with a body once any of it was sent.
 
 pub(crate) mod body;
 pub(crate) mod forward;
@@ -43,8 +45,10 @@ use tracing::info;
 use crate::balance::{Balancer, EjectionConfig, HealthConfig};
 use crate::error::ServicesError;
 use crate::h1check::{self, H1Limits, Interim};
+use crate::h1client::InterimTarget;
+use crate::h2server::{DirectH2, H2Future, H2Handler, H2Interim};
 use crate::json_xml::JsonXmlLimits;
-use crate::proxy::body::{ResBody, UpBody};
+use crate::proxy::body::{ClientBody, ResBody, UpBody};
 use crate::proxy::forward::{error_response, Failure, Outgoing};
 use crate::proxy::headers::Via;
 use crate::server::{self, ConnInfo, ListenOptions, Protocols};
@@ -429,8 +433,25 @@ impl Service<Request<Incoming>> for Proxy {
         let interim = self
             .interim
             .clone()
-            .filter(|_| req.version() == Version::HTTP_11);
+            .filter(|_| req.version() == Version::HTTP_11)
+            .map(InterimTarget::H1);
+        let req = req.map(ClientBody::Hyper);
         Box::pin(async move { Ok(handle(&shared, &client, req, interim.as_ref()).await) })
+    }
+}
+
+/// HTTP/2 connections are served by `h2server`, which can send interim responses.
+impl DirectH2 for Proxy {
+    fn direct_h2(&self) -> Option<Arc<dyn H2Handler>> {
+        Some(Arc::new(self.clone()))
+    }
+}
+
+impl H2Handler for Proxy {
+    fn call_h2(&self, req: Request<ClientBody>, interim: H2Interim) -> H2Future {
+        let (shared, client) = (self.shared.clone(), self.client.clone());
+        let interim = InterimTarget::H2(interim);
+        Box::pin(async move { handle(&shared, &client, req, Some(&interim)).await })
     }
 }
 
@@ -441,8 +462,8 @@ const CLOSE: HeaderValue = HeaderValue::from_static("close");
 async fn handle(
     shared: &Shared,
     client: &HeaderValue,
-    req: Request<Incoming>,
-    interim: Option<&Interim>,
+    req: Request<ClientBody>,
+    interim: Option<&InterimTarget>,
 ) -> Response<ResBody> {
     let http1 = req.version() <= Version::HTTP_11;
     if http1 {

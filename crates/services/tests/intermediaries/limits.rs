@@ -255,6 +255,35 @@ async fn shutdown_lets_an_in_flight_request_finish() {
     echo.stop().await;
 }
 
+/// The same over HTTP/2 (h2c): the drain sends GOAWAY, the stream in flight still gets its
+/// whole answer, and serving returns once it has.
+#[tokio::test]
+async fn shutdown_lets_an_in_flight_h2_stream_finish() {
+    let echo = Running::echo(EchoConfig {
+        delay: Duration::from_secs(1),
+        ..echo_config()
+    })
+    .await;
+    let mut proxy = Running::proxy(ProxyConfig {
+        http2: true,
+        timeouts: gatebench_services::Timeouts {
+            response: Duration::from_secs(5),
+            ..timeouts()
+        },
+        ..proxy_config(echo.url(false))
+    })
+    .await;
+    let mut h2 = H2::handshake(TcpStream::connect(proxy.addr).await.unwrap()).await;
+    let in_flight = tokio::spawn(async move { h2.request("POST", "/", b"last one").await });
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    proxy.signal_stop();
+    let answer = in_flight.await.unwrap();
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.body.unwrap(), b"last one");
+    proxy.stop().await;
+    echo.stop().await;
+}
+
 #[tokio::test]
 async fn invalid_configuration_is_refused_before_serving() {
     use gatebench_services::proxy;

@@ -492,3 +492,53 @@ async fn h2_request_with_a_connection_field_never_reaches_the_upstream() {
     connection_field_over_h2_is_refused(tls, &capture).await;
     proxy.stop().await;
 }
+
+/// Bodies larger than every HTTP/2 window (the proxy's 1 MiB towards clients, 2 MiB towards
+/// upstreams; the client's 64 KiB) cross the proxy whole in both directions on two streams at
+/// once, to an HTTP/1.1 upstream and to an HTTP/2 one: request DATA flow back as WINDOW_UPDATE
+/// only as the proxy forwards them, and each response is written as the client's window opens.
+/// The response carries Date and the upstream's Content-Length.
+#[tokio::test]
+async fn h2_bodies_larger_than_the_windows_cross_whole() {
+    let (front, back) = (cert("h2-large-front"), cert("h2-large-back"));
+    let echo = Running::echo(echo_config()).await;
+    let echo_h2 = Running::echo(EchoConfig {
+        tls: Some(back.settings.clone()),
+        http2: true,
+        ..echo_config()
+    })
+    .await;
+    let body = |seed: u8| -> Vec<u8> {
+        (0..3 * 1024 * 1024u32)
+            .map(|i| (i % 251) as u8 ^ seed)
+            .collect()
+    };
+    for (upstream, via) in [(echo.url(false), "1.1 "), (echo_h2.url(true), "2 ")] {
+        let proxy = h2_proxy(&front, upstream).await;
+        let h2 = H2::handshake(tls_connect(proxy.addr, &front.pem, &[b"h2"]).await).await;
+        let (mut a, mut b) = (
+            H2 {
+                send: h2.send.clone(),
+            },
+            h2,
+        );
+        let (body_a, body_b) = (body(1), body(2));
+        let (answer_a, answer_b) = tokio::join!(
+            a.request("POST", "/", &body_a),
+            b.request("POST", "/", &body_b)
+        );
+        for (answer, sent) in [(answer_a, body_a), (answer_b, body_b)] {
+            assert_eq!(answer.status, 200);
+            assert!(answer.headers["via"].to_str().unwrap().starts_with(via));
+            assert_eq!(
+                answer.headers["content-length"],
+                sent.len().to_string().as_str()
+            );
+            assert!(answer.headers.contains_key("date"));
+            assert!(answer.body.unwrap() == sent, "echoed body differs");
+        }
+        proxy.stop().await;
+    }
+    echo.stop().await;
+    echo_h2.stop().await;
+}
