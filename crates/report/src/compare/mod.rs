@@ -22,11 +22,15 @@
 //! - [`junit`]: JUnit XML for CI systems (a regression gate's report).
 //! - [`text`]: values, changes, intervals and one-line row descriptions, shared by the
 //!   renderers and the CLI's summary line.
+//! - `differences` (private): what differs between two runs' environments and suite settings,
+//!   for the warnings.
 
 pub mod json;
 pub mod junit;
 pub mod markdown;
 pub mod text;
+
+mod differences;
 
 use std::collections::BTreeMap;
 
@@ -483,8 +487,8 @@ pub fn compare(runs: &[RunInput], opts: &Options) -> Comparison {
         if i == base {
             continue;
         }
-        differences.extend(environment_differences(&runs[base], run));
-        differences.extend(settings_differences(&runs[base], run));
+        differences.extend(differences::environment(&runs[base], run));
+        differences.extend(differences::settings(&runs[base], run));
         pairs.push(compare_pair(
             &runs[base].label,
             &grouped[base],
@@ -794,85 +798,6 @@ fn compare_metric(
         beyond_threshold,
         flags,
     })
-}
-
-fn environment_differences(base: &RunInput, other: &RunInput) -> Vec<Difference> {
-    let (Some(a), Some(b)) = (&base.environment, &other.environment) else {
-        return Vec::new();
-    };
-    let fields: [(&str, String, String); 7] = [
-        ("cpu_model", a.cpu_model.clone(), b.cpu_model.clone()),
-        ("cores", a.cores.to_string(), b.cores.to_string()),
-        (
-            "cores_available",
-            a.cores_available.to_string(),
-            b.cores_available.to_string(),
-        ),
-        ("kernel", a.kernel.clone(), b.kernel.clone()),
-        ("arch", a.arch.clone(), b.arch.clone()),
-        (
-            "gatebench_version",
-            a.gatebench_version.clone(),
-            b.gatebench_version.clone(),
-        ),
-        (
-            "git_revision",
-            a.git_revision.clone(),
-            b.git_revision.clone(),
-        ),
-    ];
-    fields
-        .into_iter()
-        .filter(|(_, x, y)| x != y)
-        .map(|(f, x, y)| Difference {
-            run: other.label.clone(),
-            field: f.to_owned(),
-            baseline: x,
-            other: y,
-        })
-        .collect()
-}
-
-/// Settings every cell of a run shares (warm-up, measurement, generator threads,
-/// connections of rate cells, pinning by the processes' CPU lists is not recorded per run).
-fn settings_differences(base: &RunInput, other: &RunInput) -> Vec<Difference> {
-    type Get = fn(&CellRecord) -> Option<String>;
-    let fields: [(&str, Get); 4] = [
-        ("suite warm-up (s)", |r| Some(num(r.cell.warmup_s))),
-        ("suite measurement (s)", |r| Some(num(r.cell.duration_s))),
-        ("suite generator threads", |r| {
-            r.load.as_ref().map(|l| l.config.threads.to_string())
-        }),
-        ("suite method", |r| {
-            r.load.as_ref().map(|l| l.config.method.clone())
-        }),
-    ];
-    let values = |records: &[CellRecord], get: Get| {
-        let mut v: Vec<String> = records.iter().filter_map(get).collect();
-        v.sort();
-        v.dedup();
-        v.join(", ")
-    };
-    fields
-        .into_iter()
-        .filter_map(|(name, get)| {
-            let (x, y) = (values(&base.records, get), values(&other.records, get));
-            (x != y && !x.is_empty() && !y.is_empty()).then(|| Difference {
-                run: other.label.clone(),
-                field: name.to_owned(),
-                baseline: x,
-                other: y,
-            })
-        })
-        .collect()
-}
-
-fn num(x: f64) -> String {
-    if x.fract() == 0.0 {
-        format!("{x:.0}")
-    } else {
-        format!("{x}")
-    }
 }
 
 #[cfg(test)]
