@@ -6,11 +6,14 @@
 //! Pure functions of the files' contents; the caller reads them. Results directories written
 //! before `timeline.csv` existed still plot: throughput and p99 per second then come from the
 //! interval log, without error counts. Lines that do not parse are skipped, not fatal: a plot
-//! with a gap is better than no report.
+//! with a gap is better than no report. The CSV files are read with the `csv` crate into row
+//! types by column position after the header line, so a column added at the end (as
+//! `samples.csv` gained `threads`, `fds`, …) changes nothing here.
 
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
+use serde::Deserialize;
 
 /// One second of the SUT's resource use (`samples.csv`).
 #[derive(Clone, Debug, PartialEq)]
@@ -67,56 +70,85 @@ pub struct HlogData {
     pub uncorrected: Option<Spectrum>,
 }
 
-fn f(s: Option<&str>) -> Option<f64> {
-    s?.trim().parse().ok()
+/// A line of `samples.csv`, by position: `t_s,window,cpu_percent,rss_mib`, then columns the
+/// plots do not use (threads, fds, …), ignored.
+#[derive(Deserialize)]
+struct SampleRow {
+    #[serde(deserialize_with = "trimmed_f64")]
+    t_s: f64,
+    window: String,
+    #[serde(deserialize_with = "trimmed_f64")]
+    cpu_percent: f64,
+    #[serde(deserialize_with = "trimmed_f64")]
+    rss_mib: f64,
+}
+
+/// A line of `timeline.csv`, by position: `t_s,window,responses,errors,rps,p99_ms`. The counts
+/// may be empty or unreadable (then `None`); the times and rates may not.
+#[derive(Deserialize)]
+struct TimelineRow {
+    t_s: f64,
+    window: String,
+    #[serde(deserialize_with = "csv::invalid_option")]
+    responses: Option<u64>,
+    #[serde(deserialize_with = "csv::invalid_option")]
+    errors: Option<u64>,
+    rps: f64,
+    p99_ms: f64,
+}
+
+/// A number that may have blanks around it (`samples.csv` has always been read so).
+fn trimmed_f64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    let s = String::deserialize(d)?;
+    s.trim().parse().map_err(serde::de::Error::custom)
+}
+
+/// The lines of a CSV file after its header that deserialize into `T` by position, in order;
+/// the others (short, broken, unreadable) are skipped.
+fn rows<T: for<'de> Deserialize<'de>>(text: &str) -> Vec<T> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .flexible(true)
+        .from_reader(text.as_bytes());
+    reader
+        .records()
+        .filter_map(|record| record.ok()?.deserialize(None).ok())
+        .collect()
 }
 
 /// Reads `samples.csv`.
 pub fn parse_samples(text: &str) -> Vec<ResourcePoint> {
-    text.lines()
-        .skip(1)
-        .filter_map(|l| {
-            let mut c = l.split(',');
-            let t_s = f(c.next())?;
-            let window = c.next()?.to_owned();
-            let cpu_percent = f(c.next())?;
-            let rss_mib = f(c.next())?;
-            Some(ResourcePoint {
-                t_s,
-                window,
-                cpu_percent,
-                rss_mib,
-            })
+    rows(text)
+        .into_iter()
+        .map(|r: SampleRow| ResourcePoint {
+            t_s: r.t_s,
+            window: r.window,
+            cpu_percent: r.cpu_percent,
+            rss_mib: r.rss_mib,
         })
         .collect()
 }
 
 /// Reads `timeline.csv` (`t_s,window,responses,errors,rps,p99_ms`).
 pub fn parse_timeline(text: &str) -> Vec<IntervalPoint> {
-    text.lines()
-        .skip(1)
-        .filter_map(|l| {
-            let c: Vec<&str> = l.split(',').collect();
-            if c.len() < 6 {
-                return None;
-            }
-            let responses: Option<u64> = c[2].parse().ok();
-            let rps: f64 = c[4].parse().ok()?;
+    rows(text)
+        .into_iter()
+        .map(|r: TimelineRow| {
             // rps is responses over the interval's true length (the generator divides by it),
             // so the length comes back from the two; to within the 0.1 rounding of rps.
-            let length_s = match responses {
-                Some(n) if n > 0 && rps > 0.0 => Some((n as f64 / rps).min(1.0)),
+            let length_s = match r.responses {
+                Some(n) if n > 0 && r.rps > 0.0 => Some((n as f64 / r.rps).min(1.0)),
                 _ => None,
             };
-            Some(IntervalPoint {
-                t_s: c[0].parse().ok()?,
-                window: c[1].to_owned(),
-                errors: c[3].parse().ok(),
-                rps,
-                p99_ms: c[5].parse().ok()?,
-                responses,
+            IntervalPoint {
+                t_s: r.t_s,
+                window: r.window,
+                errors: r.errors,
+                rps: r.rps,
+                p99_ms: r.p99_ms,
+                responses: r.responses,
                 length_s,
-            })
+            }
         })
         .collect()
 }

@@ -1,5 +1,6 @@
 //! Number formatting shared by the renderers: counts with thousands separators, byte sizes,
-//! rates and latencies in the unit that reads best.
+//! rates and latencies in the unit that reads best. It formats single figures only; where a
+//! figure goes (columns, padding, tables) is each renderer's business.
 
 /// `1234567` → `1,234,567`.
 pub fn count(n: u64) -> String {

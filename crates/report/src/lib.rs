@@ -6,8 +6,8 @@
 //! - [`summary`]: the summary of a suite run (seed-004 columns) as Markdown, CSV and JSON.
 //! - [`fmt`]: number formatting shared by the renderers.
 //! - [`stats`]: Mann-Whitney U, Hodges-Lehmann shifts, medians, geometric means.
-//! - [`compare`]: runs against a baseline, per cell and metric, as Markdown and JSON.
-//! - [`junit`]: a comparison as JUnit XML (a CI gate's report).
+//! - [`compare`]: runs against a baseline, per cell and metric; its submodules render the
+//!   comparison as Markdown, JSON and JUnit XML (a CI gate's report).
 //! - [`cellfiles`]: a cell's side files (`samples.csv`, `timeline.csv`, `latency.hlog`) read
 //!   into series for plots.
 //! - [`svg`]: hand-written SVG charts: lines over linear or logarithmic axes.
@@ -17,7 +17,6 @@ pub mod cellfiles;
 pub mod compare;
 pub mod fmt;
 pub mod html;
-pub mod junit;
 pub mod load_text;
 pub mod stats;
 pub mod summary;

@@ -1,6 +1,7 @@
 //! The human report of one load run, in the spirit of `wrk --latency`: what was asked, what
 //! came back, the whole percentile spectrum, every error class that occurred, transfer rates,
-//! connection figures and the generator's self-check.
+//! connection figures and the generator's self-check. One run only: suites are
+//! [`crate::summary`]'s, comparisons [`crate::compare`]'s; the CLI prints what it returns.
 
 use std::fmt::Write;
 

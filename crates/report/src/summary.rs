@@ -11,6 +11,7 @@ use std::fmt::Write;
 use gatebench_model::{
     CellRecord, CellStatus, Outcome, PhaseReport, ResourceSummary, SCHEMA_VERSION,
 };
+use serde::Serialize;
 
 /// The columns of the summary tables: seed 004's nine, then SUT CPU, SUT memory, flags.
 pub const COLUMNS: [&str; 12] = [
@@ -285,28 +286,67 @@ pub fn markdown(suite: &str, records: &[CellRecord], missing: usize) -> String {
     out
 }
 
-/// A CSV table of `phase`: [`COLUMNS`] then `Cell` (the cell id).
-pub fn csv(records: &[CellRecord], phase: Phase) -> String {
-    let field = |s: &str| {
-        if s.contains([',', '"', '\n']) {
-            format!("\"{}\"", s.replace('"', "\"\""))
-        } else {
-            s.to_owned()
-        }
-    };
-    let mut out = String::new();
-    let header: Vec<String> = COLUMNS.iter().chain(&["Cell"]).map(|c| field(c)).collect();
-    let _ = writeln!(out, "{}", header.join(","));
-    for row in rows(records, phase) {
-        let vals: Vec<String> = row
+/// A line of `summary.csv` / `warmup.csv`: a [`Row`]'s values in [`COLUMNS`] order, then its
+/// cell id. The values are the formatted ones the tables show, so every output agrees to the
+/// digit.
+#[derive(Serialize)]
+struct CsvRow<'a> {
+    scenario_name: &'a str,
+    users: &'a str,
+    size_bytes: &'a str,
+    delay_ms: &'a str,
+    error_percent: &'a str,
+    throughput_rps: &'a str,
+    mean_ms: &'a str,
+    stdev_ms: &'a str,
+    p99_ms: &'a str,
+    sut_cpu_percent: &'a str,
+    sut_memory_mib: &'a str,
+    flags: &'a str,
+    cell: &'a str,
+}
+
+impl<'a> CsvRow<'a> {
+    fn new(row: &'a Row) -> Self {
+        let values: &'a [String; COLUMNS.len()] = row
             .values
-            .iter()
-            .chain(std::iter::once(&row.id))
-            .map(|v| field(v))
-            .collect();
-        let _ = writeln!(out, "{}", vals.join(","));
+            .as_slice()
+            .try_into()
+            .expect("rows() gives one value per column");
+        CsvRow {
+            scenario_name: &values[0],
+            users: &values[1],
+            size_bytes: &values[2],
+            delay_ms: &values[3],
+            error_percent: &values[4],
+            throughput_rps: &values[5],
+            mean_ms: &values[6],
+            stdev_ms: &values[7],
+            p99_ms: &values[8],
+            sut_cpu_percent: &values[9],
+            sut_memory_mib: &values[10],
+            flags: &values[11],
+            cell: &row.id,
+        }
     }
-    out
+}
+
+/// A CSV table of `phase`: [`COLUMNS`] then `Cell` (the cell id). Fields are quoted only where
+/// they must be (a comma, a quote, a line break or carriage return), quotes doubled, RFC 4180
+/// style, by the `csv` crate.
+pub fn csv(records: &[CellRecord], phase: Phase) -> String {
+    // The header is written apart from the rows so that a phase without rows still has one.
+    let mut w = csv::WriterBuilder::new()
+        .has_headers(false)
+        .from_writer(Vec::new());
+    w.write_record(COLUMNS.iter().chain(&["Cell"]))
+        .expect("writing to memory cannot fail");
+    for row in rows(records, phase) {
+        w.serialize(CsvRow::new(&row))
+            .expect("string fields always serialize");
+    }
+    let bytes = w.into_inner().expect("flushing to memory cannot fail");
+    String::from_utf8(bytes).expect("CSV of strings is UTF-8")
 }
 
 /// `summary.json`: both phases as arrays of objects with machine-readable keys and numbers
@@ -526,6 +566,38 @@ mod tests {
         Passthrough HTTP service (h1c -> h1c),100,1024,0,0.25,18266.21,5.43,2.71,21.72,97.2,17.9,errors,s1_u100_s1024_d0_r1
         Passthrough HTTPS service (h1 -> h1),100,50,0,,,,,,,,failed: sut (gatebench serve proxy) exited with status 2 before it was ready,s2_u100_s50_d0_r1
         "#);
+    }
+
+    #[test]
+    fn csv_quotes_a_reason_with_commas_and_quotes_as_one_field() {
+        let mut r = fixture();
+        for x in &mut r {
+            x.reason = Some("sut \"proxy\" exited, status 2".into());
+        }
+        let text = csv(&r, Phase::Measurement);
+        assert!(
+            text.contains(",\"failed: sut \"\"proxy\"\" exited, status 2\",s2_u100_s50_d0_r1\n"),
+            "{text}"
+        );
+        let mut reader = ::csv::Reader::from_reader(text.as_bytes());
+        let failed = reader
+            .records()
+            .map(|l| l.expect("the CSV reads back"))
+            .find(|l| l.get(12) == Some("s2_u100_s50_d0_r1"))
+            .expect("the failed cell has a line");
+        assert_eq!(failed.len(), COLUMNS.len() + 1);
+        assert_eq!(&failed[11], "failed: sut \"proxy\" exited, status 2");
+    }
+
+    #[test]
+    fn csv_of_a_phase_without_cells_still_has_its_header() {
+        let text = csv(&[], Phase::Warmup);
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(
+            text.starts_with("Scenario Name,Concurrent Users,"),
+            "{text}"
+        );
+        assert!(text.ends_with(",Flags,Cell\n"), "{text}");
     }
 
     #[test]

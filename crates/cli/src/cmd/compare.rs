@@ -15,8 +15,8 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use gatebench_model::{CellRecord, Environment};
-use gatebench_report::compare::{self, describe, Comparison, Options, RunInput, Verdict};
-use gatebench_report::junit::junit;
+use gatebench_report::compare::text::describe;
+use gatebench_report::compare::{self, Comparison, Options, RunInput, Verdict};
 
 /// `gatebench compare`.
 #[derive(Debug, Args)]
@@ -121,17 +121,17 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
     let c = compare::compare(&runs, &opts);
     let to_stdout = |o: &Option<PathBuf>| o.as_deref() == Some(Path::new("-"));
     let markdown_default = !to_stdout(&args.json) && !to_stdout(&args.junit);
-    let md = compare::markdown(&c);
+    let md = compare::markdown::render(&c);
     match &args.markdown {
         Some(p) => emit(p, &md)?,
         None if markdown_default => emit(Path::new("-"), &md)?,
         None => {}
     }
     if let Some(p) = &args.json {
-        emit(p, &compare::json(&c))?;
+        emit(p, &compare::json::render(&c))?;
     }
     if let Some(p) = &args.junit {
-        emit(p, &junit(&c))?;
+        emit(p, &compare::junit::render(&c))?;
     }
     for w in &c.warnings {
         eprintln!("gatebench: warning: {w}");

@@ -9,7 +9,8 @@
 
 use std::fmt::Write;
 
-use crate::compare::{describe, Comparison, Verdict};
+use super::text::describe;
+use super::{Comparison, Verdict};
 
 /// Escapes text for XML attributes and content.
 fn esc(s: &str) -> String {
@@ -30,7 +31,7 @@ fn esc(s: &str) -> String {
 }
 
 /// The comparison as a JUnit XML document.
-pub fn junit(c: &Comparison) -> String {
+pub fn render(c: &Comparison) -> String {
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let tests: usize = c.pairs.iter().map(|p| p.rows.len()).sum();
     let failures = c.regressions_beyond_threshold();
@@ -128,7 +129,7 @@ mod tests {
                 ..Options::default()
             },
         );
-        insta::assert_snapshot!(junit(&c), @r#"
+        insta::assert_snapshot!(render(&c), @r#"
             <?xml version="1.0" encoding="UTF-8"?>
             <testsuites name="gatebench compare" tests="3" failures="1" errors="0" skipped="0">
               <testsuite name="A vs B" tests="3" failures="1" errors="0" skipped="0">
@@ -163,7 +164,7 @@ mod tests {
                 ..Options::default()
             },
         );
-        let x = junit(&c);
+        let x = render(&c);
         assert_eq!(x.matches("<skipped ").count(), 3, "{x}");
         assert!(x.contains("skipped=\"3\""));
     }
