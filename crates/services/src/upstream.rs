@@ -384,12 +384,30 @@ thread_local! {
 }
 
 /// Idle keep-alive connections to one upstream.
+///
+/// Idle connections are closed on their idle timeout even when no request comes to use the
+/// pool again: each shard that holds an idle connection has a reaper task on the runtime of
+/// the thread that filled it, waking every quarter of the idle timeout (at most every
+/// [`REAP_TICK_MAX`]). It drops HTTP/1.1 connections idle longer than the timeout or closed
+/// by the upstream (an upstream's close would otherwise leave the proxy's socket in
+/// CLOSE_WAIT until the next request, or for ever), and the shared HTTP/2 connection once no
+/// request took it for the idle timeout (the h2 client then closes it when its last stream ends and every handle is gone). As
+/// nginx's `keepalive_timeout` for upstreams, idle connections do not outlive the timeout by
+/// more than a tick. The reaper ends when the shard is empty and is started again by the next
+/// connection put back, so an idle proxy has no timer running; requests pay nothing for it
+/// beyond a flag read under the shard lock they already take.
 #[derive(Debug)]
 pub(crate) struct Pool {
-    shards: Box<[Mutex<Shard>]>,
+    shards: Box<[Arc<Mutex<Shard>>]>,
     idle_timeout: Duration,
     max_idle: usize,
 }
+
+/// The longest time between two sweeps of a shard's reaper: also bounds how long a socket
+/// the upstream closed stays open when the idle timeout is long.
+pub(crate) const REAP_TICK_MAX: Duration = Duration::from_secs(5);
+/// The shortest time between two sweeps (very short idle timeouts, tests).
+const REAP_TICK_MIN: Duration = Duration::from_millis(50);
 
 #[derive(Default)]
 struct Shard {
@@ -398,6 +416,13 @@ struct Shard {
     h1: VecDeque<(H1Conn, Instant)>,
     /// One shared HTTP/2 connection: streams multiplex on it.
     h2: Option<H2Upstream>,
+    /// Set by every request that takes the HTTP/2 connection; cleared by the reaper, which
+    /// thereby knows since when it has been idle.
+    h2_taken: bool,
+    /// When the reaper last found the HTTP/2 connection taken (or first saw it).
+    h2_idle_since: Option<Instant>,
+    /// A reaper task is running for this shard.
+    reaper: bool,
 }
 
 impl std::fmt::Debug for Shard {
@@ -405,7 +430,39 @@ impl std::fmt::Debug for Shard {
         f.debug_struct("Shard")
             .field("h1_idle", &self.h1.len())
             .field("h2", &self.h2.is_some())
+            .field("reaper", &self.reaper)
             .finish()
+    }
+}
+
+impl Shard {
+    /// Drops what the idle timeout or the upstream closed; false once nothing is left to
+    /// watch (the reaper then ends).
+    fn reap(&mut self, now: Instant, idle_timeout: Duration) -> bool {
+        // Oldest at the front; every one is checked, since any may have been closed by the
+        // upstream (`alive` costs no system call unless the socket became readable).
+        self.h1.retain_mut(|(conn, since)| {
+            now.saturating_duration_since(*since) <= idle_timeout && conn.alive()
+        });
+        if let Some(h2) = &self.h2 {
+            let idle_since = *self.h2_idle_since.get_or_insert(now);
+            if h2.is_closed() {
+                self.h2 = None;
+            } else if std::mem::take(&mut self.h2_taken) {
+                self.h2_idle_since = Some(now);
+            } else if now.saturating_duration_since(idle_since) >= idle_timeout {
+                debug!(
+                    side = "upstream",
+                    "idle HTTP/2 upstream connection released"
+                );
+                self.h2 = None;
+            }
+        }
+        if self.h2.is_none() {
+            self.h2_taken = false;
+            self.h2_idle_since = None;
+        }
+        !self.h1.is_empty() || self.h2.is_some()
     }
 }
 
@@ -414,7 +471,7 @@ impl Pool {
     /// for `idle_timeout` and keeping at most `max_idle` per shard.
     pub(crate) fn new(shards: usize, idle_timeout: Duration, max_idle: usize) -> Self {
         Self {
-            shards: (0..shards.max(1)).map(|_| Mutex::default()).collect(),
+            shards: (0..shards.max(1)).map(|_| Arc::default()).collect(),
             idle_timeout,
             max_idle,
         }
@@ -426,9 +483,7 @@ impl Pool {
     }
 
     fn lock(&self, shard: usize) -> MutexGuard<'_, Shard> {
-        self.shards[shard]
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.shards[shard])
     }
 
     /// A live pooled connection, if there is one. HTTP/1.1 connections are checked without
@@ -437,7 +492,9 @@ impl Pool {
         let mut s = self.lock(shard);
         if let Some(h2) = &s.h2 {
             if !h2.is_closed() {
-                return Some(Sender::H2(h2.clone()));
+                let sender = Sender::H2(h2.clone());
+                s.h2_taken = true;
+                return Some(sender);
             }
             s.h2 = None;
         }
@@ -461,6 +518,7 @@ impl Pool {
         }
         if self.max_idle > 0 {
             s.h1.push_back((conn, now));
+            self.watch(shard, &mut s);
         }
     }
 
@@ -469,8 +527,43 @@ impl Pool {
         let mut s = self.lock(shard);
         if s.h2.as_ref().is_none_or(|h2| h2.is_closed()) {
             s.h2 = Some(sender.clone());
+            s.h2_taken = true;
+            self.watch(shard, &mut s);
         }
     }
+
+    /// Starts the shard's reaper unless it runs (or no runtime is there to run it: then
+    /// connections expire only when the pool is next used).
+    fn watch(&self, shard: usize, s: &mut Shard) {
+        if s.reaper {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        s.reaper = true;
+        let weak = Arc::downgrade(&self.shards[shard]);
+        let idle_timeout = self.idle_timeout;
+        let tick = (idle_timeout / 4).clamp(REAP_TICK_MIN, REAP_TICK_MAX);
+        runtime.spawn(async move {
+            loop {
+                tokio::time::sleep(tick).await;
+                // The pool is gone (the service stopped): nothing left to reap.
+                let Some(shard) = weak.upgrade() else { return };
+                let mut s = lock(&shard);
+                if !s.reap(Instant::now(), idle_timeout) {
+                    s.reaper = false;
+                    return;
+                }
+            }
+        });
+    }
+}
+
+fn lock(shard: &Mutex<Shard>) -> MutexGuard<'_, Shard> {
+    shard
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[cfg(test)]

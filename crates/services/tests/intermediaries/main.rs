@@ -12,6 +12,7 @@
 //! - `interim`: 1xx responses forwarded to HTTP/1.1 clients; `Expect: 100-continue`.
 //! - `h2raw`: raw HTTP/2 frames, for requests a client library refuses to send.
 //! - `passthrough`: every seed-004 protocol pair, pooling, streaming, intermediary headers.
+//! - `pool`: idle pooled upstream connections closed without traffic (timeout, upstream close).
 //! - `smuggling`: hostile framing, refused before the upstream sees a byte.
 //! - `faults`: refused, hanging, resetting and misframing upstreams; truncation; stale pools.
 //! - `limits`: slow clients, oversized heads and bodies, idle connections, shutdown.
@@ -25,6 +26,7 @@ mod header_rules;
 mod interim;
 mod limits;
 mod passthrough;
+mod pool;
 mod smuggling;
 mod support;
 mod transform;
