@@ -134,8 +134,11 @@ fn head(buf: &[u8]) -> (usize, Body) {
         shown()
     );
     let origin = target.starts_with('/');
-    let absolute = target.len() > 7 && target[..7].eq_ignore_ascii_case("http://")
-        || target.len() > 8 && target[..8].eq_ignore_ascii_case("https://");
+    // Bytes, not str slices: a target may carry non-ASCII bytes (httparse and the checker let
+    // UTF-8 through, as nginx does), and a str slice must end on a char boundary.
+    let t = target.as_bytes();
+    let absolute = t.len() > 7 && t[..7].eq_ignore_ascii_case(b"http://")
+        || t.len() > 8 && t[..8].eq_ignore_ascii_case(b"https://");
     assert!(
         origin || absolute || (target == "*" && method == "OPTIONS"),
         "request target {target:?} for {method}"
