@@ -9,7 +9,6 @@
 //! are stopped on every path out of here, panics included.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,6 +24,7 @@ use crate::launch::{Guard, Launcher, ProcessSpec};
 use crate::matrix::Cell;
 use crate::pin::{self, Placement};
 use crate::placeholder;
+use crate::rows::{self, Fixed, TimelineRow};
 use crate::sampler::{Sample, Sampler, Window, Windows};
 use crate::suite::{Intensity, Program, Protocol, Scenario, Suite};
 
@@ -337,7 +337,7 @@ fn lifecycle(
         Phase::WarmingUp
     }));
     let mut measuring = ctx.suite.warmup.is_zero();
-    let mut timeline = String::from("t_s,window,responses,errors,rps,p99_ms\n");
+    let mut timeline = Vec::new();
     let mut on_interval = |v: &IntervalView| {
         if !v.warmup && !measuring {
             measuring = true;
@@ -354,16 +354,14 @@ fn lifecycle(
             events(CellEvent::Interval(v));
             return;
         }
-        let _ = writeln!(
-            timeline,
-            "{:.3},{},{},{},{:.1},{:.3}",
-            load_start_s + v.elapsed.as_secs_f64(),
-            if v.warmup { "warmup" } else { "measurement" },
-            v.responses,
-            v.errors,
-            v.rps,
-            v.p99_ms
-        );
+        timeline.push(TimelineRow {
+            t_s: Fixed(load_start_s + v.elapsed.as_secs_f64(), 3),
+            window: if v.warmup { "warmup" } else { "measurement" },
+            responses: v.responses,
+            errors: v.errors,
+            rps: Fixed(v.rps, 1),
+            p99_ms: Fixed(v.p99_ms, 3),
+        });
         events(CellEvent::Interval(v));
     };
     let report = driver.load(config, &mut out.hlog, &mut on_interval, ctx.stop.clone());
@@ -380,7 +378,7 @@ fn lifecycle(
     out.record.sut_warmup = windows.summarize(&samples, Window::Warmup);
     out.record.sut_measurement = windows.summarize(&samples, Window::Measurement);
     out.samples_csv = Some(windows.csv(&samples));
-    out.timeline_csv = Some(timeline);
+    out.timeline_csv = Some(rows::to_csv(rows::TIMELINE_HEADER, timeline));
     out.record.load = Some(report);
     out.gc = sc.gc.as_ref().zip(gc_path).map(|(g, path)| GcInputs {
         format: g.format,

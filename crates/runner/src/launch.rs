@@ -10,11 +10,15 @@
 //! [`STOP_GRACE`] for the leader to exit, then SIGKILL to the group, then reaping.
 
 use std::fs::File;
-use std::io;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use rustix::process::{
+    kill_process_group, set_parent_process_death_signal, waitid, Pid, Signal, WaitId, WaitIdOptions,
+};
+use rustix::thread::sched_setaffinity;
 
 /// How long a process may take to exit after SIGTERM before it is killed.
 pub const STOP_GRACE: Duration = Duration::from_secs(5);
@@ -96,17 +100,16 @@ impl Launcher for SystemLauncher {
         // Its own process group: a shell command's children (nginx workers) are stopped with it.
         cmd.process_group(0);
         let set = spec.cpus.as_deref().map(crate::pin::cpu_set);
-        // SAFETY: the closure runs between fork and exec and only makes two system calls
-        // (prctl, sched_setaffinity) on data prepared before the fork; nothing allocates.
+        // SAFETY: `pre_exec` is unsafe because the closure runs between fork and exec, where
+        // only async-signal-safe work is allowed. It makes two raw system calls through rustix
+        // (prctl, sched_setaffinity) on data prepared before the fork; nothing allocates or
+        // takes a lock.
         unsafe {
             cmd.pre_exec(move || {
                 // If the runner dies without stopping us (SIGKILL), do not outlive it.
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                let _ = set_parent_process_death_signal(Some(Signal::TERM));
                 if let Some(set) = &set {
-                    if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0
-                    {
-                        return Err(io::Error::last_os_error());
-                    }
+                    sched_setaffinity(None, set)?;
                 }
                 Ok(())
             });
@@ -171,31 +174,31 @@ impl SystemProcess {
     /// Whether the leader has exited, without reaping it (waitid with WNOWAIT): while the
     /// zombie exists its process group id cannot be reused, so signalling the group is safe.
     fn has_exited(&self) -> Option<String> {
-        // SAFETY: waitid writes into the zeroed siginfo we own.
-        unsafe {
-            let mut info: libc::siginfo_t = std::mem::zeroed();
-            let r = libc::waitid(
-                libc::P_PID,
-                self.child.id() as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-            );
-            if r != 0 || info.si_pid() == 0 {
-                return None;
-            }
-            let status = info.si_status();
-            Some(match info.si_code {
-                libc::CLD_EXITED => format!("exited with status {status}"),
-                _ => format!("was killed by signal {status}"),
-            })
-        }
+        let status = waitid(
+            WaitId::Pid(self.pid_t()?),
+            WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT,
+        )
+        .ok()??;
+        Some(match status.exit_status() {
+            Some(code) => format!("exited with status {code}"),
+            // With EXITED alone the only other outcomes are killed or dumped by a signal.
+            None => format!(
+                "was killed by signal {}",
+                status.terminating_signal().unwrap_or_default()
+            ),
+        })
     }
 
-    fn signal_group(&self, sig: libc::c_int) {
-        // SAFETY: kill with a negative id signals the process group we created; the group
-        // leader is our unreaped child, so the id still names that group.
-        unsafe {
-            libc::kill(-(self.child.id() as libc::pid_t), sig);
+    /// The child's process id (never 0 for a started child).
+    fn pid_t(&self) -> Option<Pid> {
+        Pid::from_raw(self.child.id() as i32)
+    }
+
+    /// Sends `sig` to the process group we created; its leader is our unreaped child, so the
+    /// id still names that group.
+    fn signal_group(&self, sig: Signal) {
+        if let Some(pid) = self.pid_t() {
+            let _ = kill_process_group(pid, sig);
         }
     }
 }
@@ -219,7 +222,7 @@ impl Running for SystemProcess {
         let how = if let Some(early) = self.has_exited() {
             early
         } else {
-            self.signal_group(libc::SIGTERM);
+            self.signal_group(Signal::TERM);
             let deadline = Instant::now() + STOP_GRACE;
             loop {
                 if self.has_exited().is_some() {
@@ -232,7 +235,7 @@ impl Running for SystemProcess {
             }
         };
         // Whatever is left of the group (children of a shell, workers) goes too.
-        self.signal_group(libc::SIGKILL);
+        self.signal_group(Signal::KILL);
         let _ = self.child.wait();
         self.reaped = Some(how.clone());
         how

@@ -170,7 +170,8 @@ pub fn environment() -> Environment {
                 .map(|(_, v)| v.trim().to_owned())
         })
         .unwrap_or_else(|| "unknown".to_owned());
-    // SAFETY: sysconf has no preconditions.
+    // SAFETY: sysconf has no preconditions; neither rustix nor std reads the count of online
+    // CPUs (std's available_parallelism is the affinity mask, kept as `cores_available`).
     let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     let available = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     let (kernel, arch) = uname();
@@ -186,23 +187,14 @@ pub fn environment() -> Environment {
     }
 }
 
+/// The kernel (`Linux 6.1.0-…`) and the machine (`x86_64`).
 fn uname() -> (String, String) {
-    // SAFETY: uname fills the zeroed struct we own; its fields are NUL-terminated.
-    unsafe {
-        let mut u: libc::utsname = std::mem::zeroed();
-        if libc::uname(&mut u) != 0 {
-            return ("unknown".into(), "unknown".into());
-        }
-        let s = |f: &[libc::c_char]| {
-            std::ffi::CStr::from_ptr(f.as_ptr())
-                .to_string_lossy()
-                .into_owned()
-        };
-        (
-            format!("{} {}", s(&u.sysname), s(&u.release)),
-            s(&u.machine),
-        )
-    }
+    let u = rustix::system::uname();
+    let s = |f: &std::ffi::CStr| f.to_string_lossy().into_owned();
+    (
+        format!("{} {}", s(u.sysname()), s(u.release())),
+        s(u.machine()),
+    )
 }
 
 /// The revision of the source tree this binary was built from, asked of git in that tree
@@ -235,7 +227,8 @@ fn git_revision() -> String {
 
 /// `results/<YYYYmmdd-HHMMSS>` in local time.
 pub fn default_dir() -> PathBuf {
-    // SAFETY: time and localtime_r write into values we own.
+    // SAFETY: time and localtime_r write into values we own (no safe API turns the time zone
+    // database into local time without another crate).
     let stamp = unsafe {
         let t = libc::time(std::ptr::null_mut());
         let mut tm: libc::tm = std::mem::zeroed();
