@@ -19,6 +19,7 @@ use gatebench_loadgen::{Arrival, IntervalView, LoadConfig, LoadSpec, RequestBody
 use gatebench_model::{CellParams, CellRecord, CellStatus, ProcessRecord, SCHEMA_VERSION};
 
 use crate::driver::{apply_protocol, wait_ready, Driver, ReadyCheck};
+use crate::error::RunnerError;
 use crate::gc::{self, GcClock, GcFormat, GcWindow};
 use crate::launch::{Guard, Launcher, ProcessSpec};
 use crate::matrix::Cell;
@@ -487,7 +488,12 @@ impl Common<'_> {
         m
     }
 
-    fn expand(&self, text: &str, port: Option<u16>, protocol: Protocol) -> Result<String, String> {
+    fn expand(
+        &self,
+        text: &str,
+        port: Option<u16>,
+        protocol: Protocol,
+    ) -> Result<String, RunnerError> {
         let values = self.values(port, protocol);
         placeholder::expand_strict(text, &|name| values.get(name).cloned())
     }
@@ -565,7 +571,7 @@ fn load_config(suite: &Suite, sc: &Scenario, cell: &Cell, port: u16) -> Result<L
     spec.connect_timeout = l.connect_timeout;
     spec.keepalive = l.keepalive;
     spec.verify = sc.verify && has_body;
-    apply_protocol(&mut spec, cell.protocol)?;
+    apply_protocol(&mut spec, cell.protocol).map_err(|e| e.to_string())?;
     LoadConfig::try_new(spec).map_err(|e| format!("invalid load: {e}"))
 }
 

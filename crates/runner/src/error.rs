@@ -45,6 +45,34 @@ pub enum RunnerError {
         /// What is wrong with it.
         message: String,
     },
+    /// A command line has a `}` that closes nothing.
+    #[error("unmatched `}}` (write `}}}}` for a literal brace)")]
+    UnmatchedClose,
+    /// A command line has a `{` that is never closed.
+    #[error("unmatched `{{` (write `{{{{` for a literal brace)")]
+    UnmatchedOpen,
+    /// A command line names a placeholder that does not exist (or has no value there).
+    #[error(
+        "unknown placeholder {{{name}}} (known: {})",
+        crate::placeholder::known_names()
+    )]
+    UnknownPlaceholder {
+        /// The name between the braces.
+        name: String,
+    },
+    /// A cell's protocol and its target URL's scheme disagree.
+    #[error(
+        "protocol {protocol} needs a{} URL, got {url}",
+        if *tls { "n https://" } else { " http://" }
+    )]
+    ProtocolScheme {
+        /// The protocol's name (`h2`, …).
+        protocol: &'static str,
+        /// Whether the protocol needs TLS (`https://`).
+        tls: bool,
+        /// The URL given.
+        url: String,
+    },
 }
 
 impl RunnerError {

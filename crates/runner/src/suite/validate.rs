@@ -248,11 +248,16 @@ pub(super) fn validate_scenario(
         placeholder::expand_strict(s, &|n| {
             matches!(n, "suite_dir" | "workdir").then(String::new)
         })
-        .map_err(|m| {
+        .map_err(|err| {
+            // The list of every known placeholder would mislead here: setup knows only two.
+            let what = match &err {
+                RunnerError::UnknownPlaceholder { name } => {
+                    format!("unknown placeholder {{{name}}}")
+                }
+                other => other.to_string(),
+            };
             e(format!(
-                "setup: {}",
-                m.split(" (known:").next().unwrap_or(&m).to_owned()
-                    + " (setup knows only {suite_dir} and {workdir})"
+                "setup: {what} (setup knows only {{suite_dir}} and {{workdir}})"
             ))
         })?;
     }
