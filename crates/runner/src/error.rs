@@ -45,6 +45,24 @@ pub enum RunnerError {
         /// What is wrong with it.
         message: String,
     },
+    /// A results file was written with another schema version.
+    #[error(
+        "{file} has schema version {found}, this gatebench reads version {}; \
+         use the gatebench that wrote it",
+        gatebench_model::SCHEMA_VERSION
+    )]
+    SchemaVersion {
+        /// The file, relative to the results directory.
+        file: String,
+        /// The version it has.
+        found: u64,
+    },
+    /// A results file has no schema version.
+    #[error("{file} has no schema_version")]
+    NoSchemaVersion {
+        /// The file, relative to the results directory.
+        file: String,
+    },
     /// A command line has a `}` that closes nothing.
     #[error("unmatched `}}` (write `}}}}` for a literal brace)")]
     UnmatchedClose,

@@ -122,7 +122,7 @@ pub fn read(root: &Path) -> Result<RunResults, RunnerError> {
             "not a gatebench results directory (run.json is of another kind)".into(),
         ));
     }
-    check_version(&value, "run.json").map_err(&bad)?;
+    check_version(&value, "run.json").map_err(|e| bad(e.to_string()))?;
     let manifest: RunManifest =
         serde_json::from_value(value).map_err(|e| bad(format!("run.json: {e}")))?;
     let mut records = Vec::new();
@@ -136,7 +136,7 @@ pub fn read(root: &Path) -> Result<RunResults, RunnerError> {
         let rel = format!("cells/{id}/record.json");
         let value: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| bad(format!("{rel} is not valid JSON ({e})")))?;
-        check_version(&value, &rel).map_err(&bad)?;
+        check_version(&value, &rel).map_err(|e| bad(e.to_string()))?;
         let r: CellRecord =
             serde_json::from_value(value).map_err(|e| bad(format!("{rel}: {e}")))?;
         records.push(r);
@@ -148,14 +148,17 @@ pub fn read(root: &Path) -> Result<RunResults, RunnerError> {
     })
 }
 
-fn check_version(v: &serde_json::Value, file: &str) -> Result<(), String> {
+/// Checks that a results file has this build's schema version.
+fn check_version(v: &serde_json::Value, file: &str) -> Result<(), RunnerError> {
     match v.get("schema_version").and_then(|s| s.as_u64()) {
         Some(n) if n == u64::from(SCHEMA_VERSION) => Ok(()),
-        Some(n) => Err(format!(
-            "{file} has schema version {n}, this gatebench reads version {SCHEMA_VERSION}; \
-             use the gatebench that wrote it"
-        )),
-        None => Err(format!("{file} has no schema_version")),
+        Some(found) => Err(RunnerError::SchemaVersion {
+            file: file.to_owned(),
+            found,
+        }),
+        None => Err(RunnerError::NoSchemaVersion {
+            file: file.to_owned(),
+        }),
     }
 }
 
