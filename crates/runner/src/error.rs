@@ -45,6 +45,83 @@ pub enum RunnerError {
         /// What is wrong with it.
         message: String,
     },
+    /// A cell failed because its scenario's setup command failed.
+    #[error("setup failed: {reason}")]
+    SetupFailed {
+        /// How the setup failed (from the [`crate::launch::Launcher`]).
+        reason: String,
+    },
+    /// No free loopback ports could be bound for a cell's processes.
+    #[error("cannot pick free ports")]
+    FreePorts {
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// A scenario's `gc_log` path could not be expanded.
+    #[error("gc_log")]
+    GcLogPath {
+        /// The cause.
+        #[source]
+        source: Box<RunnerError>,
+    },
+    /// A process's command line could not be expanded.
+    #[error("{name}")]
+    Command {
+        /// The process (`backend-1`, …, `sut`).
+        name: String,
+        /// The cause.
+        #[source]
+        source: Box<RunnerError>,
+    },
+    /// A process could not be started.
+    #[error("{name}: {reason}")]
+    Launch {
+        /// The process.
+        name: String,
+        /// How starting it failed (from the [`crate::launch::Launcher`]).
+        reason: String,
+    },
+    /// A process exited, or the readiness timeout passed, before it was ready.
+    #[error("{name} ({shown}) {why} before it was ready{}{hint}", log_tail.as_deref().map(|t| format!(": {t}")).unwrap_or_default())]
+    NotReady {
+        /// The process.
+        name: String,
+        /// Its command line, shortened.
+        shown: String,
+        /// What happened (`exited with status 1`, `not ready after 30s: …`).
+        why: String,
+        /// The last line of its log, if any.
+        log_tail: Option<String>,
+        /// A hint on what to do, starting with `; `, or empty.
+        hint: &'static str,
+    },
+    /// The target did not answer the verification request correctly.
+    #[error("verification failed: {reason}")]
+    Verification {
+        /// What was wrong (from the [`crate::driver::Driver`]).
+        reason: String,
+    },
+    /// The load generator refused the cell's load.
+    #[error("invalid load: {reason}")]
+    InvalidLoad {
+        /// What the load generator said.
+        reason: String,
+    },
+    /// The load failed.
+    #[error("the load failed: {reason}")]
+    Load {
+        /// What failed (from the [`crate::driver::Driver`]).
+        reason: String,
+    },
+    /// A process exited by itself while the load ran.
+    #[error("{name} {how} during the load")]
+    ExitedDuringLoad {
+        /// The process.
+        name: String,
+        /// How it ended (`exited with status 1`, `was killed by signal 9`).
+        how: String,
+    },
     /// A results file was written with another schema version.
     #[error(
         "{file} has schema version {found}, this gatebench reads version {}; \
@@ -94,6 +171,19 @@ pub enum RunnerError {
 }
 
 impl RunnerError {
+    /// The message with every cause after it, `: `-separated, on one line: what a cell's
+    /// record says as its failure reason.
+    pub fn chain(&self) -> String {
+        let mut out = self.to_string();
+        let mut cause = std::error::Error::source(self);
+        while let Some(c) = cause {
+            out.push_str(": ");
+            out.push_str(&c.to_string());
+            cause = c.source();
+        }
+        out
+    }
+
     /// Shorthand for an invalid suite.
     pub(crate) fn suite(file: &str, message: impl Into<String>) -> Self {
         RunnerError::Suite {
@@ -109,5 +199,42 @@ impl RunnerError {
             path: path.into(),
             source,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cell_reason_is_the_message_then_its_causes() {
+        let e = RunnerError::Command {
+            name: "sut".into(),
+            source: Box::new(RunnerError::UnknownPlaceholder {
+                name: "prot".into(),
+            }),
+        };
+        // Display is this level only; the cause is in source().
+        assert_eq!(e.to_string(), "sut");
+        assert!(e
+            .chain()
+            .starts_with("sut: unknown placeholder {prot} (known: "));
+        let e = RunnerError::io(
+            "read template",
+            "/t/nginx.conf",
+            io::Error::new(io::ErrorKind::NotFound, "gone"),
+        );
+        assert_eq!(e.chain(), "cannot read template /t/nginx.conf: gone");
+        let e = RunnerError::NotReady {
+            name: "sut".into(),
+            shown: "sh -c nginx".into(),
+            why: "exited with status 1".into(),
+            log_tail: Some("bind failed".into()),
+            hint: "",
+        };
+        assert_eq!(
+            e.chain(),
+            "sut (sh -c nginx) exited with status 1 before it was ready: bind failed"
+        );
     }
 }
