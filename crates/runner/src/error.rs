@@ -45,6 +45,23 @@ pub enum RunnerError {
         /// What is wrong with it.
         message: String,
     },
+    /// The matrix expands to more cells than a run may have.
+    #[error(
+        "the matrix expands to {} cells (scenarios × protocols × users or rates × sizes \
+         × delays × repeats); at most {}",
+        cells.map_or_else(|| "more than 2^64".to_owned(), |n| n.to_string()),
+        crate::suite::MAX_CELLS
+    )]
+    TooManyCells {
+        /// How many cells it expands to; `None` past 2^64.
+        cells: Option<u64>,
+    },
+    /// A `--variant` name is not a plain word.
+    #[error("--variant: the name `{label}` must be letters, digits, '-' or '_'")]
+    VariantName {
+        /// The name given.
+        label: String,
+    },
     /// A cell failed because its scenario's setup command failed.
     #[error("setup failed: {reason}")]
     SetupFailed {

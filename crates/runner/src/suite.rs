@@ -263,16 +263,16 @@ impl Suite {
     /// interleaved order the two run back to back at every point, so drift of the machine
     /// affects both alike: the sound way to compare two settings (`gatebench compare DIR
     /// --variant LABEL`). Returns how many variants were added.
-    pub fn add_variant(&mut self, label: &str, extra: &str) -> Result<usize, String> {
+    pub fn add_variant(&mut self, label: &str, extra: &str) -> Result<usize, RunnerError> {
         let label = label.trim();
         if label.is_empty()
             || !label
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
         {
-            return Err(format!(
-                "--variant: the name `{label}` must be letters, digits, '-' or '_'"
-            ));
+            return Err(RunnerError::VariantName {
+                label: label.to_owned(),
+            });
         }
         let mut out = Vec::with_capacity(self.scenarios.len() * 2);
         let mut added = 0;
@@ -431,7 +431,7 @@ impl Suite {
             matrix,
             scenarios,
         };
-        suite.check_size().map_err(err)?;
+        suite.check_size().map_err(|e| err(e.to_string()))?;
         Ok(suite)
     }
 
@@ -449,14 +449,10 @@ impl Suite {
     }
 
     /// Refuses a matrix of more than [`MAX_CELLS`] cells before it is expanded in memory.
-    pub fn check_size(&self) -> Result<(), String> {
+    pub fn check_size(&self) -> Result<(), RunnerError> {
         match self.cell_count() {
             Some(n) if n <= MAX_CELLS => Ok(()),
-            n => Err(format!(
-                "the matrix expands to {} cells (scenarios × protocols × users or rates × sizes \
-                 × delays × repeats); at most {MAX_CELLS}",
-                n.map_or_else(|| "more than 2^64".to_owned(), |n| n.to_string())
-            )),
+            cells => Err(RunnerError::TooManyCells { cells }),
         }
     }
 
@@ -557,7 +553,7 @@ mod tests {
         let mut suite = Suite::builtin();
         let before = suite.scenarios.len();
         let suts = suite.scenarios.iter().filter(|s| s.sut.is_some()).count();
-        assert_eq!(suite.add_variant("t1", "--threads 1"), Ok(suts));
+        assert_eq!(suite.add_variant("t1", "--threads 1").unwrap(), suts);
         assert_eq!(suite.scenarios.len(), before + suts);
         for pair in suite.scenarios.windows(2) {
             if pair[1].name.ends_with("+t1") {
