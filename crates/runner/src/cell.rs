@@ -296,12 +296,10 @@ fn lifecycle(
         if name == gc_writer {
             gc_writer_start_s = origin.elapsed().as_secs_f64();
         }
-        let p = launcher
-            .launch(spec)
-            .map_err(|reason| RunnerError::Launch {
-                name: name.clone(),
-                reason,
-            })?;
+        let p = launcher.launch(spec).map_err(|e| RunnerError::Launch {
+            name: name.clone(),
+            source: Box::new(e),
+        })?;
         guard.push(name, p);
         let proc_ = guard.get_mut(name).expect("just pushed");
         let timeout = ctx.suite.ready_timeout;

@@ -91,13 +91,23 @@ pub enum RunnerError {
         #[source]
         source: Box<RunnerError>,
     },
-    /// A process could not be started.
-    #[error("{name}: {reason}")]
+    /// A program could not be started.
+    #[error("cannot start {}", program.display())]
+    Start {
+        /// The program.
+        program: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// A cell's process could not be started.
+    #[error("{name}")]
     Launch {
-        /// The process.
+        /// The process (`backend-1`, …, `sut`).
         name: String,
-        /// How starting it failed (from the [`crate::launch::Launcher`]).
-        reason: String,
+        /// The cause (from the [`crate::launch::Launcher`]).
+        #[source]
+        source: Box<RunnerError>,
     },
     /// A process exited, or the readiness timeout passed, before it was ready.
     #[error("{name} ({shown}) {why} before it was ready{}{hint}", log_tail.as_deref().map(|t| format!(": {t}")).unwrap_or_default())]
@@ -242,6 +252,17 @@ mod tests {
             io::Error::new(io::ErrorKind::NotFound, "gone"),
         );
         assert_eq!(e.chain(), "cannot read template /t/nginx.conf: gone");
+        let e = RunnerError::Launch {
+            name: "sut".into(),
+            source: Box::new(RunnerError::Start {
+                program: "nginx".into(),
+                source: io::Error::new(io::ErrorKind::NotFound, "No such file or directory"),
+            }),
+        };
+        assert_eq!(
+            e.chain(),
+            "sut: cannot start nginx: No such file or directory"
+        );
         let e = RunnerError::NotReady {
             name: "sut".into(),
             shown: "sh -c nginx".into(),

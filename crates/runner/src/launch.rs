@@ -20,6 +20,8 @@ use rustix::process::{
 };
 use rustix::thread::sched_setaffinity;
 
+use crate::error::RunnerError;
+
 /// How long a process may take to exit after SIGTERM before it is killed.
 pub const STOP_GRACE: Duration = Duration::from_secs(5);
 
@@ -51,8 +53,9 @@ impl ProcessSpec {
 
 /// Starts processes.
 pub trait Launcher {
-    /// Starts `spec`. Errors are for a person (`cannot start nginx: No such file or directory`).
-    fn launch(&mut self, spec: &ProcessSpec) -> Result<Box<dyn Running>, String>;
+    /// Starts `spec`. The error's message and causes are for a person (`cannot start nginx:
+    /// No such file or directory`, see [`RunnerError::chain`]).
+    fn launch(&mut self, spec: &ProcessSpec) -> Result<Box<dyn Running>, RunnerError>;
 
     /// Runs a scenario's setup command (`sh -c`) in `workdir` to completion, its output
     /// appended to `log`. The error says how it failed and quotes the log's last line.
@@ -75,7 +78,7 @@ pub trait Running: Send {
 pub struct SystemLauncher;
 
 impl Launcher for SystemLauncher {
-    fn launch(&mut self, spec: &ProcessSpec) -> Result<Box<dyn Running>, String> {
+    fn launch(&mut self, spec: &ProcessSpec) -> Result<Box<dyn Running>, RunnerError> {
         let mut cmd = Command::new(&spec.program);
         cmd.args(&spec.args).stdin(Stdio::null());
         if let Some(dir) = &spec.workdir {
@@ -87,10 +90,10 @@ impl Launcher for SystemLauncher {
                     .create(true)
                     .append(true)
                     .open(path)
-                    .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+                    .map_err(|e| RunnerError::io("create", path, e))?;
                 let f2 = f
                     .try_clone()
-                    .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+                    .map_err(|e| RunnerError::io("create", path, e))?;
                 cmd.stdout(f).stderr(f2);
             }
             None => {
@@ -114,9 +117,10 @@ impl Launcher for SystemLauncher {
                 Ok(())
             });
         }
-        let child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", spec.program.display()))?;
+        let child = cmd.spawn().map_err(|source| RunnerError::Start {
+            program: spec.program.clone(),
+            source,
+        })?;
         Ok(Box::new(SystemProcess {
             child,
             reaped: None,
@@ -393,7 +397,7 @@ mod tests {
             log: None,
             cpus: None,
         };
-        let e = SystemLauncher.launch(&spec).err().unwrap();
+        let e = SystemLauncher.launch(&spec).err().unwrap().chain();
         assert!(
             e.starts_with("cannot start /nonexistent/gatebench-nope"),
             "{e}"

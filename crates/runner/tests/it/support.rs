@@ -12,7 +12,7 @@ use gatebench_model::{
 };
 use gatebench_runner::driver::{Driver, ReadyCheck};
 use gatebench_runner::launch::{Launcher, ProcessSpec, Running};
-use gatebench_runner::Suite;
+use gatebench_runner::{RunnerError, Suite};
 
 /// What the fakes saw, in order: `launch <name> <args…>`, `stop <name>`, `setup …`,
 /// `verify <url>`, `load <url> -c N`.
@@ -53,7 +53,7 @@ impl Running for FakeProcess {
 }
 
 impl Launcher for FakeLauncher {
-    fn launch(&mut self, spec: &ProcessSpec) -> Result<Box<dyn Running>, String> {
+    fn launch(&mut self, spec: &ProcessSpec) -> Result<Box<dyn Running>, RunnerError> {
         self.next_pid += 1;
         self.calls
             .lock()
