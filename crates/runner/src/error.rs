@@ -62,6 +62,35 @@ pub enum RunnerError {
         /// The name given.
         label: String,
     },
+    /// `sh` could not be run for a setup command.
+    #[error("cannot run sh")]
+    RunShell {
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// A setup command ran and failed.
+    #[error(
+        "`{command}` {status} (see {log}){}",
+        last_line.as_deref().map(|l| format!(": {l}")).unwrap_or_default()
+    )]
+    SetupCommand {
+        /// The command line, as given to `sh -c`.
+        command: String,
+        /// How it ended.
+        status: std::process::ExitStatus,
+        /// The name of its log file.
+        log: String,
+        /// The last non-blank line of that log, if any.
+        last_line: Option<String>,
+    },
+    /// A setup command line could not be expanded.
+    #[error("setup")]
+    SetupCommandLine {
+        /// The cause.
+        #[source]
+        source: Box<RunnerError>,
+    },
     /// A cell failed because its scenario's setup command failed.
     #[error("setup failed: {reason}")]
     SetupFailed {

@@ -59,7 +59,7 @@ pub trait Launcher {
 
     /// Runs a scenario's setup command (`sh -c`) in `workdir` to completion, its output
     /// appended to `log`. The error says how it failed and quotes the log's last line.
-    fn setup(&mut self, command: &str, workdir: &Path, log: &Path) -> Result<(), String>;
+    fn setup(&mut self, command: &str, workdir: &Path, log: &Path) -> Result<(), RunnerError>;
 }
 
 /// A started process.
@@ -127,15 +127,15 @@ impl Launcher for SystemLauncher {
         }))
     }
 
-    fn setup(&mut self, command: &str, workdir: &Path, log: &Path) -> Result<(), String> {
+    fn setup(&mut self, command: &str, workdir: &Path, log: &Path) -> Result<(), RunnerError> {
         let f = File::options()
             .create(true)
             .append(true)
             .open(log)
-            .map_err(|e| format!("cannot create {}: {e}", log.display()))?;
+            .map_err(|e| RunnerError::io("create", log, e))?;
         let f2 = f
             .try_clone()
-            .map_err(|e| format!("cannot create {}: {e}", log.display()))?;
+            .map_err(|e| RunnerError::io("create", log, e))?;
         let status = Command::new("sh")
             .arg("-c")
             .arg(command)
@@ -144,25 +144,26 @@ impl Launcher for SystemLauncher {
             .stdout(f)
             .stderr(f2)
             .status()
-            .map_err(|e| format!("cannot run sh: {e}"))?;
+            .map_err(|source| RunnerError::RunShell { source })?;
         if status.success() {
             return Ok(());
         }
-        let last = std::fs::read_to_string(log)
-            .ok()
-            .and_then(|t| {
-                t.lines()
-                    .rev()
-                    .find(|l| !l.trim().is_empty())
-                    .map(str::to_owned)
-            })
-            .map(|l| format!(": {}", l.trim()))
-            .unwrap_or_default();
+        let last_line = std::fs::read_to_string(log).ok().and_then(|t| {
+            t.lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .map(|l| l.trim().to_owned())
+        });
         let name = log
             .file_name()
-            .map(|n| n.to_string_lossy())
+            .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        Err(format!("`{command}` {status} (see {name}){last}"))
+        Err(RunnerError::SetupCommand {
+            command: command.to_owned(),
+            status,
+            log: name,
+            last_line,
+        })
     }
 }
 

@@ -1,6 +1,8 @@
 //! Fakes for the runner's two seams and small suite fixtures.
 
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -24,8 +26,8 @@ pub struct FakeLauncher {
     pub calls: Calls,
     /// Processes with these names "exit" at once with this message, after writing `log` lines.
     pub exits: Vec<(String, String)>,
-    /// Setup commands fail with this message.
-    pub setup_fails: Option<String>,
+    /// Setup commands fail with this exit code.
+    pub setup_fails: Option<i32>,
     pub next_pid: u32,
 }
 
@@ -78,10 +80,16 @@ impl Launcher for FakeLauncher {
         }))
     }
 
-    fn setup(&mut self, command: &str, _workdir: &Path, _log: &Path) -> Result<(), String> {
+    fn setup(&mut self, command: &str, _workdir: &Path, log: &Path) -> Result<(), RunnerError> {
         self.calls.lock().unwrap().push(format!("setup {command}"));
-        match &self.setup_fails {
-            Some(e) => Err(e.clone()),
+        match self.setup_fails {
+            // A wait status holds the exit code in its second byte.
+            Some(code) => Err(RunnerError::SetupCommand {
+                command: command.to_owned(),
+                status: ExitStatus::from_raw(code << 8),
+                log: log.file_name().unwrap().to_string_lossy().into_owned(),
+                last_line: None,
+            }),
             None => Ok(()),
         }
     }
