@@ -259,7 +259,12 @@ fn read_group(pgid: u32) -> GroupUsage {
 
 /// The machine's 1-minute load average (`/proc/loadavg`); 0 when unreadable.
 fn loadavg() -> f64 {
-    LoadAverage::current().map_or(0.0, |l| f64::from(l.one))
+    // procfs reads it as an f32; going through its shortest decimal form gives the f64 of the
+    // text in /proc/loadavg (3.35, not 3.3499999046325684 in record.json).
+    LoadAverage::current()
+        .ok()
+        .and_then(|l| l.one.to_string().parse().ok())
+        .unwrap_or(0.0)
 }
 
 #[cfg(test)]
@@ -338,6 +343,16 @@ mod tests {
             w.csv(&[]),
             "t_s,window,cpu_percent,rss_mib,threads,fds,processes,loadavg_1m\n"
         );
+    }
+
+    #[test]
+    fn the_load_average_is_the_number_in_proc() {
+        let text = std::fs::read_to_string("/proc/loadavg").unwrap();
+        let first: f64 = text.split_whitespace().next().unwrap().parse().unwrap();
+        // It may move between the two reads, but only by whole hundredths.
+        let got = loadavg();
+        assert!((got * 100.0 - (got * 100.0).round()).abs() < 1e-9, "{got}");
+        assert!((got - first).abs() < 5.0, "{got} vs {first}");
     }
 
     #[test]
