@@ -9,7 +9,6 @@
 //! are stopped on every path out of here, panics included.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,11 +19,13 @@ use gatebench_loadgen::{Arrival, IntervalView, LoadConfig, LoadSpec, RequestBody
 use gatebench_model::{CellParams, CellRecord, CellStatus, ProcessRecord, SCHEMA_VERSION};
 
 use crate::driver::{apply_protocol, wait_ready, Driver, ReadyCheck};
+use crate::error::RunnerError;
 use crate::gc::{self, GcClock, GcFormat, GcWindow};
 use crate::launch::{Guard, Launcher, ProcessSpec};
 use crate::matrix::Cell;
 use crate::pin::{self, Placement};
 use crate::placeholder;
+use crate::rows::{self, Fixed, TimelineRow};
 use crate::sampler::{Sample, Sampler, Window, Windows};
 use crate::suite::{Intensity, Program, Protocol, Scenario, Suite};
 
@@ -167,9 +168,9 @@ pub fn run_cell(
         .collect();
     match result {
         Ok(()) => out.record.status = CellStatus::Ok,
-        Err(reason) => {
+        Err(e) => {
             out.record.status = CellStatus::Failed;
-            out.record.reason = Some(reason);
+            out.record.reason = Some(e.chain());
         }
     }
     // The GC log is read once the SUT has stopped, so it is complete and flushed.
@@ -197,16 +198,18 @@ fn lifecycle(
     guard: &mut Guard,
     specs: &mut Vec<ProcessSpec>,
     out: &mut CellOutput,
-) -> Result<(), String> {
+) -> Result<(), RunnerError> {
     if let Some(f) = ctx.setup_failure {
-        return Err(format!("setup failed: {f}"));
+        return Err(RunnerError::SetupFailed {
+            reason: f.to_owned(),
+        });
     }
     events(CellEvent::Phase(Phase::Starting));
     // Ports: bound together (so they differ), released just before the processes start. Another
     // program could take one in between; the readiness check then fails the cell clearly.
     let n_backends = sc.backend.as_ref().map_or(0, |b| b.count) as usize;
     let ports = free_ports(n_backends + usize::from(sc.sut.is_some()))
-        .map_err(|e| format!("cannot pick free ports: {e}"))?;
+        .map_err(|source| RunnerError::FreePorts { source })?;
     let (backend_ports, sut_port) = ports.split_at(n_backends);
     let sut_port = sut_port.first().copied();
     let target_port = sut_port
@@ -268,7 +271,7 @@ fn lifecycle(
     let gc_path = sc
         .gc
         .as_ref()
-        .map(|g| -> Result<PathBuf, String> {
+        .map(|g| -> Result<PathBuf, RunnerError> {
             let path = match &g.path {
                 Some(p) => {
                     let proto = sc
@@ -276,11 +279,11 @@ fn lifecycle(
                         .as_ref()
                         .and_then(|s| s.protocol)
                         .unwrap_or(cell.protocol);
-                    PathBuf::from(
-                        common
-                            .expand(p, Some(target_port), proto)
-                            .map_err(|e| format!("gc_log: {e}"))?,
-                    )
+                    PathBuf::from(common.expand(p, Some(target_port), proto).map_err(|e| {
+                        RunnerError::GcLogPath {
+                            source: Box::new(e),
+                        }
+                    })?)
                 }
                 None => ctx.cell_dir.join(format!("{gc_writer}.log")),
             };
@@ -293,34 +296,38 @@ fn lifecycle(
         if name == gc_writer {
             gc_writer_start_s = origin.elapsed().as_secs_f64();
         }
-        let p = launcher.launch(spec).map_err(|e| format!("{name}: {e}"))?;
+        let p = launcher.launch(spec).map_err(|e| RunnerError::Launch {
+            name: name.clone(),
+            source: Box::new(e),
+        })?;
         guard.push(name, p);
         let proc_ = guard.get_mut(name).expect("just pushed");
         let timeout = ctx.suite.ready_timeout;
         let mut exited = || proc_.exited();
         wait_ready(driver, check, timeout, &mut exited, ctx.stop).map_err(|why| {
-            let shown = spec_summary(spec);
-            let tail = spec
-                .log
+            let tail = spec.log.as_deref().and_then(log_tail);
+            let unsupported = tail
                 .as_deref()
-                .and_then(log_tail)
-                .map(|t| format!(": {t}"))
-                .unwrap_or_default();
-            let unsupported =
-                tail.contains("invalid value") || tail.contains("unexpected argument");
+                .is_some_and(|t| t.contains("invalid value") || t.contains("unexpected argument"));
             let hint = if unsupported && is_serve(spec, ctx.exe) {
                 "; this build's `gatebench serve` does not support it yet"
             } else {
                 ""
             };
-            format!("{name} ({shown}) {why} before it was ready{tail}{hint}")
+            RunnerError::NotReady {
+                name: name.clone(),
+                shown: spec_summary(spec),
+                why,
+                log_tail: tail,
+                hint,
+            }
         })?;
     }
 
     events(CellEvent::Phase(Phase::Verifying));
     driver
         .verify(&config)
-        .map_err(|e| format!("verification failed: {e}"))?;
+        .map_err(|reason| RunnerError::Verification { reason })?;
 
     let target_name = if target_is_backend {
         "backend-1"
@@ -337,7 +344,7 @@ fn lifecycle(
         Phase::WarmingUp
     }));
     let mut measuring = ctx.suite.warmup.is_zero();
-    let mut timeline = String::from("t_s,window,responses,errors,rps,p99_ms\n");
+    let mut timeline = Vec::new();
     let mut on_interval = |v: &IntervalView| {
         if !v.warmup && !measuring {
             measuring = true;
@@ -354,16 +361,14 @@ fn lifecycle(
             events(CellEvent::Interval(v));
             return;
         }
-        let _ = writeln!(
-            timeline,
-            "{:.3},{},{},{},{:.1},{:.3}",
-            load_start_s + v.elapsed.as_secs_f64(),
-            if v.warmup { "warmup" } else { "measurement" },
-            v.responses,
-            v.errors,
-            v.rps,
-            v.p99_ms
-        );
+        timeline.push(TimelineRow {
+            t_s: Fixed(load_start_s + v.elapsed.as_secs_f64(), 3),
+            window: if v.warmup { "warmup" } else { "measurement" },
+            responses: v.responses,
+            errors: v.errors,
+            rps: Fixed(v.rps, 1),
+            p99_ms: Fixed(v.p99_ms, 3),
+        });
         events(CellEvent::Interval(v));
     };
     let report = driver.load(config, &mut out.hlog, &mut on_interval, ctx.stop.clone());
@@ -371,7 +376,7 @@ fn lifecycle(
         let _ = pin::pin_current_thread(&cpus);
     }
     let samples: Vec<Sample> = sampler.finish();
-    let report = report.map_err(|e| format!("the load failed: {e}"))?;
+    let report = report.map_err(|reason| RunnerError::Load { reason })?;
     let windows = Windows {
         load_start_s,
         warmup_s: report.warmup.as_ref().map_or(0.0, |w| w.duration_s),
@@ -380,7 +385,7 @@ fn lifecycle(
     out.record.sut_warmup = windows.summarize(&samples, Window::Warmup);
     out.record.sut_measurement = windows.summarize(&samples, Window::Measurement);
     out.samples_csv = Some(windows.csv(&samples));
-    out.timeline_csv = Some(timeline);
+    out.timeline_csv = Some(rows::to_csv(rows::TIMELINE_HEADER, timeline));
     out.record.load = Some(report);
     out.gc = sc.gc.as_ref().zip(gc_path).map(|(g, path)| GcInputs {
         format: g.format,
@@ -393,7 +398,7 @@ fn lifecycle(
     });
     // A process that died under load invalidates the cell even if the numbers look fine.
     if let Some((name, how)) = guard.exited().into_iter().next() {
-        return Err(format!("{name} {how} during the load"));
+        return Err(RunnerError::ExitedDuringLoad { name, how });
     }
     Ok(())
 }
@@ -489,7 +494,12 @@ impl Common<'_> {
         m
     }
 
-    fn expand(&self, text: &str, port: Option<u16>, protocol: Protocol) -> Result<String, String> {
+    fn expand(
+        &self,
+        text: &str,
+        port: Option<u16>,
+        protocol: Protocol,
+    ) -> Result<String, RunnerError> {
         let values = self.values(port, protocol);
         placeholder::expand_strict(text, &|name| values.get(name).cloned())
     }
@@ -505,11 +515,14 @@ fn process_spec(
     port: u16,
     protocol: Protocol,
     cpus: Option<Vec<usize>>,
-) -> Result<(ProcessSpec, ReadyCheck), String> {
+) -> Result<(ProcessSpec, ReadyCheck), RunnerError> {
     let ex = |s: &str| {
         common
             .expand(s, Some(port), protocol)
-            .map_err(|e| format!("{name}: {e}"))
+            .map_err(|e| RunnerError::Command {
+                name: name.to_owned(),
+                source: Box::new(e),
+            })
     };
     let (program, args) = match &t.program {
         Program::Serve(s) => {
@@ -539,7 +552,12 @@ fn process_spec(
 }
 
 /// Builds the load of a cell, through [`apply_protocol`].
-fn load_config(suite: &Suite, sc: &Scenario, cell: &Cell, port: u16) -> Result<LoadConfig, String> {
+fn load_config(
+    suite: &Suite,
+    sc: &Scenario,
+    cell: &Cell,
+    port: u16,
+) -> Result<LoadConfig, RunnerError> {
     let l = &suite.load;
     let url = format!("{}://127.0.0.1:{port}{}", cell.protocol.scheme(), sc.path);
     let mut spec = LoadSpec::new(url);
@@ -568,22 +586,23 @@ fn load_config(suite: &Suite, sc: &Scenario, cell: &Cell, port: u16) -> Result<L
     spec.keepalive = l.keepalive;
     spec.verify = sc.verify && has_body;
     apply_protocol(&mut spec, cell.protocol)?;
-    LoadConfig::try_new(spec).map_err(|e| format!("invalid load: {e}"))
+    LoadConfig::try_new(spec).map_err(|e| RunnerError::InvalidLoad {
+        reason: e.to_string(),
+    })
 }
 
 /// Renders the scenario's templates into the cell's directory; `{port}` in a template is the
 /// target's (the SUT's) port.
-fn render_templates(sc: &Scenario, common: &Common<'_>, port: u16) -> Result<(), String> {
+fn render_templates(sc: &Scenario, common: &Common<'_>, port: u16) -> Result<(), RunnerError> {
     let values = common.values(Some(port), common.cell.protocol);
     for t in &sc.templates {
         let src = sc.workdir.join(t);
-        let text = std::fs::read_to_string(&src)
-            .map_err(|e| format!("cannot read template {}: {e}", src.display()))?;
+        let text =
+            std::fs::read_to_string(&src).map_err(|e| RunnerError::io("read template", &src, e))?;
         let name = t.file_name().unwrap_or(t.as_os_str());
         let dst = common.cell_dir.join(name);
         let rendered = placeholder::expand_lenient(&text, &values);
-        std::fs::write(&dst, rendered)
-            .map_err(|e| format!("cannot write {}: {e}", dst.display()))?;
+        std::fs::write(&dst, rendered).map_err(|e| RunnerError::io("write", &dst, e))?;
     }
     Ok(())
 }

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use gatebench_loadgen::{IntervalView, LoadConfig, LoadSpec, Protocol as LoadProtocol, RunOptions};
 use gatebench_model::LoadReport;
 
+use crate::error::RunnerError;
 use crate::suite::Protocol;
 
 /// How a process shows it is ready.
@@ -51,15 +52,14 @@ pub trait Driver {
 /// systems under test on a benchmark machine, present self-signed certificates, and what is
 /// measured is the protocol's cost, not the PKI. One user is one connection with one stream,
 /// as in JMeter's HTTP/2 sampler; HTTP/2 multiplexing is a separate experiment.
-pub fn apply_protocol(spec: &mut LoadSpec, p: Protocol) -> Result<(), String> {
+pub fn apply_protocol(spec: &mut LoadSpec, p: Protocol) -> Result<(), RunnerError> {
     let tls = spec.url.starts_with("https://");
     if tls != p.tls() {
-        return Err(format!(
-            "protocol {} needs a{} URL, got {}",
-            p.name(),
-            if p.tls() { "n https://" } else { " http://" },
-            spec.url
-        ));
+        return Err(RunnerError::ProtocolScheme {
+            protocol: p.name(),
+            tls: p.tls(),
+            url: spec.url.clone(),
+        });
     }
     spec.protocol = match p {
         Protocol::H1c | Protocol::H1 => LoadProtocol::Http1,
@@ -234,7 +234,9 @@ mod tests {
             assert_eq!(config.record().protocol, recorded, "{p:?}");
         }
         let mut spec = LoadSpec::new("http://127.0.0.1:1/");
-        let e = apply_protocol(&mut spec, Protocol::H2).unwrap_err();
+        let e = apply_protocol(&mut spec, Protocol::H2)
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("protocol h2 needs an https:// URL"), "{e}");
     }
 

@@ -45,9 +45,201 @@ pub enum RunnerError {
         /// What is wrong with it.
         message: String,
     },
+    /// The matrix expands to more cells than a run may have.
+    #[error(
+        "the matrix expands to {} cells (scenarios × protocols × users or rates × sizes \
+         × delays × repeats); at most {}",
+        cells.map_or_else(|| "more than 2^64".to_owned(), |n| n.to_string()),
+        crate::suite::MAX_CELLS
+    )]
+    TooManyCells {
+        /// How many cells it expands to; `None` past 2^64.
+        cells: Option<u64>,
+    },
+    /// A `--variant` name is not a plain word.
+    #[error("--variant: the name `{label}` must be letters, digits, '-' or '_'")]
+    VariantName {
+        /// The name given.
+        label: String,
+    },
+    /// `sh` could not be run for a setup command.
+    #[error("cannot run sh")]
+    RunShell {
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// A setup command ran and failed.
+    #[error(
+        "`{command}` {status} (see {log}){}",
+        last_line.as_deref().map(|l| format!(": {l}")).unwrap_or_default()
+    )]
+    SetupCommand {
+        /// The command line, as given to `sh -c`.
+        command: String,
+        /// How it ended.
+        status: std::process::ExitStatus,
+        /// The name of its log file.
+        log: String,
+        /// The last non-blank line of that log, if any.
+        last_line: Option<String>,
+    },
+    /// A setup command line could not be expanded.
+    #[error("setup")]
+    SetupCommandLine {
+        /// The cause.
+        #[source]
+        source: Box<RunnerError>,
+    },
+    /// A cell failed because its scenario's setup command failed.
+    #[error("setup failed: {reason}")]
+    SetupFailed {
+        /// How the setup failed (from the [`crate::launch::Launcher`]).
+        reason: String,
+    },
+    /// No free loopback ports could be bound for a cell's processes.
+    #[error("cannot pick free ports")]
+    FreePorts {
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// A scenario's `gc_log` path could not be expanded.
+    #[error("gc_log")]
+    GcLogPath {
+        /// The cause.
+        #[source]
+        source: Box<RunnerError>,
+    },
+    /// A process's command line could not be expanded.
+    #[error("{name}")]
+    Command {
+        /// The process (`backend-1`, …, `sut`).
+        name: String,
+        /// The cause.
+        #[source]
+        source: Box<RunnerError>,
+    },
+    /// A program could not be started.
+    #[error("cannot start {}", program.display())]
+    Start {
+        /// The program.
+        program: PathBuf,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// A cell's process could not be started.
+    #[error("{name}")]
+    Launch {
+        /// The process (`backend-1`, …, `sut`).
+        name: String,
+        /// The cause (from the [`crate::launch::Launcher`]).
+        #[source]
+        source: Box<RunnerError>,
+    },
+    /// A process exited, or the readiness timeout passed, before it was ready.
+    #[error("{name} ({shown}) {why} before it was ready{}{hint}", log_tail.as_deref().map(|t| format!(": {t}")).unwrap_or_default())]
+    NotReady {
+        /// The process.
+        name: String,
+        /// Its command line, shortened.
+        shown: String,
+        /// What happened (`exited with status 1`, `not ready after 30s: …`).
+        why: String,
+        /// The last line of its log, if any.
+        log_tail: Option<String>,
+        /// A hint on what to do, starting with `; `, or empty.
+        hint: &'static str,
+    },
+    /// The target did not answer the verification request correctly.
+    #[error("verification failed: {reason}")]
+    Verification {
+        /// What was wrong (from the [`crate::driver::Driver`]).
+        reason: String,
+    },
+    /// The load generator refused the cell's load.
+    #[error("invalid load: {reason}")]
+    InvalidLoad {
+        /// What the load generator said.
+        reason: String,
+    },
+    /// The load failed.
+    #[error("the load failed: {reason}")]
+    Load {
+        /// What failed (from the [`crate::driver::Driver`]).
+        reason: String,
+    },
+    /// A process exited by itself while the load ran.
+    #[error("{name} {how} during the load")]
+    ExitedDuringLoad {
+        /// The process.
+        name: String,
+        /// How it ended (`exited with status 1`, `was killed by signal 9`).
+        how: String,
+    },
+    /// A results file was written with another schema version.
+    #[error(
+        "{file} has schema version {found}, this gatebench reads version {}; \
+         use the gatebench that wrote it",
+        gatebench_model::SCHEMA_VERSION
+    )]
+    SchemaVersion {
+        /// The file, relative to the results directory.
+        file: String,
+        /// The version it has.
+        found: u64,
+    },
+    /// A results file has no schema version.
+    #[error("{file} has no schema_version")]
+    NoSchemaVersion {
+        /// The file, relative to the results directory.
+        file: String,
+    },
+    /// A command line has a `}` that closes nothing.
+    #[error("unmatched `}}` (write `}}}}` for a literal brace)")]
+    UnmatchedClose,
+    /// A command line has a `{` that is never closed.
+    #[error("unmatched `{{` (write `{{{{` for a literal brace)")]
+    UnmatchedOpen,
+    /// A command line names a placeholder that does not exist (or has no value there).
+    #[error(
+        "unknown placeholder {{{name}}} (known: {})",
+        crate::placeholder::known_names()
+    )]
+    UnknownPlaceholder {
+        /// The name between the braces.
+        name: String,
+    },
+    /// A cell's protocol and its target URL's scheme disagree.
+    #[error(
+        "protocol {protocol} needs a{} URL, got {url}",
+        if *tls { "n https://" } else { " http://" }
+    )]
+    ProtocolScheme {
+        /// The protocol's name (`h2`, …).
+        protocol: &'static str,
+        /// Whether the protocol needs TLS (`https://`).
+        tls: bool,
+        /// The URL given.
+        url: String,
+    },
 }
 
 impl RunnerError {
+    /// The message with every cause after it, `: `-separated, on one line: what a cell's
+    /// record says as its failure reason.
+    pub fn chain(&self) -> String {
+        let mut out = self.to_string();
+        let mut cause = std::error::Error::source(self);
+        while let Some(c) = cause {
+            out.push_str(": ");
+            out.push_str(&c.to_string());
+            cause = c.source();
+        }
+        out
+    }
+
     /// Shorthand for an invalid suite.
     pub(crate) fn suite(file: &str, message: impl Into<String>) -> Self {
         RunnerError::Suite {
@@ -63,5 +255,53 @@ impl RunnerError {
             path: path.into(),
             source,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cell_reason_is_the_message_then_its_causes() {
+        let e = RunnerError::Command {
+            name: "sut".into(),
+            source: Box::new(RunnerError::UnknownPlaceholder {
+                name: "prot".into(),
+            }),
+        };
+        // Display is this level only; the cause is in source().
+        assert_eq!(e.to_string(), "sut");
+        assert!(e
+            .chain()
+            .starts_with("sut: unknown placeholder {prot} (known: "));
+        let e = RunnerError::io(
+            "read template",
+            "/t/nginx.conf",
+            io::Error::new(io::ErrorKind::NotFound, "gone"),
+        );
+        assert_eq!(e.chain(), "cannot read template /t/nginx.conf: gone");
+        let e = RunnerError::Launch {
+            name: "sut".into(),
+            source: Box::new(RunnerError::Start {
+                program: "nginx".into(),
+                source: io::Error::new(io::ErrorKind::NotFound, "No such file or directory"),
+            }),
+        };
+        assert_eq!(
+            e.chain(),
+            "sut: cannot start nginx: No such file or directory"
+        );
+        let e = RunnerError::NotReady {
+            name: "sut".into(),
+            shown: "sh -c nginx".into(),
+            why: "exited with status 1".into(),
+            log_tail: Some("bind failed".into()),
+            hint: "",
+        };
+        assert_eq!(
+            e.chain(),
+            "sut (sh -c nginx) exited with status 1 before it was ready: bind failed"
+        );
     }
 }

@@ -10,11 +10,17 @@
 //! [`STOP_GRACE`] for the leader to exit, then SIGKILL to the group, then reaping.
 
 use std::fs::File;
-use std::io;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use rustix::process::{
+    kill_process_group, set_parent_process_death_signal, waitid, Pid, Signal, WaitId, WaitIdOptions,
+};
+use rustix::thread::sched_setaffinity;
+
+use crate::error::RunnerError;
 
 /// How long a process may take to exit after SIGTERM before it is killed.
 pub const STOP_GRACE: Duration = Duration::from_secs(5);
@@ -47,12 +53,13 @@ impl ProcessSpec {
 
 /// Starts processes.
 pub trait Launcher {
-    /// Starts `spec`. Errors are for a person (`cannot start nginx: No such file or directory`).
-    fn launch(&mut self, spec: &ProcessSpec) -> Result<Box<dyn Running>, String>;
+    /// Starts `spec`. The error's message and causes are for a person (`cannot start nginx:
+    /// No such file or directory`, see [`RunnerError::chain`]).
+    fn launch(&mut self, spec: &ProcessSpec) -> Result<Box<dyn Running>, RunnerError>;
 
     /// Runs a scenario's setup command (`sh -c`) in `workdir` to completion, its output
     /// appended to `log`. The error says how it failed and quotes the log's last line.
-    fn setup(&mut self, command: &str, workdir: &Path, log: &Path) -> Result<(), String>;
+    fn setup(&mut self, command: &str, workdir: &Path, log: &Path) -> Result<(), RunnerError>;
 }
 
 /// A started process.
@@ -71,7 +78,7 @@ pub trait Running: Send {
 pub struct SystemLauncher;
 
 impl Launcher for SystemLauncher {
-    fn launch(&mut self, spec: &ProcessSpec) -> Result<Box<dyn Running>, String> {
+    fn launch(&mut self, spec: &ProcessSpec) -> Result<Box<dyn Running>, RunnerError> {
         let mut cmd = Command::new(&spec.program);
         cmd.args(&spec.args).stdin(Stdio::null());
         if let Some(dir) = &spec.workdir {
@@ -83,10 +90,10 @@ impl Launcher for SystemLauncher {
                     .create(true)
                     .append(true)
                     .open(path)
-                    .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+                    .map_err(|e| RunnerError::io("create", path, e))?;
                 let f2 = f
                     .try_clone()
-                    .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+                    .map_err(|e| RunnerError::io("create", path, e))?;
                 cmd.stdout(f).stderr(f2);
             }
             None => {
@@ -96,39 +103,39 @@ impl Launcher for SystemLauncher {
         // Its own process group: a shell command's children (nginx workers) are stopped with it.
         cmd.process_group(0);
         let set = spec.cpus.as_deref().map(crate::pin::cpu_set);
-        // SAFETY: the closure runs between fork and exec and only makes two system calls
-        // (prctl, sched_setaffinity) on data prepared before the fork; nothing allocates.
+        // SAFETY: `pre_exec` is unsafe because the closure runs between fork and exec, where
+        // only async-signal-safe work is allowed. It makes two raw system calls through rustix
+        // (prctl, sched_setaffinity) on data prepared before the fork; nothing allocates or
+        // takes a lock.
         unsafe {
             cmd.pre_exec(move || {
                 // If the runner dies without stopping us (SIGKILL), do not outlive it.
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                let _ = set_parent_process_death_signal(Some(Signal::TERM));
                 if let Some(set) = &set {
-                    if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0
-                    {
-                        return Err(io::Error::last_os_error());
-                    }
+                    sched_setaffinity(None, set)?;
                 }
                 Ok(())
             });
         }
-        let child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", spec.program.display()))?;
+        let child = cmd.spawn().map_err(|source| RunnerError::Start {
+            program: spec.program.clone(),
+            source,
+        })?;
         Ok(Box::new(SystemProcess {
             child,
             reaped: None,
         }))
     }
 
-    fn setup(&mut self, command: &str, workdir: &Path, log: &Path) -> Result<(), String> {
+    fn setup(&mut self, command: &str, workdir: &Path, log: &Path) -> Result<(), RunnerError> {
         let f = File::options()
             .create(true)
             .append(true)
             .open(log)
-            .map_err(|e| format!("cannot create {}: {e}", log.display()))?;
+            .map_err(|e| RunnerError::io("create", log, e))?;
         let f2 = f
             .try_clone()
-            .map_err(|e| format!("cannot create {}: {e}", log.display()))?;
+            .map_err(|e| RunnerError::io("create", log, e))?;
         let status = Command::new("sh")
             .arg("-c")
             .arg(command)
@@ -137,25 +144,26 @@ impl Launcher for SystemLauncher {
             .stdout(f)
             .stderr(f2)
             .status()
-            .map_err(|e| format!("cannot run sh: {e}"))?;
+            .map_err(|source| RunnerError::RunShell { source })?;
         if status.success() {
             return Ok(());
         }
-        let last = std::fs::read_to_string(log)
-            .ok()
-            .and_then(|t| {
-                t.lines()
-                    .rev()
-                    .find(|l| !l.trim().is_empty())
-                    .map(str::to_owned)
-            })
-            .map(|l| format!(": {}", l.trim()))
-            .unwrap_or_default();
+        let last_line = std::fs::read_to_string(log).ok().and_then(|t| {
+            t.lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .map(|l| l.trim().to_owned())
+        });
         let name = log
             .file_name()
-            .map(|n| n.to_string_lossy())
+            .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        Err(format!("`{command}` {status} (see {name}){last}"))
+        Err(RunnerError::SetupCommand {
+            command: command.to_owned(),
+            status,
+            log: name,
+            last_line,
+        })
     }
 }
 
@@ -171,31 +179,31 @@ impl SystemProcess {
     /// Whether the leader has exited, without reaping it (waitid with WNOWAIT): while the
     /// zombie exists its process group id cannot be reused, so signalling the group is safe.
     fn has_exited(&self) -> Option<String> {
-        // SAFETY: waitid writes into the zeroed siginfo we own.
-        unsafe {
-            let mut info: libc::siginfo_t = std::mem::zeroed();
-            let r = libc::waitid(
-                libc::P_PID,
-                self.child.id() as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-            );
-            if r != 0 || info.si_pid() == 0 {
-                return None;
-            }
-            let status = info.si_status();
-            Some(match info.si_code {
-                libc::CLD_EXITED => format!("exited with status {status}"),
-                _ => format!("was killed by signal {status}"),
-            })
-        }
+        let status = waitid(
+            WaitId::Pid(self.pid_t()?),
+            WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT,
+        )
+        .ok()??;
+        Some(match status.exit_status() {
+            Some(code) => format!("exited with status {code}"),
+            // With EXITED alone the only other outcomes are killed or dumped by a signal.
+            None => format!(
+                "was killed by signal {}",
+                status.terminating_signal().unwrap_or_default()
+            ),
+        })
     }
 
-    fn signal_group(&self, sig: libc::c_int) {
-        // SAFETY: kill with a negative id signals the process group we created; the group
-        // leader is our unreaped child, so the id still names that group.
-        unsafe {
-            libc::kill(-(self.child.id() as libc::pid_t), sig);
+    /// The child's process id (never 0 for a started child).
+    fn pid_t(&self) -> Option<Pid> {
+        Pid::from_raw(self.child.id() as i32)
+    }
+
+    /// Sends `sig` to the process group we created; its leader is our unreaped child, so the
+    /// id still names that group.
+    fn signal_group(&self, sig: Signal) {
+        if let Some(pid) = self.pid_t() {
+            let _ = kill_process_group(pid, sig);
         }
     }
 }
@@ -219,7 +227,7 @@ impl Running for SystemProcess {
         let how = if let Some(early) = self.has_exited() {
             early
         } else {
-            self.signal_group(libc::SIGTERM);
+            self.signal_group(Signal::TERM);
             let deadline = Instant::now() + STOP_GRACE;
             loop {
                 if self.has_exited().is_some() {
@@ -232,7 +240,7 @@ impl Running for SystemProcess {
             }
         };
         // Whatever is left of the group (children of a shell, workers) goes too.
-        self.signal_group(libc::SIGKILL);
+        self.signal_group(Signal::KILL);
         let _ = self.child.wait();
         self.reaped = Some(how.clone());
         how
@@ -390,7 +398,7 @@ mod tests {
             log: None,
             cpus: None,
         };
-        let e = SystemLauncher.launch(&spec).err().unwrap();
+        let e = SystemLauncher.launch(&spec).err().unwrap().chain();
         assert!(
             e.starts_with("cannot start /nonexistent/gatebench-nope"),
             "{e}"

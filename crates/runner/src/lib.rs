@@ -22,6 +22,7 @@
 //! - [`gc`]: the SUT's GC log (JVM unified logging, Go gctrace), cut to the same windows.
 //! - [`cell`]: the lifecycle of one cell.
 //! - [`run`](mod@run): the whole run, setup commands, progress for an observer.
+//! - `rows`: the row types of `samples.csv` and `timeline.csv`.
 //! - [`results`]: the results directory: atomic writes, environment, reading back.
 //! - [`error`]: the one error type, [`RunnerError`].
 
@@ -34,6 +35,7 @@ pub mod matrix;
 pub mod pin;
 pub mod placeholder;
 pub mod results;
+mod rows;
 pub mod run;
 pub mod sampler;
 pub mod suite;

@@ -53,7 +53,7 @@ impl Plan {
         // Checked again here: `--repeats` and `--variant` change the suite after validation.
         suite
             .check_size()
-            .map_err(|m| RunnerError::suite(&suite.source, m))?;
+            .map_err(|e| RunnerError::suite(&suite.source, e.to_string()))?;
         let all = expand(suite);
         let expanded = all.len();
         let inc: Vec<&str> = suite

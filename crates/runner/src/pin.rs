@@ -8,6 +8,8 @@
 
 use std::io;
 
+use rustix::thread::{sched_getaffinity, sched_setaffinity, CpuSet};
+
 /// Where processes go.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Placement {
@@ -51,39 +53,22 @@ impl Placement {
 
 /// The CPUs the calling thread may run on.
 pub fn allowed_cpus() -> io::Result<Vec<usize>> {
-    // SAFETY: sched_getaffinity writes into the zeroed set we own.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok((0..libc::CPU_SETSIZE as usize)
-            .filter(|c| libc::CPU_ISSET(*c, &set))
-            .collect())
-    }
+    let set = sched_getaffinity(None)?;
+    Ok((0..CpuSet::MAX_CPU).filter(|c| set.is_set(*c)).collect())
 }
 
-/// A `cpu_set_t` holding `cpus`.
-pub fn cpu_set(cpus: &[usize]) -> libc::cpu_set_t {
-    // SAFETY: an all-zero cpu_set_t is the empty set; CPU_SET only writes bits inside it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for &c in cpus {
-            if c < libc::CPU_SETSIZE as usize {
-                libc::CPU_SET(c, &mut set);
-            }
-        }
-        set
+/// A CPU set holding `cpus` (those beyond the set's size are left out).
+pub fn cpu_set(cpus: &[usize]) -> CpuSet {
+    let mut set = CpuSet::new();
+    for &c in cpus.iter().filter(|c| **c < CpuSet::MAX_CPU) {
+        set.set(c);
     }
+    set
 }
 
 /// Pins the calling thread (and the threads it spawns from now on) to `cpus`.
 pub fn pin_current_thread(cpus: &[usize]) -> io::Result<()> {
-    let set = cpu_set(cpus);
-    // SAFETY: sched_setaffinity reads the set we own; pid 0 is the calling thread.
-    if unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    sched_setaffinity(None, &cpu_set(cpus))?;
     Ok(())
 }
 

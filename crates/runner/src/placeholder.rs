@@ -8,6 +8,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::error::RunnerError;
+
 /// Every placeholder a command line may use, with what it stands for (printed in errors and in
 /// `docs/suite-format.md`).
 pub const KNOWN: [(&str, &str); 17] = [
@@ -46,7 +48,7 @@ pub fn is_known(name: &str) -> bool {
 
 /// Checks a strict command line: every `{name}` known, braces balanced or doubled. Returns the
 /// first problem, for a person.
-pub fn check(text: &str) -> Result<(), String> {
+pub fn check(text: &str) -> Result<(), RunnerError> {
     expand_strict(text, &|name| is_known(name).then(String::new)).map(|_| ())
 }
 
@@ -54,7 +56,7 @@ pub fn check(text: &str) -> Result<(), String> {
 pub fn expand_strict(
     text: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<String, String> {
+) -> Result<String, RunnerError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(i) = rest.find(['{', '}']) {
@@ -67,20 +69,18 @@ pub fn expand_strict(
             out.push('}');
             rest = after;
         } else if tail.starts_with('}') {
-            return Err("unmatched `}` (write `}}` for a literal brace)".into());
+            return Err(RunnerError::UnmatchedClose);
         } else {
             let Some(end) = tail.find('}') else {
-                return Err("unmatched `{` (write `{{` for a literal brace)".into());
+                return Err(RunnerError::UnmatchedOpen);
             };
             let name = &tail[1..end];
             match lookup(name) {
                 Some(v) => out.push_str(&v),
                 None => {
-                    let names: Vec<&str> = KNOWN.iter().map(|(k, _)| *k).collect();
-                    return Err(format!(
-                        "unknown placeholder {{{name}}} (known: {})",
-                        names.join(", ")
-                    ));
+                    return Err(RunnerError::UnknownPlaceholder {
+                        name: name.to_owned(),
+                    })
                 }
             }
             rest = &tail[end + 1..];
@@ -88,6 +88,11 @@ pub fn expand_strict(
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// Every known placeholder's name, comma-separated, for error messages.
+pub(crate) fn known_names() -> String {
+    KNOWN.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ")
 }
 
 /// Replaces the known placeholders in a template, leaving every other brace as it is.
@@ -119,12 +124,20 @@ mod tests {
 
     #[test]
     fn strict_names_the_unknown_placeholder() {
-        let e = expand_strict("serve --port {prot}", &values).unwrap_err();
+        let e = expand_strict("serve --port {prot}", &values)
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("unknown placeholder {prot}"), "{e}");
         assert!(check("awk '{print}'").is_err());
         assert!(check("awk '{{print}}'").is_ok());
-        assert!(check("a { b").unwrap_err().contains("unmatched `{`"));
-        assert!(check("a } b").unwrap_err().contains("unmatched `}`"));
+        assert!(check("a { b")
+            .unwrap_err()
+            .to_string()
+            .contains("unmatched `{`"));
+        assert!(check("a } b")
+            .unwrap_err()
+            .to_string()
+            .contains("unmatched `}`"));
         assert!(check("--port {port} {upstream_args} {delay}").is_ok());
     }
 

@@ -122,7 +122,7 @@ pub fn read(root: &Path) -> Result<RunResults, RunnerError> {
             "not a gatebench results directory (run.json is of another kind)".into(),
         ));
     }
-    check_version(&value, "run.json").map_err(&bad)?;
+    check_version(&value, "run.json").map_err(|e| bad(e.to_string()))?;
     let manifest: RunManifest =
         serde_json::from_value(value).map_err(|e| bad(format!("run.json: {e}")))?;
     let mut records = Vec::new();
@@ -136,7 +136,7 @@ pub fn read(root: &Path) -> Result<RunResults, RunnerError> {
         let rel = format!("cells/{id}/record.json");
         let value: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| bad(format!("{rel} is not valid JSON ({e})")))?;
-        check_version(&value, &rel).map_err(&bad)?;
+        check_version(&value, &rel).map_err(|e| bad(e.to_string()))?;
         let r: CellRecord =
             serde_json::from_value(value).map_err(|e| bad(format!("{rel}: {e}")))?;
         records.push(r);
@@ -148,14 +148,17 @@ pub fn read(root: &Path) -> Result<RunResults, RunnerError> {
     })
 }
 
-fn check_version(v: &serde_json::Value, file: &str) -> Result<(), String> {
+/// Checks that a results file has this build's schema version.
+fn check_version(v: &serde_json::Value, file: &str) -> Result<(), RunnerError> {
     match v.get("schema_version").and_then(|s| s.as_u64()) {
         Some(n) if n == u64::from(SCHEMA_VERSION) => Ok(()),
-        Some(n) => Err(format!(
-            "{file} has schema version {n}, this gatebench reads version {SCHEMA_VERSION}; \
-             use the gatebench that wrote it"
-        )),
-        None => Err(format!("{file} has no schema_version")),
+        Some(found) => Err(RunnerError::SchemaVersion {
+            file: file.to_owned(),
+            found,
+        }),
+        None => Err(RunnerError::NoSchemaVersion {
+            file: file.to_owned(),
+        }),
     }
 }
 
@@ -170,7 +173,8 @@ pub fn environment() -> Environment {
                 .map(|(_, v)| v.trim().to_owned())
         })
         .unwrap_or_else(|| "unknown".to_owned());
-    // SAFETY: sysconf has no preconditions.
+    // SAFETY: sysconf has no preconditions; neither rustix nor std reads the count of online
+    // CPUs (std's available_parallelism is the affinity mask, kept as `cores_available`).
     let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     let available = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     let (kernel, arch) = uname();
@@ -186,23 +190,14 @@ pub fn environment() -> Environment {
     }
 }
 
+/// The kernel (`Linux 6.1.0-…`) and the machine (`x86_64`).
 fn uname() -> (String, String) {
-    // SAFETY: uname fills the zeroed struct we own; its fields are NUL-terminated.
-    unsafe {
-        let mut u: libc::utsname = std::mem::zeroed();
-        if libc::uname(&mut u) != 0 {
-            return ("unknown".into(), "unknown".into());
-        }
-        let s = |f: &[libc::c_char]| {
-            std::ffi::CStr::from_ptr(f.as_ptr())
-                .to_string_lossy()
-                .into_owned()
-        };
-        (
-            format!("{} {}", s(&u.sysname), s(&u.release)),
-            s(&u.machine),
-        )
-    }
+    let u = rustix::system::uname();
+    let s = |f: &std::ffi::CStr| f.to_string_lossy().into_owned();
+    (
+        format!("{} {}", s(u.sysname()), s(u.release())),
+        s(u.machine()),
+    )
 }
 
 /// The revision of the source tree this binary was built from, asked of git in that tree
@@ -235,7 +230,8 @@ fn git_revision() -> String {
 
 /// `results/<YYYYmmdd-HHMMSS>` in local time.
 pub fn default_dir() -> PathBuf {
-    // SAFETY: time and localtime_r write into values we own.
+    // SAFETY: time and localtime_r write into values we own (no safe API turns the time zone
+    // database into local time without another crate).
     let stamp = unsafe {
         let t = libc::time(std::ptr::null_mut());
         let mut tm: libc::tm = std::mem::zeroed();

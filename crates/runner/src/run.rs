@@ -220,8 +220,12 @@ fn run_setups(
                 .find(|(k, _)| *k == name)
                 .map(|(_, v)| v.clone())
         })
-        .map_err(|e| format!("setup: {e}"))
-        .and_then(|cmd| launcher.setup(&cmd, &sc.workdir, &log));
+        .map_err(|e| RunnerError::SetupCommandLine {
+            source: Box::new(e),
+        })
+        .and_then(|cmd| launcher.setup(&cmd, &sc.workdir, &log))
+        // The observer and the cells' records get it as one line, causes included.
+        .map_err(|e| e.chain());
         observer.setup_finished(&sc.name, &result);
         if let Err(e) = result {
             failures.push((i, e));

@@ -8,13 +8,16 @@
 //! from `/proc/loadavg`. It does not sample the generator: the generator reports its own CPU
 //! in its self-check.
 
-use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use gatebench_model::ResourceSummary;
+use procfs::process::Process;
+use procfs::{Current, LoadAverage};
+
+use crate::rows::{self, Fixed, SampleRow};
 
 /// One sample: the interval `(t_s - interval_s, t_s]`.
 #[derive(Clone, Debug, PartialEq)]
@@ -111,26 +114,19 @@ impl Windows {
 
     /// `samples.csv`: one line per sample with its window.
     pub fn csv(&self, samples: &[Sample]) -> String {
-        let mut out = Vec::new();
-        let _ = writeln!(
-            out,
-            "t_s,window,cpu_percent,rss_mib,threads,fds,processes,loadavg_1m"
-        );
-        for s in samples {
-            let _ = writeln!(
-                out,
-                "{:.3},{},{:.1},{:.2},{},{},{},{:.2}",
-                s.t_s,
-                self.of(s).name(),
-                s.cpu_percent,
-                s.rss_kib as f64 / 1024.0,
-                s.threads,
-                s.fds,
-                s.processes,
-                s.loadavg_1m
-            );
-        }
-        String::from_utf8(out).expect("ASCII")
+        rows::to_csv(
+            rows::SAMPLES_HEADER,
+            samples.iter().map(|s| SampleRow {
+                t_s: Fixed(s.t_s, 3),
+                window: self.of(s).name(),
+                cpu_percent: Fixed(s.cpu_percent, 1),
+                rss_mib: Fixed(s.rss_kib as f64 / 1024.0, 2),
+                threads: s.threads,
+                fds: s.fds,
+                processes: s.processes,
+                loadavg_1m: Fixed(s.loadavg_1m, 2),
+            }),
+        )
     }
 }
 
@@ -209,47 +205,33 @@ fn sample_loop(pgid: u32, origin: Instant, period: Duration, stop: &AtomicBool) 
     }
 }
 
+/// Clock ticks per second, the unit of `utime` and `stime` in `/proc/PID/stat`.
 fn clock_ticks() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 {
-        t as f64
-    } else {
-        100.0
+    match procfs::ticks_per_second() {
+        0 => 100.0,
+        t => t as f64,
     }
 }
 
-/// The pids of process group `pgid`.
-fn group_pids(pgid: u32) -> Vec<u32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
+/// The processes of group `pgid` (the leader itself even if its stat cannot be read).
+fn group_processes(pgid: u32) -> Vec<(u32, Process)> {
+    let Ok(all) = procfs::process::all_processes() else {
         return Vec::new();
     };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| *pid == pgid || stat_fields(*pid).is_some_and(|f| f.pgrp == pgid))
+    all.filter_map(Result::ok)
+        .filter(|p| p.pid as u32 == pgid || p.stat().is_ok_and(|st| st.pgrp as u32 == pgid))
+        .map(|p| (p.pid as u32, p))
         .collect()
 }
 
-struct StatFields {
-    pgrp: u32,
-    ticks: u64,
-}
-
-/// Fields of `/proc/PID/stat` after the command name (which may hold spaces and parentheses).
-fn stat_fields(pid: u32) -> Option<StatFields> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &s[s.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // After the name: state(0) ppid(1) pgrp(2) … utime(11) stime(12).
-    Some(StatFields {
-        pgrp: f.get(2)?.parse().ok()?,
-        ticks: f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?,
-    })
-}
-
+/// CPU ticks (utime + stime) of every process of group `pgid`.
 fn group_ticks(pgid: u32) -> Vec<(u32, u64)> {
-    group_pids(pgid)
+    group_processes(pgid)
         .into_iter()
-        .filter_map(|pid| Some((pid, stat_fields(pid)?.ticks)))
+        .filter_map(|(pid, p)| {
+            let st = p.stat().ok()?;
+            Some((pid, st.utime + st.stime))
+        })
         .collect()
 }
 
@@ -263,34 +245,25 @@ struct GroupUsage {
 
 fn read_group(pgid: u32) -> GroupUsage {
     let mut u = GroupUsage::default();
-    for pid in group_pids(pgid) {
-        let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+    for (_, p) in group_processes(pgid) {
+        let Ok(status) = p.status() else {
             continue;
         };
         u.processes += 1;
-        for line in status.lines() {
-            if let Some(v) = line.strip_prefix("VmRSS:") {
-                u.rss_kib += first_number(v);
-            } else if let Some(v) = line.strip_prefix("Threads:") {
-                u.threads += first_number(v);
-            }
-        }
-        u.fds += std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count() as u64);
+        u.rss_kib += status.vmrss.unwrap_or(0);
+        u.threads += status.threads;
+        u.fds += p.fd_count().map_or(0, |n| n as u64);
     }
     u
 }
 
-fn first_number(s: &str) -> u64 {
-    s.split_whitespace()
-        .next()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0)
-}
-
+/// The machine's 1-minute load average (`/proc/loadavg`); 0 when unreadable.
 fn loadavg() -> f64 {
-    std::fs::read_to_string("/proc/loadavg")
+    // procfs reads it as an f32; going through its shortest decimal form gives the f64 of the
+    // text in /proc/loadavg (3.35, not 3.3499999046325684 in record.json).
+    LoadAverage::current()
         .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .and_then(|l| l.one.to_string().parse().ok())
         .unwrap_or(0.0)
 }
 
@@ -355,10 +328,37 @@ mod tests {
     }
 
     #[test]
+    fn samples_csv_keeps_its_exact_text() {
+        let w = Windows {
+            load_start_s: 0.5,
+            warmup_s: 2.0,
+            measurement_s: 3.0,
+        };
+        assert_eq!(
+            w.csv(&[sample(1.5, 12.34, 101)]),
+            "t_s,window,cpu_percent,rss_mib,threads,fds,processes,loadavg_1m\n\
+             1.500,warmup,12.3,101.00,4,10,1,1.00\n"
+        );
+        assert_eq!(
+            w.csv(&[]),
+            "t_s,window,cpu_percent,rss_mib,threads,fds,processes,loadavg_1m\n"
+        );
+    }
+
+    #[test]
+    fn the_load_average_is_the_number_in_proc() {
+        let text = std::fs::read_to_string("/proc/loadavg").unwrap();
+        let first: f64 = text.split_whitespace().next().unwrap().parse().unwrap();
+        // It may move between the two reads, but only by whole hundredths.
+        let got = loadavg();
+        assert!((got * 100.0 - (got * 100.0).round()).abs() < 1e-9, "{got}");
+        assert!((got - first).abs() < 5.0, "{got} vs {first}");
+    }
+
+    #[test]
     fn samples_this_process_group() {
         // The test binary is in some process group; sample it briefly.
-        // SAFETY: getpgrp has no preconditions.
-        let pgid = unsafe { libc::getpgrp() } as u32;
+        let pgid = rustix::process::getpgrp().as_raw_nonzero().get() as u32;
         let s = Sampler::start(pgid, Instant::now(), Duration::from_millis(100));
         std::thread::sleep(Duration::from_millis(350));
         let samples = s.finish();

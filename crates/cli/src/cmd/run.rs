@@ -97,7 +97,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         let (name, extra) = v
             .split_once('=')
             .ok_or_else(|| anyhow::anyhow!("--variant takes NAME=ARGS, e.g. t1=\"--threads 1\""))?;
-        if suite.add_variant(name, extra).map_err(anyhow::Error::msg)? == 0 {
+        if suite.add_variant(name, extra)? == 0 {
             anyhow::bail!(
                 "--variant: no scenario of this suite runs a built-in service as its system under test"
             );

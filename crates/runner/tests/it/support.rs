@@ -1,6 +1,8 @@
 //! Fakes for the runner's two seams and small suite fixtures.
 
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -12,7 +14,7 @@ use gatebench_model::{
 };
 use gatebench_runner::driver::{Driver, ReadyCheck};
 use gatebench_runner::launch::{Launcher, ProcessSpec, Running};
-use gatebench_runner::Suite;
+use gatebench_runner::{RunnerError, Suite};
 
 /// What the fakes saw, in order: `launch <name> <args…>`, `stop <name>`, `setup …`,
 /// `verify <url>`, `load <url> -c N`.
@@ -24,8 +26,8 @@ pub struct FakeLauncher {
     pub calls: Calls,
     /// Processes with these names "exit" at once with this message, after writing `log` lines.
     pub exits: Vec<(String, String)>,
-    /// Setup commands fail with this message.
-    pub setup_fails: Option<String>,
+    /// Setup commands fail with this exit code.
+    pub setup_fails: Option<i32>,
     pub next_pid: u32,
 }
 
@@ -53,7 +55,7 @@ impl Running for FakeProcess {
 }
 
 impl Launcher for FakeLauncher {
-    fn launch(&mut self, spec: &ProcessSpec) -> Result<Box<dyn Running>, String> {
+    fn launch(&mut self, spec: &ProcessSpec) -> Result<Box<dyn Running>, RunnerError> {
         self.next_pid += 1;
         self.calls
             .lock()
@@ -78,10 +80,16 @@ impl Launcher for FakeLauncher {
         }))
     }
 
-    fn setup(&mut self, command: &str, _workdir: &Path, _log: &Path) -> Result<(), String> {
+    fn setup(&mut self, command: &str, _workdir: &Path, log: &Path) -> Result<(), RunnerError> {
         self.calls.lock().unwrap().push(format!("setup {command}"));
-        match &self.setup_fails {
-            Some(e) => Err(e.clone()),
+        match self.setup_fails {
+            // A wait status holds the exit code in its second byte.
+            Some(code) => Err(RunnerError::SetupCommand {
+                command: command.to_owned(),
+                status: ExitStatus::from_raw(code << 8),
+                log: log.file_name().unwrap().to_string_lossy().into_owned(),
+                last_line: None,
+            }),
             None => Ok(()),
         }
     }
