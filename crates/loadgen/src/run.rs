@@ -26,6 +26,10 @@ use crate::worker::{self, WorkerMsg, WorkerPlan, WorkerResult};
 /// Worker CPU above this share of its capacity means the generator may have been the
 /// bottleneck.
 const CPU_SATURATED_PERCENT: f64 = 95.0;
+/// A request still unanswered at the end counts as a stall (an error) only once it has waited
+/// this long (or the request timeout, if shorter), besides longer than every answer: shorter
+/// waits at the end of a healthy run are scheduling noise, not a target that stopped.
+pub const STALL_FLOOR: Duration = Duration::from_secs(1);
 /// Open model: a p99 send lag above this means the generator could not keep its schedule.
 const SEND_LAG_P99_LIMIT_MS: f64 = 10.0;
 
@@ -189,9 +193,16 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
         warm.merge(&r.phases[0]);
         meas.merge(&r.phases[1]);
     }
+    // With no answer at all in the run, every request cut off at the end is a stall; otherwise
+    // one must also have waited at least the stall floor (see `censor`).
+    let floor = if warm.latency.is_empty() && meas.latency.is_empty() {
+        Duration::ZERO
+    } else {
+        config.timeout.min(STALL_FLOOR)
+    };
     let censored = [
-        censor(&mut warm, 0, &mut results),
-        censor(&mut meas, 1, &mut results),
+        censor(&mut warm, 0, &mut results, floor),
+        censor(&mut meas, 1, &mut results, floor),
     ];
     for (id, r) in results.iter_mut().enumerate() {
         let last = std::mem::replace(&mut r.last, IntervalStats::new(0));
@@ -219,15 +230,23 @@ struct Censored {
 ///
 /// - A timed-out request is censored at the time it waited (the timeout).
 /// - A request still unanswered at the end (`in_flight`) that had waited longer than every
-///   answered request of the phase stalled: it becomes `unanswered` (an error) and is censored
-///   at its wait. One that had waited less may well have been answered in time: it stays
+///   answered request of the phase is censored at its wait. It **stalled** — it becomes
+///   `unanswered`, an error — when it had also waited at least `floor` (the smaller of the
+///   request timeout and [`STALL_FLOOR`]; zero when nothing at all was answered): a short
+///   run's last requests caught by a scheduler hiccup are not a target that stopped. One that
+///   had waited less than every answer may well have been answered in time: it stays
 ///   `in_flight`, outside the distribution, as wrk leaves it.
 /// - A backlog ticket (open model, never sent) that had been due longer than every answered
 ///   request is censored at that wait; it is `never_sent` either way.
 ///
 /// The worker's held-back last interval gets the same changes, so the interval log and the
 /// live totals agree with the report.
-fn censor(merged: &mut PhaseStats, phase: usize, results: &mut [WorkerResult]) -> Censored {
+fn censor(
+    merged: &mut PhaseStats,
+    phase: usize,
+    results: &mut [WorkerResult],
+    floor: Duration,
+) -> Censored {
     let mut latency = merged.timed_out.clone();
     let mut latency_uncorrected = merged.timed_out_uncorrected.clone();
     let mut stalled_total = 0;
@@ -236,7 +255,7 @@ fn censor(merged: &mut PhaseStats, phase: usize, results: &mut [WorkerResult]) -
         let stalled = longer_than_all(&p.cut, &merged.latency);
         let stalled_uncorrected = longer_than_all(&p.cut_uncorrected, &merged.latency_uncorrected);
         let backlog = longer_than_all(&p.backlog, &merged.latency);
-        let n = stalled.len();
+        let n = count_at_least(&stalled, floor);
         stalled_total += n;
         let last = &mut r.last;
         move_class(
@@ -265,6 +284,15 @@ fn censor(merged: &mut PhaseStats, phase: usize, results: &mut [WorkerResult]) -
         latency,
         latency_uncorrected,
     }
+}
+
+/// How many values of `h` are at least `floor`.
+fn count_at_least(h: &LatencyHistogram, floor: Duration) -> u64 {
+    let floor = u64::try_from(floor.as_nanos()).unwrap_or(u64::MAX);
+    h.iter_recorded()
+        .filter(|v| h.highest_equivalent(v.value_iterated_to()) >= floor)
+        .map(|v| v.count_at_value())
+        .sum()
 }
 
 /// Moves `n` requests from class `from` to class `to` (at most as many as `from` holds).

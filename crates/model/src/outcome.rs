@@ -39,7 +39,9 @@ pub enum Outcome {
     /// No complete response within the per-request timeout.
     Timeout,
     /// Sent, and still unanswered when the run ended, after waiting longer than every answered
-    /// request of the run: the target stalled. An error (unlike [`Outcome::InFlight`]).
+    /// request of the run and at least a second (or the request timeout, if shorter), or in a
+    /// run where nothing was answered: the target stalled. An error (unlike
+    /// [`Outcome::InFlight`]).
     Unanswered,
     /// The response could not be parsed as HTTP (bad status line, bad framing).
     ProtocolError,
@@ -51,8 +53,9 @@ pub enum Outcome {
     StreamReset,
     /// HTTP/2: the connection went away (GOAWAY) with this stream unanswered.
     GoAway,
-    /// Sent, and still outstanding when the run ended, but not for longer than the slowest
-    /// answered request: it may well have been answered in time. Neither success nor failure.
+    /// Sent, and still outstanding when the run ended, but not long enough to call it a stall
+    /// (see [`Outcome::Unanswered`]): it may well have been answered in time. Neither success
+    /// nor failure.
     InFlight,
     /// Open model: its due time passed within the run, but no connection or HTTP/2 stream was
     /// free to send it before the run ended (the backlog). Counts as an error: the target did

@@ -220,3 +220,26 @@ fn connect_timeout_when_the_accept_queue_is_full() {
     assert_eq!(o.get(Outcome::Unanswered), 0, "{o:?}");
     assert_eq!(o.get(Outcome::Ok), 0);
 }
+
+#[test]
+fn a_short_wait_at_the_end_is_in_flight_not_a_stall() {
+    // The target answers at once for 300 ms, then holds every response. At the end of a
+    // 700 ms run the two requests held have waited ~400 ms: longer than any answer (so they
+    // are censored values in the latency), but under the one-second stall floor, so they stay
+    // in flight, not errors. A scheduler hiccup at the end of a healthy run is not a stall.
+    let (_server, out) = crate::support::alone(|| {
+        let server = TestServer::start(Behavior::StallWindow {
+            from: Duration::from_millis(300),
+            length: Duration::from_secs(3600),
+        });
+        let out = crate::support::run_now(spec(&server.url(), 2, Duration::from_millis(700)));
+        (server, out)
+    });
+    let m = &out.report.measurement;
+    assert_eq!(m.outcomes.get(Outcome::InFlight), 2, "{:?}", m.outcomes);
+    assert_eq!(m.outcomes.get(Outcome::Unanswered), 0, "{:?}", m.outcomes);
+    assert_eq!(m.outcomes.errors(), 0, "{:?}", m.outcomes);
+    assert_eq!(m.latency.censored, 2, "{:?}", m.latency);
+    assert!(m.latency.point(100.0).unwrap().lower_bound);
+    assert!(m.latency.max_ms >= 250.0, "{:?}", m.latency);
+}
