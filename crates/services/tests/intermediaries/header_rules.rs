@@ -7,10 +7,8 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 use gatebench_services::{ProxyConfig, UpstreamTls};
 use http::HeaderMap;
-use rustls::pki_types::pem::PemObject;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
-use tokio_rustls::TlsAcceptor;
 
 use crate::support::*;
 
@@ -30,27 +28,7 @@ impl Drop for H2Capture {
 
 impl H2Capture {
     async fn start(cert: &Cert) -> Self {
-        let settings = &cert.settings;
-        let certs = rustls::pki_types::CertificateDer::pem_file_iter(
-            settings.cert_pem_path.as_ref().unwrap(),
-        )
-        .unwrap()
-        .collect::<Result<Vec<_>, _>>()
-        .unwrap();
-        let key = rustls::pki_types::PrivateKeyDer::from_pem_file(
-            settings.key_pem_path.as_ref().unwrap(),
-        )
-        .unwrap();
-        let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .unwrap();
-        config.alpn_protocols = vec![b"h2".to_vec()];
-        let acceptor = TlsAcceptor::from(Arc::new(config));
+        let acceptor = cert.h2_acceptor();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let heads = Arc::new(Mutex::new(Vec::new()));

@@ -11,13 +11,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use gatebench_services::{ProxyConfig, UpstreamTls};
 use http::{Request, Response};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
-use tokio_rustls::TlsAcceptor;
 
 use crate::support::*;
 
@@ -310,18 +307,7 @@ fn informational(status: u16, link: Option<&str>) -> Response<()> {
 
 impl ScriptedH2 {
     async fn start(cert: &Cert) -> Self {
-        let certs = vec![CertificateDer::from_pem_slice(cert.pem.as_bytes()).unwrap()];
-        let key = PrivateKeyDer::from_pem_file(cert.dir.join("key.pem")).unwrap();
-        let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .unwrap();
-        config.alpn_protocols = vec![b"h2".to_vec()];
-        let acceptor = TlsAcceptor::from(Arc::new(config));
+        let acceptor = cert.h2_acceptor();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let release = Arc::new(Semaphore::new(0));

@@ -604,6 +604,26 @@ pub fn cert(tag: &str) -> Cert {
     }
 }
 
+impl Cert {
+    /// A TLS acceptor serving this certificate that offers only `h2` by ALPN: a test's own
+    /// HTTP/2 upstream.
+    pub fn h2_acceptor(&self) -> tokio_rustls::TlsAcceptor {
+        let certs = vec![CertificateDer::from_pem_slice(self.pem.as_bytes()).unwrap()];
+        let key =
+            rustls::pki_types::PrivateKeyDer::from_pem_file(self.dir.join("key.pem")).unwrap();
+        let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap();
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        tokio_rustls::TlsAcceptor::from(Arc::new(config))
+    }
+}
+
 /// A TLS handshake trusting only `cert_pem`, offering `alpn`.
 pub async fn tls_connect(addr: SocketAddr, cert_pem: &str, alpn: &[&[u8]]) -> TlsStream<TcpStream> {
     let mut roots = rustls::RootCertStore::empty();
