@@ -50,9 +50,21 @@ pub struct LoadArgs {
     /// Number of requests to send in the measurement (instead of, or with, a duration).
     #[arg(short = 'n', long, value_name = "N")]
     pub requests: Option<u64>,
-    /// Target rate in requests/s, 0.001 to 1e9: switches to the open model.
-    #[arg(short = 'R', long, value_name = "RPS", allow_negative_numbers = true)]
-    pub rate: Option<f64>,
+    /// Target rate in requests/s, 0.001 to 1e9: switches to the open model. Or an arrival
+    /// program: ramp:FROM..TO/DURATION (then holds TO), steps:R1,R2,…/DURATION (each step that
+    /// long, the last held), sine:MEAN±AMPLITUDE/PERIOD (or +-); rates take k and M, e.g.
+    /// ramp:0..20k/60s. Without -d a program runs its own length (the ramp, the steps, one
+    /// period).
+    #[arg(short = 'R', long, value_name = "RPS|PROGRAM", allow_hyphen_values = true)]
+    pub rate: Option<String>,
+    /// Open model: space requests evenly (wrk2's schedule) or as a Poisson process
+    /// (exponential gaps around the rate).
+    #[arg(long, value_enum, default_value_t = ArrivalSpacing::Even, requires = "rate")]
+    pub arrival: ArrivalSpacing,
+    /// Poisson arrivals: the seed of the random gaps, to repeat a run exactly [default: from
+    /// the clock; the record keeps it].
+    #[arg(long, value_name = "N", requires = "rate")]
+    pub seed: Option<u64>,
     /// Worker threads, 1 to 1024 [default: the cores this process may use].
     #[arg(short = 't', long, value_name = "N")]
     pub threads: Option<u32>,
@@ -119,6 +131,15 @@ pub struct LoadArgs {
     /// No live progress line on stderr.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+}
+
+/// How open-model requests are spaced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ArrivalSpacing {
+    /// Evenly, one every 1/rate.
+    Even,
+    /// A Poisson process: independent exponential gaps with mean 1/rate.
+    Poisson,
 }
 
 /// `gatebench serve SERVICE`.

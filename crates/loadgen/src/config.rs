@@ -7,8 +7,9 @@
 
 use std::time::{Duration, Instant};
 
-use gatebench_model::{LoadConfigRecord, Model};
+use gatebench_model::{ArrivalRecord, LoadConfigRecord, Model};
 
+pub use crate::arrival::{ArrivalProgram, RateProgram, Spacing};
 use crate::bounds::{
     check_count, check_rate, MAX_CONNECTIONS, MAX_DURATION, MAX_DURATION_TEXT, MAX_PAYLOAD,
     MAX_STREAMS, MAX_THREADS,
@@ -20,16 +21,44 @@ pub use crate::target::Target;
 use crate::tls::TlsOptions;
 
 /// The arrival model: when requests are sent.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Arrival {
     /// Each connection sends its next request when the previous answer arrived.
     Closed,
-    /// A target rate in requests/s over the whole run; latency is measured from each request's
-    /// intended send time (wrk2's coordinated-omission correction).
+    /// A target rate in requests/s over the whole run, evenly spaced; latency is measured from
+    /// each request's intended send time (wrk2's coordinated-omission correction).
     Open {
         /// Requests per second, > 0.
         rate: f64,
     },
+    /// The open model with a rate that follows a program (ramp, steps, sine), or with Poisson
+    /// arrivals; latency is measured from each request's intended send time as with `Open`.
+    Program(ArrivalProgram),
+}
+
+impl Arrival {
+    /// Whether requests follow a schedule (the open model) rather than the answers.
+    pub fn is_open(&self) -> bool {
+        !matches!(self, Arrival::Closed)
+    }
+
+    /// The open model's rate over time; `None` for the closed model.
+    pub fn rate_program(&self) -> Option<RateProgram> {
+        match self {
+            Arrival::Closed => None,
+            Arrival::Open { rate } => Some(RateProgram::Constant(*rate)),
+            Arrival::Program(p) => Some(p.rate.clone()),
+        }
+    }
+
+    /// The open model's spacing; `None` for the closed model.
+    pub fn spacing(&self) -> Option<Spacing> {
+        match self {
+            Arrival::Closed => None,
+            Arrival::Open { .. } => Some(Spacing::Even),
+            Arrival::Program(p) => Some(p.spacing),
+        }
+    }
 }
 
 /// When the run (its measurement phase) ends. At least one of the two is set; with both, the
@@ -169,8 +198,13 @@ impl LoadConfig {
         let cfg = |option: &str, reason: String| LoadgenError::config(format!("{option} {reason}"));
         check_count(u64::from(spec.connections), u64::from(MAX_CONNECTIONS))
             .map_err(|r| cfg("-c/--connections", r))?;
-        if let Arrival::Open { rate } = spec.arrival {
-            check_rate(rate).map_err(|r| cfg("-R/--rate", r))?;
+        match &spec.arrival {
+            Arrival::Closed => {}
+            Arrival::Open { rate } => check_rate(*rate).map_err(|r| cfg("-R/--rate", r))?,
+            Arrival::Program(p) => p
+                .rate
+                .check()
+                .map_err(|r| cfg("-R/--rate", r.to_string()))?,
         }
         match (spec.stop.duration, spec.stop.requests) {
             (None, None) => {
@@ -287,22 +321,50 @@ impl LoadConfig {
         })
     }
 
+    /// The open model's mean target rate over the measurement (the rate itself when constant);
+    /// `None` for the closed model.
+    pub fn mean_rate(&self) -> Option<f64> {
+        let program = self.arrival.rate_program()?;
+        let len = self
+            .stop
+            .duration
+            .or(program.natural_length())
+            .map_or(0.0, |d| d.as_secs_f64());
+        Some(if len > 0.0 {
+            program.cumulative(len) / len
+        } else {
+            program.rate_at(0.0)
+        })
+    }
+
     /// The record of this configuration embedded in every report.
     pub fn record(&self) -> LoadConfigRecord {
         LoadConfigRecord {
             url: self.target.url.clone(),
             method: self.request.method().to_owned(),
             protocol: self.protocol.name(self.target.tls).to_owned(),
-            model: match self.arrival {
-                Arrival::Closed => Model::Closed,
-                Arrival::Open { .. } => Model::Open,
+            model: if self.arrival.is_open() {
+                Model::Open
+            } else {
+                Model::Closed
             },
             connections: self.connections,
             streams: self.streams,
             threads: self.threads,
-            rate: match self.arrival {
-                Arrival::Closed => None,
-                Arrival::Open { rate } => Some(rate),
+            rate: self.mean_rate(),
+            arrival: match &self.arrival {
+                Arrival::Program(p) => Some(ArrivalRecord {
+                    program: p.rate.to_string(),
+                    spacing: match p.spacing {
+                        Spacing::Even => "even".into(),
+                        Spacing::Poisson { .. } => "poisson".into(),
+                    },
+                    seed: match p.spacing {
+                        Spacing::Even => None,
+                        Spacing::Poisson { seed } => Some(seed),
+                    },
+                }),
+                _ => None,
             },
             duration_s: self.stop.duration.map(|d| d.as_secs_f64()),
             requests: self.stop.requests,

@@ -45,6 +45,19 @@ pub fn write_header(out: &mut dyn Write, start: SystemTime, comment: &str) -> io
     )
 }
 
+/// Appends the target rate of the interval that starts at `start` (relative to BaseTime), as a
+/// comment line `#[TargetRate: START_S REQ_PER_S]` written before the interval: runs with an
+/// arrival program carry the rate they asked for beside the latency they got. HdrHistogram's
+/// readers (Java's `HistogramLogReader`, the Rust crate's iterator) skip `#` lines they do not
+/// know.
+pub fn write_target_rate(out: &mut dyn Write, start: Duration, rate: f64) -> io::Result<()> {
+    writeln!(
+        out,
+        "#[TargetRate: {:.3} {rate:.3}]",
+        start.as_secs_f64()
+    )
+}
+
 /// Appends one interval line. `start` is relative to the log's BaseTime.
 pub fn write_interval(
     out: &mut dyn Write,

@@ -14,6 +14,7 @@
 //! # Layout
 //! - [`bounds`]: the accepted range of every number, and the one duration parser.
 //! - [`config`]: what a caller asks for and its validation.
+//! - [`arrival`]: arrival programs (ramp, steps, sine) and Poisson arrivals for the open model.
 //! - [`request`]: the request, encoded once; seed-004 JSON payloads.
 //! - `connect`: establishing connections (TCP, TLS) and classifying connect failures.
 //! - [`tls`]: the TLS client configuration (trust, ALPN, SNI, resumption).
@@ -33,6 +34,7 @@
 //! - [`probe`](mod@probe): the correctness probe before the load.
 //! - [`limits`]: the open-files check.
 
+pub mod arrival;
 mod body;
 pub mod bounds;
 pub mod config;
@@ -57,6 +59,7 @@ mod target;
 pub mod tls;
 mod worker;
 
+pub use arrival::{ArrivalProgram, RateProgram, Spacing};
 pub use config::{Arrival, LoadConfig, LoadSpec, Protocol, StopRule};
 pub use error::LoadgenError;
 pub use probe::probe;

@@ -9,14 +9,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use gatebench_model::{
-    ConnectionStats, LoadReport, Outcome, PhaseReport, SelfCheck, ToolInfo, SCHEMA_VERSION,
+    ConnectionStats, LoadReport, Outcome, PhaseReport, SecondRecord, SelfCheck, ToolInfo,
+    SCHEMA_VERSION,
 };
 
-use crate::config::{Arrival, LoadConfig};
+use crate::arrival::Curve;
+use crate::config::{Arrival, LoadConfig, Spacing};
 use crate::error::LoadgenError;
 use crate::hlog;
 use crate::limits;
-use crate::schedule::{Clock, Quota};
+use crate::schedule::{Clock, OpenPlan, Quota};
 use crate::stats::{
     longer_than_all, new_sparse_histogram, summarize, summarize_censored, IntervalStats,
     LatencyHistogram, PhaseStats,
@@ -110,9 +112,17 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
             env!("CARGO_PKG_VERSION"),
             config.target.url,
             config.connections,
-            match config.arrival {
+            match &config.arrival {
                 Arrival::Closed => String::new(),
                 Arrival::Open { rate } => format!(" -R {rate}"),
+                Arrival::Program(p) => format!(
+                    " -R {}{}",
+                    p.rate,
+                    match p.spacing {
+                        Spacing::Even => String::new(),
+                        Spacing::Poisson { seed } => format!(" --arrival poisson --seed {seed}"),
+                    }
+                ),
             }
         );
         hlog::write_header(out, wall_start, &comment).map_err(|source| LoadgenError::Output {
@@ -136,6 +146,10 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
         .stop
         .requests
         .map(|n| split_weighted(n, &conn_shares));
+    let curve = config
+        .arrival
+        .rate_program()
+        .map(|p| Arc::new(Curve::new(p, config.warmup)));
     for (id, conns) in conn_shares.iter().copied().enumerate() {
         let share = conns as f64 / f64::from(config.connections);
         let plan = WorkerPlan {
@@ -143,17 +157,24 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
             config: config.clone(),
             clock,
             connections: conns as u32,
-            rate: match config.arrival {
-                Arrival::Closed => None,
-                Arrival::Open { rate } => Some(rate * share),
-            },
-            offset: match config.arrival {
-                Arrival::Closed => Duration::ZERO,
-                Arrival::Open { rate } => Duration::from_secs_f64(id as f64 / rate),
-            },
-            quota: match (&config.arrival, &shared_quota, &open_quotas) {
+            open: curve.as_ref().map(|curve| OpenPlan {
+                curve: curve.clone(),
+                share,
+                // Even spacing: worker `id`'s first request is the run's request `id`, so the
+                // workers' tickets interleave.
+                offset: id as f64,
+                spacing: match config.arrival.spacing() {
+                    // Each worker its own stream of gaps: independent Poisson processes add up
+                    // to one at the total rate.
+                    Some(Spacing::Poisson { seed }) => Spacing::Poisson {
+                        seed: seed ^ (id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                    },
+                    _ => Spacing::Even,
+                },
+            }),
+            quota: match (config.arrival.is_open(), &shared_quota, &open_quotas) {
                 (_, None, _) => Quota::Unlimited,
-                (Arrival::Open { .. }, _, Some(q)) => Quota::Own(std::cell::Cell::new(q[id])),
+                (true, _, Some(q)) => Quota::Own(std::cell::Cell::new(q[id])),
                 (_, Some(shared), _) => Quota::Shared(shared.clone()),
             },
             stop: stop.clone(),
@@ -170,7 +191,10 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
     }
     drop(tx);
 
-    let mut collector = Collector::new(threads, config.warmup, &mut opts);
+    let timeline_curve = matches!(config.arrival, Arrival::Program(_))
+        .then(|| curve.clone())
+        .flatten();
+    let mut collector = Collector::new(threads, config.warmup, timeline_curve, &mut opts);
     let mut results: Vec<Option<WorkerResult>> = (0..threads).map(|_| None).collect();
     for msg in rx {
         match msg {
@@ -210,9 +234,10 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
         collector.done(id)?;
     }
     collector.flush_all()?;
-    Ok(build(
-        &config, clock, wall_start, results, warm, meas, censored,
-    ))
+    let timeline = collector.timeline.take();
+    let mut out = build(&config, clock, wall_start, results, warm, meas, censored);
+    out.report.timeline = timeline;
+    Ok(out)
 }
 
 /// The censored values of one phase: requests that never got an answer, at the time they had
@@ -347,12 +372,23 @@ struct Collector<'o, 'a> {
     next: u64,
     total_responses: u64,
     total_errors: u64,
+    /// With an arrival program: the run's curve, for the target rate of each second.
+    curve: Option<Arc<Curve>>,
+    /// With an arrival program: the seconds so far.
+    timeline: Option<Vec<SecondRecord>>,
     opts: &'o mut RunOptions<'a>,
 }
 
 impl<'o, 'a> Collector<'o, 'a> {
-    fn new(threads: usize, warmup: Duration, opts: &'o mut RunOptions<'a>) -> Self {
+    fn new(
+        threads: usize,
+        warmup: Duration,
+        curve: Option<Arc<Curve>>,
+        opts: &'o mut RunOptions<'a>,
+    ) -> Self {
         Collector {
+            timeline: curve.as_ref().map(|_| Vec::new()),
+            curve,
             threads,
             warmup,
             pending: BTreeMap::new(),
@@ -410,11 +446,29 @@ impl<'o, 'a> Collector<'o, 'a> {
     fn emit(&mut self, iv: IntervalStats) -> Result<(), LoadgenError> {
         let start = Duration::from_secs(iv.index);
         let length = iv.length;
+        let target_rate = self.curve.as_ref().map(|c| {
+            let a = start.as_secs_f64();
+            c.mean_rate(a, a + length.as_secs_f64())
+        });
+        if let (Some(timeline), Some(target_rate)) = (self.timeline.as_mut(), target_rate) {
+            timeline.push(SecondRecord {
+                t_s: start.as_secs_f64() - self.warmup.as_secs_f64(),
+                length_s: length.as_secs_f64(),
+                target_rate,
+                sent: iv.sent,
+                responses: iv.responses(),
+                errors: iv.errors(),
+            });
+        }
         if let Some(out) = self.opts.hlog.as_deref_mut() {
             let io = |source| LoadgenError::Output {
                 what: "the interval log".into(),
                 source,
             };
+            if let Some(rate) = target_rate {
+                // A comment line: HdrHistogram's log readers skip it; gatebench's plots read it.
+                hlog::write_target_rate(out, start, rate).map_err(io)?;
+            }
             // Censored values (timeouts, stalls) go in as the times they had waited, as in
             // the report's latency.
             hlog::write_interval(out, &iv.all_latency(), start, length, None).map_err(io)?;
@@ -480,10 +534,7 @@ fn build(
     let meas_end = clock.deadline.map_or(finished, |d| d.min(finished));
     let meas_end = stopped_at.map_or(meas_end, |s| s.max(clock.measure_start).min(meas_end));
     let meas_len = meas_end.saturating_duration_since(clock.measure_start);
-    let target = match config.arrival {
-        Arrival::Closed => None,
-        Arrival::Open { rate } => Some(rate),
-    };
+    let target = config.mean_rate();
     let open = target.is_some();
     let http2 = config.protocol == crate::config::Protocol::Http2;
     let [warm_censored, meas_censored] = &censored;
@@ -554,6 +605,7 @@ fn build(
             warnings,
         },
         target_warnings,
+        timeline: None,
         valid,
     };
     RunOutput {

@@ -12,10 +12,12 @@
 //! measured from the actual send; the timer's lateness is the generator's own and is recorded
 //! apart as send lag for the self-check.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use crate::arrival::{Curve, ExpGaps, Spacing};
 
 /// Which phase a request belongs to (by its scheduled time).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,32 +116,81 @@ pub(crate) struct Schedule {
     stopped_at: Cell<Option<Instant>>,
 }
 
+/// An open-model worker's part of the run's arrival curve.
+#[derive(Debug, Clone)]
+pub(crate) struct OpenPlan {
+    /// The whole run's arrival curve (the program after the warm-up).
+    pub curve: Arc<Curve>,
+    /// This worker's share of the run's requests, in (0, 1].
+    pub share: f64,
+    /// Even spacing: the coordinate of this worker's first ticket, in requests of the whole run
+    /// (staggers workers: worker `i` starts at `i`).
+    pub offset: f64,
+    /// Even or Poisson.
+    pub spacing: Spacing,
+}
+
+/// The open model's ticket dispenser. Ticket `k` of this worker sits at a coordinate in
+/// requests of the whole run — `offset + k ÷ share` evenly spaced, or a sum of exponential
+/// gaps ÷ `share` for Poisson arrivals — and is due when the run's arrival curve reaches it.
+/// Even coordinates are computed afresh for each ticket, so rounding never accumulates.
 #[derive(Debug)]
 struct Tickets {
     base: Instant,
-    interval: Duration,
+    plan: OpenPlan,
+    gaps: RefCell<Option<ExpGaps>>,
+    /// Index of the next ticket.
     next: Cell<u64>,
+    /// Its coordinate.
+    coord: Cell<f64>,
+    /// Its due time; `None` when the program ends at rate zero before it.
+    due: Cell<Option<Instant>>,
 }
 
 impl Tickets {
-    fn due(&self, k: u64) -> Instant {
-        self.base + self.interval.mul_f64(k as f64)
+    fn new(base: Instant, plan: OpenPlan) -> Tickets {
+        let mut gaps = match plan.spacing {
+            Spacing::Even => None,
+            Spacing::Poisson { seed } => Some(ExpGaps::new(seed)),
+        };
+        let coord = match gaps.as_mut() {
+            None => plan.offset,
+            Some(g) => g.next() / plan.share,
+        };
+        let t = Tickets {
+            base,
+            plan,
+            gaps: RefCell::new(gaps),
+            next: Cell::new(0),
+            coord: Cell::new(coord),
+            due: Cell::new(None),
+        };
+        t.due.set(t.at(coord));
+        t
     }
 
-    /// The first ticket index whose due time is at or after `t`.
-    fn first_at_or_after(&self, t: Instant) -> u64 {
-        if t <= self.base {
-            return 0;
-        }
-        let k = (t - self.base).as_secs_f64() / self.interval.as_secs_f64();
-        let mut k = k.floor() as u64;
-        while self.due(k) < t {
-            k += 1;
-        }
-        while k > 0 && self.due(k - 1) >= t {
-            k -= 1;
-        }
-        k
+    fn at(&self, coord: f64) -> Option<Instant> {
+        let secs = self.plan.curve.time_of(coord)?;
+        // Past any run's end (bounds cap runs at 100 days): never due.
+        (secs.is_finite() && secs < 1e9)
+            .then(|| self.base + Duration::from_secs_f64(secs.max(0.0)))
+    }
+
+    /// The next ticket's due time.
+    fn peek(&self) -> Option<Instant> {
+        self.due.get()
+    }
+
+    /// Moves on to the following ticket.
+    fn advance(&self) {
+        let k = self.next.get() + 1;
+        self.next.set(k);
+        let coord = match self.gaps.borrow_mut().as_mut() {
+            None => self.plan.offset + k as f64 / self.plan.share,
+            Some(g) => self.coord.get() + g.next() / self.plan.share,
+        };
+        self.coord.set(coord);
+        self.due.set(self.at(coord));
     }
 }
 
@@ -155,12 +206,11 @@ impl Schedule {
         }
     }
 
-    /// An open-model schedule at `rate` requests/s for this worker; `offset` staggers workers.
+    /// An open-model schedule: this worker's part of the run's arrival curve.
     pub(crate) fn open(
         clock: Clock,
         quota: Quota,
-        rate: f64,
-        offset: Duration,
+        plan: OpenPlan,
         stop: Arc<AtomicBool>,
     ) -> Schedule {
         Schedule {
@@ -168,11 +218,7 @@ impl Schedule {
             stopped_at: Cell::new(None),
             clock,
             quota,
-            open: Some(Tickets {
-                base: clock.start + offset,
-                interval: Duration::from_secs_f64(1.0 / rate),
-                next: Cell::new(0),
-            }),
+            open: Some(Tickets::new(clock.start, plan)),
         }
     }
 
@@ -216,7 +262,8 @@ impl Schedule {
         let now = Instant::now();
         let at = match &self.open {
             None => now,
-            Some(t) => t.due(t.next.get()),
+            // The program ended at rate zero: nothing more to send.
+            Some(t) => t.peek()?,
         };
         // Past the deadline nothing more is sent, not even overdue tickets: those are the
         // backlog (never sent), counted by `never_sent`.
@@ -228,7 +275,7 @@ impl Schedule {
             return None;
         }
         let due = self.open.as_ref().map(|t| {
-            t.next.set(t.next.get() + 1);
+            t.advance();
             at
         });
         Some(Permit { due, phase })
@@ -256,19 +303,18 @@ impl Schedule {
     pub(crate) fn backlog(&self, end: Instant, mut f: impl FnMut(Phase, Duration)) {
         let Some(t) = &self.open else { return };
         let end = self.ended_at(end);
-        let taken = t.next.get();
-        let warm_due = t.first_at_or_after(self.clock.measure_start.min(end));
-        let all_due = t.first_at_or_after(end);
-        for k in taken..warm_due {
-            f(Phase::Warmup, end.saturating_duration_since(t.due(k)));
-        }
-        let mut measure = all_due.saturating_sub(taken.max(warm_due));
-        if let Some(q) = self.quota.left() {
-            measure = measure.min(q);
-        }
-        let first = taken.max(warm_due);
-        for k in first..first + measure {
-            f(Phase::Measure, end.saturating_duration_since(t.due(k)));
+        let mut left = self.quota.left();
+        while let Some(due) = t.peek().filter(|d| *d < end) {
+            let phase = self.clock.phase_at(due);
+            if phase == Phase::Measure {
+                match left {
+                    Some(0) => break,
+                    Some(q) => left = Some(q - 1),
+                    None => {}
+                }
+            }
+            f(phase, end.saturating_duration_since(due));
+            t.advance();
         }
     }
 }
@@ -276,6 +322,20 @@ impl Schedule {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::arrival::RateProgram;
+
+    /// Every ticket of a constant `rate` to one worker, evenly spaced.
+    fn constant(c: Clock, rate: f64) -> OpenPlan {
+        OpenPlan {
+            curve: Arc::new(Curve::new(
+                RateProgram::Constant(rate),
+                c.measure_start - c.start,
+            )),
+            share: 1.0,
+            offset: 0.0,
+            spacing: Spacing::Even,
+        }
+    }
 
     fn no_stop() -> Arc<AtomicBool> {
         Arc::new(AtomicBool::new(false))
@@ -302,13 +362,8 @@ mod tests {
 
     #[test]
     fn open_tickets_are_evenly_spaced_and_stop_at_the_deadline() {
-        let s = Schedule::open(
-            clock(0, Some(1000)),
-            Quota::Unlimited,
-            1000.0,
-            Duration::ZERO,
-            no_stop(),
-        );
+        let c = clock(0, Some(1000));
+        let s = Schedule::open(c, Quota::Unlimited, constant(c, 1000.0), no_stop());
         let mut n = 0;
         let mut last = None;
         while let Some(p) = s.next() {
@@ -330,7 +385,7 @@ mod tests {
     #[test]
     fn untaken_tickets_are_the_backlog_by_phase() {
         let c = clock(500, Some(500));
-        let s = Schedule::open(c, Quota::Unlimited, 100.0, Duration::ZERO, no_stop());
+        let s = Schedule::open(c, Quota::Unlimited, constant(c, 100.0), no_stop());
         for _ in 0..10 {
             s.next().unwrap();
         }
@@ -351,7 +406,7 @@ mod tests {
     #[test]
     fn phase_follows_the_scheduled_time() {
         let c = clock(1000, Some(1000));
-        let s = Schedule::open(c, Quota::Unlimited, 10.0, Duration::ZERO, no_stop());
+        let s = Schedule::open(c, Quota::Unlimited, constant(c, 10.0), no_stop());
         let phases: Vec<Phase> = std::iter::from_fn(|| s.next()).map(|p| p.phase).collect();
         assert_eq!(phases.len(), 20);
         assert_eq!(phases.iter().filter(|p| **p == Phase::Warmup).count(), 10);
@@ -380,7 +435,7 @@ mod tests {
     fn tickets_due_after_an_interruption_are_not_a_backlog() {
         let c = clock(0, Some(10_000));
         let stop = no_stop();
-        let s = Schedule::open(c, Quota::Unlimited, 1000.0, Duration::ZERO, stop.clone());
+        let s = Schedule::open(c, Quota::Unlimited, constant(c, 1000.0), stop.clone());
         for _ in 0..5 {
             s.next().unwrap();
         }
@@ -402,7 +457,7 @@ mod tests {
     #[test]
     fn backlog_waits_are_the_time_since_each_ticket_was_due() {
         let c = clock(0, Some(1000));
-        let s = Schedule::open(c, Quota::Unlimited, 10.0, Duration::ZERO, no_stop());
+        let s = Schedule::open(c, Quota::Unlimited, constant(c, 10.0), no_stop());
         let mut waits = Vec::new();
         s.backlog(c.deadline.unwrap(), |_, w| waits.push(w));
         // 10 tickets due at 0, 100, …, 900 ms; at 1 s they had waited 1000, 900, …, 100 ms.

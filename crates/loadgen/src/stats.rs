@@ -260,6 +260,8 @@ pub struct IntervalStats {
     /// How much of that second the interval covers: a full second, or less for the last one
     /// (the run ended part-way through it).
     pub length: Duration,
+    /// Requests sent in this second (by the actual send).
+    pub sent: u64,
     /// Outcomes completed in this second.
     pub outcomes: OutcomeCounts,
     /// Latency of responses completed in this second (corrected in the open model).
@@ -279,6 +281,7 @@ impl IntervalStats {
         IntervalStats {
             index,
             length: Duration::from_secs(1),
+            sent: 0,
             outcomes: OutcomeCounts::default(),
             latency: new_histogram(),
             latency_uncorrected: new_histogram(),
@@ -289,6 +292,7 @@ impl IntervalStats {
 
     /// Adds `other` into `self`.
     pub fn merge(&mut self, other: &IntervalStats) {
+        self.sent += other.sent;
         self.outcomes.merge(&other.outcomes);
         add(&mut self.latency, &other.latency);
         add(&mut self.latency_uncorrected, &other.latency_uncorrected);
@@ -302,6 +306,7 @@ impl IntervalStats {
     pub fn reset(&mut self, index: u64) {
         self.index = index;
         self.length = Duration::from_secs(1);
+        self.sent = 0;
         self.outcomes = OutcomeCounts::default();
         self.latency.reset();
         self.latency_uncorrected.reset();

@@ -23,7 +23,7 @@ use crate::config::LoadConfig;
 use crate::config::Protocol;
 use crate::connect::{connect, Established, Stream, Transport};
 use crate::exchange::{Answer, Failure};
-use crate::schedule::{Clock, Permit, Phase, Quota, Schedule};
+use crate::schedule::{Clock, OpenPlan, Permit, Phase, Quota, Schedule};
 use crate::stats::{record, IntervalStats, PhaseStats};
 
 /// Messages from workers to the collector.
@@ -60,10 +60,8 @@ pub(crate) struct WorkerPlan {
     pub config: Arc<LoadConfig>,
     pub clock: Clock,
     pub connections: u32,
-    /// Open model: this worker's share of the rate.
-    pub rate: Option<f64>,
-    /// Open model: offset of this worker's first ticket (staggers workers).
-    pub offset: Duration,
+    /// Open model: this worker's part of the arrival curve.
+    pub open: Option<OpenPlan>,
     /// Count stop rule: this worker's share of the requests, or the shared count.
     pub quota: Quota,
     /// Interruption flag shared with the caller.
@@ -146,7 +144,7 @@ impl Shared {
     }
 
     fn schedule_is_open(&self) -> bool {
-        matches!(self.config.arrival, crate::config::Arrival::Open { .. })
+        self.config.arrival.is_open()
     }
 }
 
@@ -157,9 +155,9 @@ pub(crate) fn run(plan: WorkerPlan, tx: Sender<WorkerMsg>) -> WorkerResult {
         .build()
         .expect("a current-thread runtime only fails to build when the OS is out of resources");
     let cpu0 = thread_cpu();
-    let schedule = match plan.rate {
+    let schedule = match plan.open {
         None => Schedule::closed(plan.clock, plan.quota, plan.stop.clone()),
-        Some(rate) => Schedule::open(plan.clock, plan.quota, rate, plan.offset, plan.stop.clone()),
+        Some(open) => Schedule::open(plan.clock, plan.quota, open, plan.stop.clone()),
     };
     let shared = Rc::new(Shared {
         config: plan.config.clone(),
@@ -280,6 +278,15 @@ impl Shared {
     /// goes to the send-lag histogram). Closed model: now. `None` when the run was interrupted
     /// before the ticket fell due: nobody asks for it any more, and it is not counted.
     async fn start_of(&self, permit: Permit) -> Option<Instant> {
+        let start = self.wait_for(permit).await;
+        if start.is_some() {
+            self.interval.borrow_mut().sent += 1;
+        }
+        start
+    }
+
+    /// Waits until the permit's due time (open model); the instant the request is sent from.
+    async fn wait_for(&self, permit: Permit) -> Option<Instant> {
         match permit.due {
             Some(due) => {
                 let now = Instant::now();

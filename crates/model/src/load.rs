@@ -44,8 +44,12 @@ pub struct LoadConfigRecord {
     pub streams: u32,
     /// Worker threads.
     pub threads: u32,
-    /// Target rate in requests/s (open model only).
+    /// Target rate in requests/s (open model only); with an arrival program, its mean over the
+    /// measurement.
     pub rate: Option<f64>,
+    /// The open model's arrival program, when the rate changes or arrivals are Poisson.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival: Option<ArrivalRecord>,
     /// Measurement duration in seconds (duration stop rule).
     pub duration_s: Option<f64>,
     /// Request count (count stop rule).
@@ -64,6 +68,36 @@ pub struct LoadConfigRecord {
     pub headers: Vec<String>,
     /// Request body size in bytes.
     pub body_bytes: u64,
+}
+
+/// An open-model arrival program as run: enough to run it again.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArrivalRecord {
+    /// The rate program as `-R` takes it (`ramp:0..20000/1m`, `steps:…`, `sine:…`, or a
+    /// number).
+    pub program: String,
+    /// `even` or `poisson`.
+    pub spacing: String,
+    /// Poisson arrivals: the seed of the random gaps (`--seed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+}
+
+/// One second of a run with an arrival program: the rate asked and the rate achieved.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SecondRecord {
+    /// Start of the second, seconds since the measurement started (negative in the warm-up).
+    pub t_s: f64,
+    /// How much of the second the run covered (1, or less for the last).
+    pub length_s: f64,
+    /// The program's mean rate over this second, requests/s.
+    pub target_rate: f64,
+    /// Requests sent in this second (by their actual send time).
+    pub sent: u64,
+    /// Complete responses received in this second.
+    pub responses: u64,
+    /// Errors settled in this second.
+    pub errors: u64,
 }
 
 /// Connection lifecycle figures of one phase.
@@ -170,6 +204,9 @@ pub struct LoadReport {
     /// answer at all, a stall, percentiles that are lower bounds. Empty when there is nothing.
     #[serde(default)]
     pub target_warnings: Vec<String>,
+    /// With an arrival program: every second of the run, the target rate beside the achieved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<Vec<SecondRecord>>,
     /// False when the generator was the bottleneck (see `self_check.warnings`).
     pub valid: bool,
 }

@@ -5,9 +5,23 @@
 
 use std::fmt::Write;
 
-use gatebench_model::{LatencySummary, LoadReport, Model, Outcome, PhaseReport};
+use gatebench_model::{LatencySummary, LoadReport, Model, Outcome, PhaseReport, SecondRecord};
 
 use crate::fmt::{bytes, count, duration_ms, rate};
+
+/// The measured full second whose sent count strays furthest from the program's target:
+/// `(percent off, second, sent, target)`. Seconds whose target is zero are left out.
+fn worst_second(timeline: &[SecondRecord]) -> Option<(f64, i64, u64, f64)> {
+    timeline
+        .iter()
+        .filter(|s| s.t_s >= 0.0 && s.length_s >= 0.999 && s.target_rate > 0.0)
+        .map(|s| {
+            let target = s.target_rate * s.length_s;
+            let off = 100.0 * (s.sent as f64 - target).abs() / target;
+            (off, s.t_s.round() as i64, s.sent, target)
+        })
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+}
 
 /// Renders `r` as the text `gatebench load` prints.
 pub fn render(r: &LoadReport) -> String {
@@ -19,8 +33,17 @@ pub fn render(r: &LoadReport) -> String {
         (None, Some(n)) => format!("{} requests", count(n)),
         (None, None) => String::new(),
     };
-    let model = match (c.model, c.rate) {
-        (Model::Open, Some(rate_)) => {
+    let model = match (c.model, c.rate, &c.arrival) {
+        (Model::Open, Some(rate_), Some(a)) => format!(
+            "open model, rate {} (mean {} req/s){}",
+            a.program,
+            count(rate_.round() as u64),
+            match a.seed {
+                Some(seed) if a.spacing == "poisson" => format!(", Poisson arrivals (seed {seed})"),
+                _ => String::new(),
+            }
+        ),
+        (Model::Open, Some(rate_), None) => {
             format!("open model at {} req/s", count(rate_.round() as u64))
         }
         _ => "closed model".to_owned(),
@@ -60,6 +83,17 @@ pub fn render(r: &LoadReport) -> String {
     }
     out.push('\n');
     phase(&mut out, &r.measurement, c.model);
+    if let Some(worst) = r.timeline.as_deref().and_then(worst_second) {
+        let _ = writeln!(
+            out,
+            "Program: sent within {:.1}% of the target in every full second (worst: \
+             second {}, {} sent, {} asked)",
+            worst.0,
+            worst.1,
+            count(worst.2),
+            rate(worst.3)
+        );
+    }
     self_check(&mut out, r);
     for w in &r.target_warnings {
         let _ = writeln!(out, "TARGET: {w}");

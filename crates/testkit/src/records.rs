@@ -58,6 +58,7 @@ pub fn load_report(
             streams: 1,
             threads: 2,
             rate: None,
+            arrival: None,
             duration_s: Some(4.0),
             requests: None,
             warmup_s: 1.0,
@@ -79,6 +80,7 @@ pub fn load_report(
             warnings: vec![],
         },
         target_warnings: vec![],
+        timeline: None,
         valid,
     }
 }

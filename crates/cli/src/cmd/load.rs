@@ -13,11 +13,11 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use gatebench_loadgen::{
-    Arrival, IntervalView, LoadConfig, LoadSpec, Protocol, RequestBody, RunOptions, StopRule,
-    TlsOptions,
+    Arrival, ArrivalProgram, IntervalView, LoadConfig, LoadSpec, Protocol, RateProgram,
+    RequestBody, RunOptions, Spacing, StopRule, TlsOptions,
 };
 
-use crate::cli::LoadArgs;
+use crate::cli::{ArrivalSpacing, LoadArgs};
 use crate::signal;
 
 /// Runs the subcommand.
@@ -106,13 +106,15 @@ fn spec(args: &LoadArgs) -> Result<LoadSpec> {
     };
     s.connections = args.connections;
     s.threads = args.threads;
-    s.arrival = match args.rate {
-        None => Arrival::Closed,
-        Some(rate) => Arrival::Open { rate },
-    };
+    s.arrival = arrival(args)?;
     s.stop = StopRule {
         duration: match (args.duration, args.requests) {
-            (None, None) => Some(Duration::from_secs(10)),
+            (None, None) => Some(
+                s.arrival
+                    .rate_program()
+                    .and_then(|p| p.natural_length())
+                    .unwrap_or(Duration::from_secs(10)),
+            ),
             (d, _) => d,
         },
         requests: args.requests,
@@ -148,6 +150,32 @@ fn spec(args: &LoadArgs) -> Result<LoadSpec> {
     Ok(s)
 }
 
+/// `-R` and `--arrival`: a plain number is the constant rate (checked with the other options);
+/// anything else is an arrival program.
+fn arrival(args: &LoadArgs) -> Result<Arrival> {
+    let Some(text) = args.rate.as_deref() else {
+        return Ok(Arrival::Closed);
+    };
+    let rate = match text.trim().parse::<f64>() {
+        Ok(rate) if args.arrival == ArrivalSpacing::Even => return Ok(Arrival::Open { rate }),
+        Ok(rate) => RateProgram::Constant(rate),
+        Err(_) => text
+            .parse::<RateProgram>()
+            .map_err(|e| anyhow::anyhow!("-R/--rate '{}': {e}", text.trim()))?,
+    };
+    let spacing = match args.arrival {
+        ArrivalSpacing::Even => Spacing::Even,
+        ArrivalSpacing::Poisson => Spacing::Poisson {
+            seed: args.seed.unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos() as u64)
+            }),
+        },
+    };
+    Ok(Arrival::Program(ArrivalProgram { rate, spacing }))
+}
+
 fn banner(c: &LoadConfig) -> String {
     let stop = match (c.stop.duration, c.stop.requests) {
         (Some(d), Some(n)) => format!("{} or {n} requests", humantime::format_duration(d)),
@@ -155,9 +183,20 @@ fn banner(c: &LoadConfig) -> String {
         (None, Some(n)) => format!("{n} requests"),
         (None, None) => String::new(),
     };
-    let model = match c.arrival {
+    let model = match &c.arrival {
         Arrival::Closed => "closed model".to_owned(),
         Arrival::Open { rate } => format!("open model at {rate} req/s"),
+        Arrival::Program(p) => format!(
+            "open model, rate {}{}",
+            match &p.rate {
+                RateProgram::Constant(r) => format!("{r} req/s"),
+                other => other.to_string(),
+            },
+            match p.spacing {
+                Spacing::Even => "",
+                Spacing::Poisson { .. } => ", Poisson arrivals",
+            }
+        ),
     };
     let warm = if c.warmup.is_zero() {
         String::new()

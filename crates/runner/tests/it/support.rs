@@ -211,6 +211,7 @@ pub fn report(config: &LoadConfig) -> LoadReport {
             warnings: vec![],
         },
         target_warnings: vec![],
+        timeline: None,
         valid: true,
     }
 }
