@@ -55,7 +55,12 @@ pub struct LoadArgs {
     /// long, the last held), sine:MEAN±AMPLITUDE/PERIOD (or +-); rates take k and M, e.g.
     /// ramp:0..20k/60s. Without -d a program runs its own length (the ramp, the steps, one
     /// period).
-    #[arg(short = 'R', long, value_name = "RPS|PROGRAM", allow_hyphen_values = true)]
+    #[arg(
+        short = 'R',
+        long,
+        value_name = "RPS|PROGRAM",
+        allow_hyphen_values = true
+    )]
     pub rate: Option<String>,
     /// Open model: space requests evenly (wrk2's schedule) or as a Poisson process
     /// (exponential gaps around the rate).

@@ -121,6 +121,41 @@ fn bad_arguments_exit_2_with_one_line_before_any_load() {
         ),
         (vec!["load"], "URL"),
         (
+            vec!["load", "http://127.0.0.1:1/", "-R", "ramp:-5..100/10s"],
+            "-R/--rate 'ramp:-5..100/10s': rate '-5' must not be negative",
+        ),
+        (
+            vec!["load", "http://127.0.0.1:1/", "-R", "steps:1k,2e12/1s"],
+            "above 1e9 requests/s",
+        ),
+        (
+            vec!["load", "http://127.0.0.1:1/", "-R", "sine:100±500/10s"],
+            "the rate would go negative",
+        ),
+        (
+            vec!["load", "http://127.0.0.1:1/", "-R", "ramp:0..0/10s"],
+            "never reaches",
+        ),
+        (
+            vec!["load", "http://127.0.0.1:1/", "-R", "wave:5/1s"],
+            "unknown rate program 'wave'",
+        ),
+        (
+            vec!["load", "http://127.0.0.1:1/", "--arrival", "poisson"],
+            "--rate",
+        ),
+        (
+            vec![
+                "load",
+                "http://127.0.0.1:1/",
+                "-R",
+                "10",
+                "--arrival",
+                "bursty",
+            ],
+            "bursty",
+        ),
+        (
             vec!["load", "http://127.0.0.1:1/", "-c", "4000000000"],
             "-c/--connections must be at most 1000000",
         ),

@@ -182,10 +182,11 @@ impl FromStr for RateProgram {
                 "unknown rate program '{kind}' (a number, ramp:, steps: or sine:)"
             )));
         } else {
-            RateProgram::Constant(
-                s.parse::<f64>()
-                    .map_err(|_| err(format!("'{s}' is not a rate (e.g. 500, or ramp:0..20k/60s)")))?,
-            )
+            RateProgram::Constant(s.parse::<f64>().map_err(|_| {
+                err(format!(
+                    "'{s}' is not a rate (e.g. 500, or ramp:0..20k/60s)"
+                ))
+            })?)
         };
         program.check()?;
         Ok(program)
@@ -222,7 +223,9 @@ impl RateProgram {
                     )));
                 }
                 if mean + amplitude > MAX_RATE {
-                    return Err(err(format!("the sine's peak is above {MAX_RATE:e} requests/s")));
+                    return Err(err(format!(
+                        "the sine's peak is above {MAX_RATE:e} requests/s"
+                    )));
                 }
                 mean + amplitude
             }
@@ -356,7 +359,7 @@ impl RateProgram {
                 let mut t = u / mean;
                 for _ in 0..100 {
                     let f = self.cumulative(t) - u;
-                    if f.abs() <= 1e-9 * u.max(1.0) {
+                    if f.abs() <= 1e-11 * u.max(1.0) {
                         break;
                     }
                     if f > 0.0 {
@@ -437,9 +440,7 @@ impl Curve {
         if u <= in_warmup && self.first > 0.0 {
             return Some(u / self.first);
         }
-        self.program
-            .time_of(u - in_warmup)
-            .map(|t| self.warmup + t)
+        self.program.time_of(u - in_warmup).map(|t| self.warmup + t)
     }
 
     /// The mean target rate between `a` and `b` seconds after the start.
@@ -513,7 +514,11 @@ mod tests {
         };
         assert_eq!(p("sine:10k±5k/60s"), sine);
         assert_eq!(p("sine:10k+-5k/1m"), sine);
-        for s in ["ramp:0..20000/1m", "steps:1000,2000,4000/30s", "sine:10000±5000/1m"] {
+        for s in [
+            "ramp:0..20000/1m",
+            "steps:1000,2000,4000/30s",
+            "sine:10000±5000/1m",
+        ] {
             assert_eq!(p(s).to_string(), s);
             assert_eq!(p(&p(s).to_string()), p(s));
         }
@@ -560,10 +565,11 @@ mod tests {
                 let u = prog.cumulative(t);
                 let back = prog.time_of(u).unwrap();
                 // Where the rate is zero (a paused step) any time in the pause has the same
-                // count; compare counts then, not times.
+                // count, and where it is near zero a tiny count error is a long time: compare
+                // times only where requests are at most a few milliseconds apart.
                 let err_count = (prog.cumulative(back) - u).abs();
                 assert!(err_count <= 1e-6 * u.max(1.0), "{s} at t={t}: {back}");
-                if prog.rate_at(t) > 0.0 {
+                if prog.rate_at(t) > 100.0 {
                     assert!((back - t).abs() < 1e-6, "{s}: t={t} came back as {back}");
                 }
             }
@@ -603,7 +609,9 @@ mod tests {
             let mut d: f64 = 0.0;
             for (i, g) in gaps.iter().enumerate() {
                 let cdf = 1.0 - (-g / mean).exp();
-                d = d.max((cdf - i as f64 / n).abs()).max((cdf - (i + 1) as f64 / n).abs());
+                d = d
+                    .max((cdf - i as f64 / n).abs())
+                    .max((cdf - (i + 1) as f64 / n).abs());
             }
             d
         }

@@ -51,11 +51,7 @@ pub fn write_header(out: &mut dyn Write, start: SystemTime, comment: &str) -> io
 /// readers (Java's `HistogramLogReader`, the Rust crate's iterator) skip `#` lines they do not
 /// know.
 pub fn write_target_rate(out: &mut dyn Write, start: Duration, rate: f64) -> io::Result<()> {
-    writeln!(
-        out,
-        "#[TargetRate: {:.3} {rate:.3}]",
-        start.as_secs_f64()
-    )
+    writeln!(out, "#[TargetRate: {:.3} {rate:.3}]", start.as_secs_f64())
 }
 
 /// Appends one interval line. `start` is relative to the log's BaseTime.
@@ -128,6 +124,8 @@ mod tests {
         assert_eq!(round_trip(&h), h);
         let mut out = Vec::new();
         write_header(&mut out, SystemTime::now(), "test").unwrap();
+        // A run with an arrival program puts its target rate before each interval.
+        write_target_rate(&mut out, Duration::ZERO, 1500.0).unwrap();
         write_interval(&mut out, &h, Duration::ZERO, Duration::from_secs(1), None).unwrap();
         write_interval(
             &mut out,
@@ -139,6 +137,7 @@ mod tests {
         .unwrap();
         let text = String::from_utf8(out.clone()).unwrap();
         assert_eq!(text.matches("MaxValueDivisor").count(), 1, "{text}");
+        assert!(text.contains("\n#[TargetRate: 0.000 1500.000]\n"), "{text}");
         let mut intervals = 0;
         let mut tags = Vec::new();
         for entry in IntervalLogIterator::new(&out) {

@@ -172,8 +172,7 @@ impl Tickets {
     fn at(&self, coord: f64) -> Option<Instant> {
         let secs = self.plan.curve.time_of(coord)?;
         // Past any run's end (bounds cap runs at 100 days): never due.
-        (secs.is_finite() && secs < 1e9)
-            .then(|| self.base + Duration::from_secs_f64(secs.max(0.0)))
+        (secs.is_finite() && secs < 1e9).then(|| self.base + Duration::from_secs_f64(secs.max(0.0)))
     }
 
     /// The next ticket's due time.

@@ -19,8 +19,8 @@ pub mod suite;
 
 pub use latency::{LatencySummary, Percentile, PERCENTILES};
 pub use load::{
-    ArrivalRecord, ConnectionStats, LoadConfigRecord, LoadReport, Model, PhaseReport,
-    SecondRecord, SelfCheck, ToolInfo,
+    ArrivalRecord, ConnectionStats, LoadConfigRecord, LoadReport, Model, PhaseReport, SecondRecord,
+    SelfCheck, ToolInfo,
 };
 pub use outcome::{Outcome, OutcomeCounts};
 pub use suite::{

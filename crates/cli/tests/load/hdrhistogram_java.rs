@@ -267,6 +267,27 @@ fn open_model_log_gives_both_json_spectra_to_hdrhistograms_java_reader() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// An arrival program's log carries `#[TargetRate: …]` comment lines before its intervals:
+/// Java's reader still reads every interval (its totals match the JSON's).
+#[test]
+fn program_log_with_target_rates_reads_in_java() {
+    let Some(java) = Processor::find() else {
+        return;
+    };
+    let (record, hlog, dir) = load("program", &["-c", "2", "-t", "2", "-R", "steps:200,400/1s"]);
+    let text = std::fs::read_to_string(&hlog).unwrap();
+    assert_eq!(
+        text.lines()
+            .filter(|l| l.starts_with("#[TargetRate: "))
+            .count(),
+        record["timeline"].as_array().unwrap().len(),
+        "{text}"
+    );
+    let corrected = json_totals(&record["measurement"]["latency"]);
+    assert_agree("corrected", &java.totals(&hlog, &[]), &corrected);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn warm_up_is_in_the_log_and_start_skips_it() {
     let Some(java) = Processor::find() else {

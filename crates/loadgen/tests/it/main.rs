@@ -6,5 +6,6 @@ mod support;
 mod accounting;
 mod errors;
 mod models;
+mod programs;
 mod protocols;
 mod schema;

@@ -105,6 +105,28 @@ fn closed_model_record_matches_schema() {
 }
 
 #[test]
+fn arrival_program_record_matches_schema() {
+    let echo = support::Echo::start(Duration::ZERO);
+    let mut spec = support::spec(&echo.url(), 2, Duration::from_millis(1200));
+    spec.arrival = Arrival::Program(gatebench_loadgen::ArrivalProgram {
+        rate: "ramp:100..300/1s".parse().unwrap(),
+        spacing: gatebench_loadgen::Spacing::Poisson { seed: 3 },
+    });
+    spec.warmup = Duration::from_millis(200);
+    let out = support::run(spec);
+    let record = serde_json::to_value(&out.report).unwrap();
+    assert!(record["timeline"].as_array().is_some_and(|t| t.len() >= 2));
+    assert_eq!(record["config"]["arrival"]["seed"], 3);
+    let schema = Schema::load();
+    schema.assert_valid(&record);
+    let mut bad = record.clone();
+    bad["config"]["arrival"]["spacing"] = "uniform".into();
+    schema.assert_rejected(&bad, "/config/arrival/spacing", |k| {
+        matches!(k, ErrorKind::Enum { .. })
+    });
+}
+
+#[test]
 fn open_model_record_with_warmup_matches_schema() {
     let echo = support::Echo::start(Duration::ZERO);
     let mut spec = support::spec(&echo.url(), 2, Duration::from_millis(300));
