@@ -136,6 +136,41 @@ pub struct LoadArgs {
     /// No live progress line on stderr.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// Capacity search: the highest open-model rate the target sustains within --slo (steps,
+    /// then bisection, then a check at the answer). Every step uses -c connections.
+    #[arg(long, requires = "slo", conflicts_with_all = ["rate", "requests", "hlog"])]
+    pub find_max: bool,
+    /// The objective of --find-max: comma-separated pNN<DURATION and errors<N%, e.g.
+    /// 'p99<10ms,errors<0.1%'.
+    #[arg(long, value_name = "SLO", requires = "find_max")]
+    pub slo: Option<String>,
+    /// --find-max: the first rate tried [default: half the closed model's throughput in a
+    /// 2-second probe run].
+    #[arg(
+        long,
+        value_name = "RPS",
+        requires = "find_max",
+        allow_negative_numbers = true
+    )]
+    pub start_rate: Option<f64>,
+    /// --find-max: the shortest measurement per step (longer when the strictest percentile
+    /// needs more requests: 50 beyond it). -d is not used.
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration, requires = "find_max")]
+    pub step_duration: std::time::Duration,
+    /// --find-max: stop bisecting when the failing rate is within this many percent of the
+    /// passing one.
+    #[arg(
+        long,
+        value_name = "PERCENT",
+        default_value_t = 2.0,
+        requires = "find_max",
+        allow_negative_numbers = true
+    )]
+    pub precision: f64,
+    /// --find-max: write the latency-against-rate chart (the knee and the answer marked) as
+    /// an SVG file.
+    #[arg(long, value_name = "FILE", requires = "find_max")]
+    pub svg: Option<PathBuf>,
 }
 
 /// How open-model requests are spaced.

@@ -381,3 +381,91 @@ fn ctrl_c_in_the_open_model_ends_the_schedule_where_it_was_pressed() {
         "{requests} requests in {secs} s at 20 req/s: {m}"
     );
 }
+
+/// The capacity search against an echo with a hard limit: 4 connections to a backend that
+/// holds each request 10 ms carry at most 400 req/s. With `p50<30ms` the search must end
+/// between 250 and 420 req/s, bracketed within its precision and checked, and write its record
+/// and chart.
+#[test]
+fn find_max_finds_the_limit_of_a_delayed_echo() {
+    let echo = EchoChild::start(&["--delay", "10ms"]);
+    let dir = std::env::temp_dir().join(format!("gatebench-find-max-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("cap.json");
+    let svg = dir.join("cap.svg");
+    let o = gatebench(&[
+        "load",
+        &echo.url,
+        "-c",
+        "4",
+        "-t",
+        "1",
+        "--find-max",
+        "--slo",
+        "p50<30ms,errors<1%",
+        "--start-rate",
+        "150",
+        "--step-duration",
+        "1s",
+        "--warmup",
+        "300ms",
+        "--precision",
+        "10",
+        "--json",
+        json.to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(r["verdict"], "found", "{out}");
+    let max = r["max_rate"].as_f64().unwrap();
+    let failed = r["failed_rate"].as_f64().unwrap();
+    assert!((250.0..=420.0).contains(&max), "max {max}: {out}");
+    assert!(
+        failed > max && (failed - max) / max <= 0.10,
+        "{max} .. {failed}"
+    );
+    let steps = r["steps"].as_array().unwrap();
+    let last = steps.last().unwrap();
+    assert_eq!(last["phase"], "check");
+    assert_eq!(last["rate"].as_f64(), Some(max));
+    assert!(out.contains("Max rate within the SLO:"), "{out}");
+    let chart = std::fs::read_to_string(&svg).unwrap();
+    assert!(chart.contains("max within SLO"), "{chart}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn find_max_refuses_a_bad_objective_before_any_load() {
+    for (args, want) in [
+        (
+            vec!["--find-max", "--slo", "p98<10ms"],
+            "not a reported percentile",
+        ),
+        (vec!["--find-max", "--slo", "errors<2"], "percentage"),
+        (vec!["--find-max"], "--slo"),
+        (
+            vec!["--find-max", "--slo", "p99<1ms", "-R", "100"],
+            "cannot be used with",
+        ),
+        (
+            vec!["--find-max", "--slo", "p99<1ms", "--precision", "0"],
+            "--precision",
+        ),
+        (
+            vec!["--find-max", "--slo", "p99<1ms", "--start-rate", "-4"],
+            "--start-rate",
+        ),
+    ] {
+        let mut all = vec!["load", "http://127.0.0.1:1/"];
+        all.extend(args.iter().copied());
+        let o = gatebench(&all);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{all:?}: {err}");
+        assert!(err.contains(want), "{all:?}: expected `{want}` in {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{all:?}: {err}");
+        assert!(o.stdout.is_empty());
+    }
+}

@@ -14,6 +14,7 @@
 //! # Layout
 //! - [`bounds`]: the accepted range of every number, and the one duration parser.
 //! - [`config`]: what a caller asks for and its validation.
+//! - [`capacity`]: the capacity search (`--find-max`): the highest rate within an objective.
 //! - [`arrival`]: arrival programs (ramp, steps, sine) and Poisson arrivals for the open model.
 //! - [`request`]: the request, encoded once; seed-004 JSON payloads.
 //! - `connect`: establishing connections (TCP, TLS) and classifying connect failures.
@@ -37,6 +38,7 @@
 pub mod arrival;
 mod body;
 pub mod bounds;
+pub mod capacity;
 pub mod config;
 mod connect;
 pub mod error;

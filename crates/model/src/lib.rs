@@ -11,12 +11,15 @@
 //! - [`latency`]: latency summaries (mean, stddev, percentile spectrum).
 //! - [`load`]: the record of one `gatebench load` run (one suite cell).
 //! - [`suite`]: the records of a suite run: manifest, environment, one record per cell.
+//! - [`capacity`]: the record of a capacity search (`gatebench load --find-max`).
 
+pub mod capacity;
 pub mod latency;
 pub mod load;
 pub mod outcome;
 pub mod suite;
 
+pub use capacity::{CapacityReport, CapacityStep, CapacityVerdict};
 pub use latency::{LatencySummary, Percentile, PERCENTILES};
 pub use load::{
     ArrivalRecord, ConnectionStats, LoadConfigRecord, LoadReport, Model, PhaseReport, SecondRecord,

@@ -3,6 +3,7 @@
 //!
 //! # Layout
 //! - [`load_text`]: the human report of one `gatebench load` run.
+//! - [`capacity`]: the capacity search's table and latency-against-rate chart.
 //! - [`summary`]: the summary of a suite run (seed-004 columns) as Markdown, CSV and JSON.
 //! - [`fmt`]: number formatting shared by the renderers.
 //! - [`stats`]: Mann-Whitney U, Hodges-Lehmann shifts, medians, geometric means.
@@ -13,6 +14,7 @@
 //! - [`svg`]: hand-written SVG charts: lines over linear or logarithmic axes.
 //! - [`html`]: the self-contained `report.html` and its plots as SVG files.
 
+pub mod capacity;
 pub mod cellfiles;
 pub mod compare;
 pub mod fmt;

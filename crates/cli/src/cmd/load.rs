@@ -22,6 +22,9 @@ use crate::signal;
 
 /// Runs the subcommand.
 pub fn run(args: LoadArgs) -> Result<ExitCode> {
+    if args.find_max {
+        return super::find_max::run(args);
+    }
     let config = LoadConfig::try_new(spec(&args)?)?;
     // Enough file descriptors for -c, checked before anything touches the network.
     gatebench_loadgen::limits::ensure_fd_limit(u64::from(config.connections))?;
@@ -91,7 +94,7 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
     })
 }
 
-fn spec(args: &LoadArgs) -> Result<LoadSpec> {
+pub(crate) fn spec(args: &LoadArgs) -> Result<LoadSpec> {
     let mut s = LoadSpec::new(args.url.clone());
     s.method = args.method.clone();
     s.headers = args.headers.clone();
@@ -217,7 +220,7 @@ fn banner(c: &LoadConfig) -> String {
     )
 }
 
-fn create(path: &Path, flag: &str) -> Result<BufWriter<File>> {
+pub(crate) fn create(path: &Path, flag: &str) -> Result<BufWriter<File>> {
     File::create(path)
         .map(BufWriter::new)
         .with_context(|| format!("cannot create {flag} file {}", path.display()))
