@@ -41,6 +41,8 @@ pub struct RunArgs {
     /// Suite file (TOML). Without it, the built-in default suite.
     pub suite: Option<PathBuf>,
     /// Results directory [default: results/<YYYYmmdd-HHMMSS>].
+    // The doc comment is clap's help text, plain text rather than rustdoc's HTML.
+    #[allow(rustdoc::invalid_html_tags)]
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Print the plan and its estimated time, run nothing.
