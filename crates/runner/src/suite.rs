@@ -12,10 +12,11 @@ use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use gatebench_loadgen::bounds::parse_duration;
+
 use crate::error::RunnerError;
 use crate::gc::GcFormat;
 use raw::{RawLoad, RawMatrix, RawScenario, RawSettings, RawSuite};
-pub use validate::parse_duration;
 use validate::{
     names, raw_process, split_intensities, toml_error, validate_load, validate_matrix,
     validate_scenario,
@@ -614,13 +615,5 @@ mod tests {
         let s = Suite::from_toml("built-in suite", Path::new("/x"), DEFAULT_SUITE).unwrap();
         let again = Suite::from_toml("built-in suite", Path::new("/x"), &s.to_toml()).unwrap();
         assert_eq!(s, again);
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
-        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert!(parse_duration("5 parsecs").is_err());
-        assert!(parse_duration("-1").is_err());
     }
 }

@@ -61,10 +61,10 @@ pub struct RunArgs {
     pub repeats: Option<std::num::NonZeroU32>,
     /// Warm-up of every cell, instead of the suite's (e.g. `0.5s` for a quick smoke run; at
     /// most 100 days).
-    #[arg(long, value_name = "DURATION", value_parser = crate::cli::parse_duration, allow_hyphen_values = true)]
+    #[arg(long, value_name = "DURATION", value_parser = gatebench_loadgen::bounds::parse_duration, allow_hyphen_values = true)]
     pub warmup: Option<std::time::Duration>,
     /// Measurement of every cell, instead of the suite's (at most 100 days).
-    #[arg(long, value_name = "DURATION", value_parser = crate::cli::parse_duration, allow_hyphen_values = true)]
+    #[arg(long, value_name = "DURATION", value_parser = gatebench_loadgen::bounds::parse_duration, allow_hyphen_values = true)]
     pub duration: Option<std::time::Duration>,
     /// Extra arguments for every built-in system under test (proxy, transform, balancer), e.g.
     /// `--sut-args "--threads 1"`: two runs that differ in one setting, for `gatebench compare`.

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gatebench_loadgen::bounds;
+use gatebench_loadgen::bounds::{self, parse_duration};
 
 use super::raw::{RawLoad, RawMatrix, RawProcess, RawScenario};
 use super::{
@@ -53,19 +53,6 @@ pub(super) fn raw_process(p: &ProcessTemplate) -> RawProcess {
         protocol: p.protocol.map(|p| p.name().to_owned()),
         ready: p.ready.clone(),
     }
-}
-
-/// A humantime duration (`30s`, `5m`, `250ms`); a bare number is seconds. The parser is the
-/// command line's ([`gatebench_loadgen::bounds::parse_duration`]): negative values and anything
-/// past 100 days are refused.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    use gatebench_loadgen::bounds::DurationError;
-    bounds::parse_duration(s).map_err(|e| match e {
-        DurationError::Negative | DurationError::TooLong => {
-            format!("\"{s}\" is not a duration ({e})")
-        }
-        _ => format!("\"{s}\" is not a duration (write e.g. \"30s\", \"5m\", \"250ms\")"),
-    })
 }
 
 pub(super) fn validate_load(l: RawLoad) -> Result<LoadSettings, String> {
