@@ -23,7 +23,7 @@ use gatebench_runner::matrix::format_estimate;
 use gatebench_runner::pin::Placement;
 use gatebench_runner::results::{self, ResultsDir};
 use gatebench_runner::suite::Intensity;
-use gatebench_runner::{Observer, Plan, Progress, RunSettings, Suite};
+use gatebench_runner::{Observer, Plan, Progress, RunSettings, RunnerError, Suite};
 
 use crate::cmd::report::{write_report, write_summaries};
 use crate::signal;
@@ -322,8 +322,9 @@ impl Observer for Display {
         eprintln!("setup of {scenario}: {command}");
     }
 
-    fn setup_finished(&mut self, scenario: &str, result: &Result<(), String>) {
+    fn setup_finished(&mut self, scenario: &str, result: &Result<(), RunnerError>) {
         if let Err(e) = result {
+            let e = e.chain();
             eprintln!("gatebench: setup of {scenario} failed (its cells will fail): {e}");
         }
     }
@@ -365,7 +366,7 @@ impl Observer for Display {
         record: &CellRecord,
         results: &ResultsDir,
         all: &[CellRecord],
-    ) -> Result<(), String> {
+    ) -> Result<(), RunnerError> {
         if self.live {
             eprint!("\r\x1b[2K");
         }
@@ -382,7 +383,12 @@ impl Observer for Display {
             ),
         };
         eprintln!("[{}/{}] {}: {outcome}", p.index, p.total, record.cell.id);
-        write_summaries(results, &self.suite, all, self.planned - all.len())
-            .map_err(|e| format!("{e:#}"))
+        write_summaries(results, &self.suite, all, self.planned - all.len()).map_err(|e| {
+            RunnerError::Io {
+                action: "write",
+                path: results.path().join("summary.md"),
+                source: std::io::Error::other(format!("{e:#}")),
+            }
+        })
     }
 }
