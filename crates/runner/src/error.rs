@@ -19,6 +19,15 @@ pub enum RunnerError {
         /// What is wrong, naming the key.
         message: String,
     },
+    /// A suite value is wrong: the key (`[load] timeout`, `scenario "a": backend`) and what is
+    /// wrong with it. Validation turns it into [`RunnerError::Suite`], which names the file.
+    #[error("{key}: {problem}")]
+    SuiteValue {
+        /// The key, with the table or scenario it is in.
+        key: String,
+        /// What is wrong with its value.
+        problem: String,
+    },
     /// Include/exclude filters left no cell to run.
     #[error(
         "no cell left to run: the include/exclude filters matched none of the {planned} cells"
@@ -293,6 +302,17 @@ impl RunnerError {
             cause = c.source();
         }
         out
+    }
+
+    /// A wrong suite value found inside `outer` (`scenario "a"`): its key is prefixed with it.
+    pub(crate) fn within(self, outer: &str) -> Self {
+        match self {
+            RunnerError::SuiteValue { key, problem } => RunnerError::SuiteValue {
+                key: format!("{outer}: {key}"),
+                problem,
+            },
+            other => other,
+        }
     }
 
     /// Shorthand for an invalid suite.

@@ -397,8 +397,10 @@ impl Suite {
             }
         }
 
-        let load = validate_load(raw.load).map_err(err)?;
-        let matrix = validate_matrix(raw.matrix).map_err(err)?;
+        // The validators' errors name the key; the file is named here.
+        let in_file = |e: RunnerError| err(e.to_string());
+        let load = validate_load(raw.load).map_err(in_file)?;
+        let matrix = validate_matrix(raw.matrix).map_err(in_file)?;
         if raw.scenarios.is_empty() {
             return Err(err(
                 "no [[scenario]]: a suite needs at least one scenario".into()
@@ -406,7 +408,7 @@ impl Suite {
         }
         let mut scenarios: Vec<Scenario> = Vec::with_capacity(raw.scenarios.len());
         for (i, rs) in raw.scenarios.into_iter().enumerate() {
-            let sc = validate_scenario(i, rs, base_dir, &matrix, &load).map_err(&err)?;
+            let sc = validate_scenario(i, rs, base_dir, &matrix, &load).map_err(in_file)?;
             if scenarios.iter().any(|o| o.name == sc.name) {
                 return Err(err(format!(
                     "scenario \"{}\": the name is used twice",
