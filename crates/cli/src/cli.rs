@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+// Every duration option goes through the one parser suite files use as well.
+use gatebench_loadgen::bounds::parse_duration;
 
 /// Benchmark HTTP services and the proxies, load balancers and gateways in front of them.
 #[derive(Debug, Parser)]
@@ -331,32 +333,9 @@ pub enum Service {
     Transform,
 }
 
-/// Parses a human duration (`10s`, `1m30s`, `250ms`); a bare number is seconds. Negative
-/// values and anything past 100 days are refused (`gatebench_loadgen::bounds`).
-pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    gatebench_loadgen::bounds::parse_duration(s)
-        .map_err(|e| format!("`{}` is not a valid duration ({e})", s.trim()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("10s").unwrap().as_secs(), 10);
-        assert_eq!(parse_duration("1m30s").unwrap().as_secs(), 90);
-        assert_eq!(parse_duration("250ms").unwrap().as_millis(), 250);
-        assert_eq!(parse_duration("2").unwrap().as_secs(), 2);
-        assert!(parse_duration("-5s").is_err());
-        assert!(parse_duration("-5").is_err());
-        assert!(parse_duration("soon").is_err());
-        let e = parse_duration("1e20").unwrap_err();
-        assert_eq!(
-            e,
-            "`1e20` is not a valid duration (durations are at most 100 days)"
-        );
-    }
 
     #[test]
     fn cli_is_well_formed() {

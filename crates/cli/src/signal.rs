@@ -1,36 +1,31 @@
 //! Ctrl-C and SIGTERM: as a flag the load generator polls (an interrupted load still reports what
-//! it measured) and as a future services await for a graceful shutdown.
+//! it measured) and as a future services await for a graceful shutdown. Both go through
+//! signal-hook's registry (tokio's signals use it as well), so they never undo each other.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
+
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::flag;
 
 static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
 
-extern "C" fn on_signal(_: libc::c_int) {
-    // Only an atomic store: async-signal-safe.
-    if let Some(f) = FLAG.get() {
-        f.store(true, Ordering::Relaxed);
-    }
-}
-
 /// Installs handlers for SIGINT and SIGTERM that set the returned flag. A second Ctrl-C after the
-/// first still interrupts at once (the default action is restored after the first).
+/// first still interrupts at once: the signal's default action runs when the flag is already set.
 pub fn interrupt_flag() -> Arc<AtomicBool> {
-    let flag = FLAG
-        .get_or_init(|| Arc::new(AtomicBool::new(false)))
-        .clone();
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: installing a handler that only performs an atomic store; SA_RESETHAND restores
-        // the default so a second signal terminates.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as *const () as usize;
-            sa.sa_flags = libc::SA_RESETHAND;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
+    FLAG.get_or_init(|| {
+        let flag = Arc::new(AtomicBool::new(false));
+        for sig in [SIGINT, SIGTERM] {
+            // Registered first, so it sees the flag as the previous signal left it: a no-op the
+            // first time, the default action (termination by that signal) the second.
+            flag::register_conditional_default(sig, Arc::clone(&flag))
+                .expect("SIGINT and SIGTERM have handlers that can be registered");
+            flag::register(sig, Arc::clone(&flag))
+                .expect("SIGINT and SIGTERM have handlers that can be registered");
         }
-    }
-    flag
+        flag
+    })
+    .clone()
 }
 
 /// Resolves on the first SIGINT or SIGTERM. Needs a tokio runtime with signals enabled.

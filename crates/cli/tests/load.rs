@@ -4,6 +4,8 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
 
+use rustix::process::{Pid, Signal};
+
 #[path = "load/hdrhistogram_java.rs"]
 mod hdrhistogram_java;
 
@@ -45,15 +47,15 @@ impl EchoChild {
 impl Drop for EchoChild {
     fn drop(&mut self) {
         // SIGTERM, as a user's Ctrl-C would: the backend drains and exits 0.
-        unsafe { libc_kill(self.child.id() as i32, 15) };
+        kill(&self.child, Signal::TERM);
         let status = self.child.wait().unwrap();
         assert!(status.success(), "echo exited with {status} on SIGTERM");
     }
 }
 
-extern "C" {
-    #[link_name = "kill"]
-    fn libc_kill(pid: i32, sig: i32) -> i32;
+fn kill(child: &Child, sig: Signal) {
+    let pid = Pid::from_raw(child.id() as i32).expect("a child's pid is positive");
+    rustix::process::kill_process(pid, sig).expect("signalling our own child");
 }
 
 fn gatebench(args: &[&str]) -> Output {
@@ -362,7 +364,7 @@ fn ctrl_c_in_the_open_model_ends_the_schedule_where_it_was_pressed() {
         .expect("spawn gatebench load");
     // The probe waits for one answer (1 s) before the load starts.
     std::thread::sleep(std::time::Duration::from_millis(3000));
-    unsafe { libc_kill(child.id() as i32, 2) };
+    kill(&child, Signal::INT);
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     let v: serde_json::Value =
@@ -468,4 +470,45 @@ fn find_max_refuses_a_bad_objective_before_any_load() {
         assert_eq!(err.trim_end().lines().count(), 1, "{all:?}: {err}");
         assert!(o.stdout.is_empty());
     }
+}
+
+#[test]
+fn a_second_ctrl_c_ends_the_process_at_once() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::time::{Duration, Instant};
+    // The back-end answers after 8 s: after the first Ctrl-C the generator waits for its one
+    // outstanding request (up to the 10 s timeout), so only the second can explain an end
+    // within 3 s.
+    let echo = EchoChild::start(&["--delay", "8s"]);
+    let mut child = Command::new(BIN)
+        .args(["load", &echo.url, "-c", "1", "-d", "60s", "--no-probe"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn gatebench load");
+    // The banner comes just before the handlers are installed and the load starts.
+    let mut banner = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut banner)
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    kill(&child, Signal::INT);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the first Ctrl-C lets the outstanding request finish (banner: {banner})"
+    );
+    kill(&child, Signal::INT);
+    let sent = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            sent.elapsed() < Duration::from_secs(3),
+            "still running 3 s after the second Ctrl-C"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.signal(), Some(2), "killed by SIGINT: {status}");
 }

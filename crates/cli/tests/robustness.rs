@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use gatebench_loadgen::bounds::{self, DurationError, MAX_DURATION};
+use gatebench_loadgen::bounds::{self, DurationErrorKind, MAX_DURATION};
 use gatebench_runner::{Plan, Suite};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
@@ -187,7 +187,9 @@ fn the_duration_parser_never_panics_and_keeps_its_bounds() {
         .run(&value(), |s| {
             match bounds::parse_duration(&s) {
                 Ok(d) => prop_assert!(d <= MAX_DURATION, "{s:?} gave {d:?}"),
-                Err(DurationError::Negative) => prop_assert!(s.trim().starts_with('-')),
+                Err(e) if e.kind == DurationErrorKind::Negative => {
+                    prop_assert!(s.trim().starts_with('-'))
+                }
                 Err(_) => {}
             }
             Ok(())
@@ -777,11 +779,11 @@ fn the_issues_values_on_the_command_line_are_one_line_and_exit_2() {
     for (args, want) in [
         (
             &["-d", "1e20"][..],
-            "'--duration <DURATION>': `1e20` is not a valid duration (durations are at most 100 days)",
+            "'--duration <DURATION>': \"1e20\" is not a duration (durations are at most 100 days)",
         ),
         (
             &["--warmup", "1e19"],
-            "'--warmup <DURATION>': `1e19` is not a valid duration (durations are at most 100 days)",
+            "'--warmup <DURATION>': \"1e19\" is not a duration (durations are at most 100 days)",
         ),
         (
             &["-R", "1e-300"],
@@ -795,9 +797,15 @@ fn the_issues_values_on_the_command_line_are_one_line_and_exit_2() {
         (&["-R", "inf"], "-R/--rate must be from 0.001 to 1e9"),
         (&["-d", "-1s"], "it must not be negative"),
         (&["--timeout", "1e30"], "'--timeout <DURATION>'"),
-        (&["-c", "4294967295"], "-c/--connections must be at most 1000000"),
+        (
+            &["-c", "4294967295"],
+            "-c/--connections must be at most 1000000",
+        ),
         (&["-t", "100000"], "-t/--threads must be at most 1024"),
-        (&["--h2c", "--streams", "4294967295"], "--streams must be at most 10000"),
+        (
+            &["--h2c", "--streams", "4294967295"],
+            "--streams must be at most 10000",
+        ),
         (
             &["--payload-size", "18446744073709551615"],
             "--payload-size must be at most 1073741824 bytes",

@@ -117,7 +117,7 @@ fn parse_rate(s: &str) -> Result<f64, ProgramError> {
 }
 
 fn parse_len(s: &str, what: &str) -> Result<Duration, ProgramError> {
-    let d = parse_duration(s).map_err(|e| err(format!("{what} '{}': {e}", s.trim())))?;
+    let d = parse_duration(s).map_err(|e| err(format!("{what}: {e}")))?;
     if d.is_zero() {
         return Err(err(format!("{what} must be longer than zero")));
     }

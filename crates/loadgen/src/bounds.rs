@@ -11,7 +11,6 @@
 //! It does not know option names: callers (the CLI, the suite validator, [`crate::LoadConfig`])
 //! put the value's name in front of the reason.
 
-use std::fmt;
 use std::time::Duration;
 
 /// Longest duration any option or suite key accepts (measurement, warm-up, timeouts, delays):
@@ -42,56 +41,69 @@ pub const MAX_STREAMS: u32 = 10_000;
 /// Largest generated payload or fixed answer, bytes (1 GiB): it is built in memory.
 pub const MAX_PAYLOAD: u64 = 1 << 30;
 
+/// A duration that was refused: the text given and why. Its message is the one line both the
+/// command line and suite files show after the option or key, e.g.
+/// `"5 parsecs" is not a duration (write e.g. "30s", "5m", "250ms")`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{input:?} is not a duration ({kind})")]
+pub struct DurationError {
+    /// The text refused, trimmed (quoted and escaped in the message, so it stays one line).
+    pub input: String,
+    /// Why.
+    pub kind: DurationErrorKind,
+}
+
 /// Why a duration was refused.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum DurationError {
+pub enum DurationErrorKind {
     /// It starts with `-`.
+    #[error("it must not be negative")]
     Negative,
-    /// Neither a number of seconds nor a humantime duration; the parser's reason.
-    Malformed(String),
+    /// Neither a finite number of seconds nor a humantime duration.
+    #[error("write e.g. \"30s\", \"5m\", \"250ms\"")]
+    Malformed,
     /// Longer than [`MAX_DURATION`].
+    #[error("durations are at most {MAX_DURATION_TEXT}")]
     TooLong,
 }
 
-impl fmt::Display for DurationError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DurationError::Negative => f.write_str("it must not be negative"),
-            DurationError::Malformed(reason) => f.write_str(reason),
-            DurationError::TooLong => write!(f, "durations are at most {MAX_DURATION_TEXT}"),
-        }
-    }
-}
-
-impl std::error::Error for DurationError {}
-
-/// Parses a duration as humantime writes it (`30s`, `1m30s`, `250ms`, `2d`); a bare number
-/// (`1.5`, `2e3`) is seconds. Negative values, NaN, infinities and anything longer than
-/// [`MAX_DURATION`] are refused; zero is accepted (callers that need more say so).
+/// The one parser of durations, for every command-line option and suite key that takes one.
+///
+/// Accepts a duration as humantime writes it (`30s`, `1m30s`, `250ms`, `2d`) or a bare number
+/// of seconds (`1.5`, `2e3`). Refuses negative values, NaN, infinities and anything longer than
+/// [`MAX_DURATION`]. Zero is accepted: the options and keys that need more say so themselves
+/// (`must be more than 0`).
 pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
     let s = s.trim();
+    parse_trimmed(s).map_err(|kind| DurationError {
+        input: s.to_owned(),
+        kind,
+    })
+}
+
+fn parse_trimmed(s: &str) -> Result<Duration, DurationErrorKind> {
     if s.starts_with('-') {
-        return Err(DurationError::Negative);
+        return Err(DurationErrorKind::Negative);
     }
     let d = if let Ok(secs) = s.parse::<f64>() {
         if !secs.is_finite() {
-            return Err(DurationError::Malformed("not a finite number".into()));
+            return Err(DurationErrorKind::Malformed);
         }
         // Compared as f64 before converting: `Duration::from_secs_f64` panics on overflow.
         if secs > MAX_DURATION.as_secs_f64() {
-            return Err(DurationError::TooLong);
+            return Err(DurationErrorKind::TooLong);
         }
-        Duration::try_from_secs_f64(secs).map_err(|e| DurationError::Malformed(e.to_string()))?
+        Duration::try_from_secs_f64(secs).map_err(|_| DurationErrorKind::Malformed)?
     } else {
         humantime::parse_duration(s).map_err(|e| match e {
             // humantime's own overflow (`99999999999999999999s`) is too long as well.
-            humantime::DurationError::NumberOverflow => DurationError::TooLong,
-            e => DurationError::Malformed(e.to_string()),
+            humantime::DurationError::NumberOverflow => DurationErrorKind::TooLong,
+            _ => DurationErrorKind::Malformed,
         })?
     };
     if d > MAX_DURATION {
-        return Err(DurationError::TooLong);
+        return Err(DurationErrorKind::TooLong);
     }
     Ok(d)
 }
@@ -148,8 +160,9 @@ mod tests {
 
     #[test]
     fn refuses_what_would_panic_later() {
+        let kind = |s: &str| parse_duration(s).map_err(|e| e.kind);
         for s in ["-1", "-0", "-5s", " -1e300"] {
-            assert_eq!(parse_duration(s), Err(DurationError::Negative), "{s}");
+            assert_eq!(kind(s), Err(DurationErrorKind::Negative), "{s}");
         }
         for s in [
             "1e20",
@@ -160,11 +173,32 @@ mod tests {
             "584942417355y",
             "99999999999999999999s",
         ] {
-            assert_eq!(parse_duration(s), Err(DurationError::TooLong), "{s}");
+            assert_eq!(kind(s), Err(DurationErrorKind::TooLong), "{s}");
         }
         for s in ["NaN", "inf", "-inf", "", "soon", "5 parsecs", "1e20x"] {
             assert!(parse_duration(s).is_err(), "{s}");
         }
+    }
+
+    #[test]
+    fn the_message_is_one_line_quoting_what_was_given() {
+        let msg = |s: &str| parse_duration(s).unwrap_err().to_string();
+        assert_eq!(
+            msg(" 5 parsecs "),
+            r#""5 parsecs" is not a duration (write e.g. "30s", "5m", "250ms")"#
+        );
+        assert_eq!(
+            msg("1e20"),
+            r#""1e20" is not a duration (durations are at most 100 days)"#
+        );
+        assert_eq!(
+            msg("-1s"),
+            r#""-1s" is not a duration (it must not be negative)"#
+        );
+        assert_eq!(
+            msg("1s\nsoon"),
+            r#""1s\nsoon" is not a duration (write e.g. "30s", "5m", "250ms")"#
+        );
     }
 
     #[test]

@@ -9,26 +9,23 @@ const RESERVED_FDS: u64 = 64;
 /// Makes sure the open-files limit can hold `connections` sockets, raising the soft limit up to
 /// the hard one if needed.
 pub fn ensure_fd_limit(connections: u64) -> Result<(), LoadgenError> {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
     let needed = connections + RESERVED_FDS;
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes into the struct we own.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return Ok(()); // cannot tell; let the run report connect errors if any
-    }
-    let (soft, hard): (u64, u64) = (lim.rlim_cur, lim.rlim_max);
+    let lim = getrlimit(Resource::Nofile);
+    // `None` is RLIM_INFINITY.
+    let (soft, hard) = (
+        lim.current.unwrap_or(u64::MAX),
+        lim.maximum.unwrap_or(u64::MAX),
+    );
     if soft >= needed {
         return Ok(());
     }
     if hard >= needed {
-        let raised = libc::rlimit {
-            rlim_cur: needed,
-            rlim_max: lim.rlim_max,
+        let raised = Rlimit {
+            current: Some(needed),
+            maximum: lim.maximum,
         };
-        // SAFETY: setrlimit reads the struct we own.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+        if setrlimit(Resource::Nofile, raised).is_ok() {
             return Ok(());
         }
     }

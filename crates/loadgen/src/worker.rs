@@ -469,10 +469,18 @@ pub(crate) fn transport(config: &LoadConfig) -> Transport {
 }
 
 /// This thread's (user, system) CPU seconds.
+///
+/// `getrusage(RUSAGE_THREAD)` through libc: neither std nor rustix reads a thread's user and
+/// system times apart (rustix's `clock_gettime(ThreadCPUTime)` is their sum, and the record
+/// reports both).
+#[allow(unsafe_code)]
 fn thread_cpu() -> (f64, f64) {
-    // SAFETY: getrusage writes into the zeroed struct we own; RUSAGE_THREAD is valid on Linux.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    // SAFETY: `rusage` is plain integers, for which all-zero bytes are a valid value;
+    // getrusage writes into that struct, which we own, and RUSAGE_THREAD is valid on Linux.
+    let (rc, ru) = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        (libc::getrusage(libc::RUSAGE_THREAD, &mut ru), ru)
+    };
     if rc != 0 {
         return (0.0, 0.0);
     }

@@ -317,7 +317,7 @@ fn lifecycle(
             RunnerError::NotReady {
                 name: name.clone(),
                 shown: spec_summary(spec),
-                why,
+                why: why.chain(),
                 log_tail: tail,
                 hint,
             }
@@ -325,9 +325,7 @@ fn lifecycle(
     }
 
     events(CellEvent::Phase(Phase::Verifying));
-    driver
-        .verify(&config)
-        .map_err(|reason| RunnerError::Verification { reason })?;
+    driver.verify(&config)?;
 
     let target_name = if target_is_backend {
         "backend-1"
@@ -376,7 +374,7 @@ fn lifecycle(
         let _ = pin::pin_current_thread(&cpus);
     }
     let samples: Vec<Sample> = sampler.finish();
-    let report = report.map_err(|reason| RunnerError::Load { reason })?;
+    let report = report?;
     let windows = Windows {
         load_start_s,
         warmup_s: report.warmup.as_ref().map_or(0.0, |w| w.duration_s),

@@ -31,18 +31,19 @@ pub enum ReadyCheck {
 pub trait Driver {
     /// One attempt: `Ok(())` when ready, `Err(why not)` otherwise. Called repeatedly until it
     /// succeeds, the process exits, or the ready timeout passes.
-    fn check_ready(&mut self, check: &ReadyCheck) -> Result<(), String>;
+    fn check_ready(&mut self, check: &ReadyCheck) -> Result<(), RunnerError>;
     /// Sends one request as the load will and checks the answer (2xx, and the echoed body
-    /// when verifying).
-    fn verify(&mut self, config: &LoadConfig) -> Result<(), String>;
-    /// Runs the load; `on_interval` gets the live view once a second.
+    /// when verifying); a wrong answer is [`RunnerError::Verification`].
+    fn verify(&mut self, config: &LoadConfig) -> Result<(), RunnerError>;
+    /// Runs the load; `on_interval` gets the live view once a second. A failure is
+    /// [`RunnerError::Load`].
     fn load(
         &mut self,
         config: LoadConfig,
         hlog: &mut Vec<u8>,
         on_interval: &mut dyn FnMut(&IntervalView),
         stop: Arc<AtomicBool>,
-    ) -> Result<LoadReport, String>;
+    ) -> Result<LoadReport, RunnerError>;
 }
 
 /// Makes the load speak protocol `p`: the one place the suite's protocols meet the load
@@ -78,23 +79,28 @@ pub struct NetDriver;
 const READY_ATTEMPT_TIMEOUT: Duration = Duration::from_millis(500);
 
 impl Driver for NetDriver {
-    fn check_ready(&mut self, check: &ReadyCheck) -> Result<(), String> {
+    fn check_ready(&mut self, check: &ReadyCheck) -> Result<(), RunnerError> {
         match check {
             ReadyCheck::Port(addr) => TcpStream::connect_timeout(addr, READY_ATTEMPT_TIMEOUT)
                 .map(drop)
-                .map_err(|e| format!("{addr} does not accept connections ({e})")),
+                .map_err(|error| RunnerError::NotAccepting { addr: *addr, error }),
             ReadyCheck::Url(url) => http_get_status(url).and_then(|status| {
                 if (200..300).contains(&status) {
                     Ok(())
                 } else {
-                    Err(format!("{url} answered {status}"))
+                    Err(RunnerError::ReadyStatus {
+                        url: url.clone(),
+                        status,
+                    })
                 }
             }),
         }
     }
 
-    fn verify(&mut self, config: &LoadConfig) -> Result<(), String> {
-        gatebench_loadgen::probe(config).map_err(|e| e.to_string())
+    fn verify(&mut self, config: &LoadConfig) -> Result<(), RunnerError> {
+        gatebench_loadgen::probe(config).map_err(|e| RunnerError::Verification {
+            reason: e.to_string(),
+        })
     }
 
     fn load(
@@ -103,7 +109,7 @@ impl Driver for NetDriver {
         hlog: &mut Vec<u8>,
         on_interval: &mut dyn FnMut(&IntervalView),
         stop: Arc<AtomicBool>,
-    ) -> Result<LoadReport, String> {
+    ) -> Result<LoadReport, RunnerError> {
         gatebench_loadgen::run(
             config,
             RunOptions {
@@ -120,20 +126,25 @@ impl Driver for NetDriver {
                 msg.push_str(&format!(": {s}"));
                 src = s.source();
             }
-            msg
+            RunnerError::Load { reason: msg }
         })
     }
 }
 
 /// GETs `url` and returns the status code. `https://` URLs only check that the port accepts
 /// connections (200 when it does).
-fn http_get_status(url: &str) -> Result<u16, String> {
+fn http_get_status(url: &str) -> Result<u16, RunnerError> {
+    let failed = |what: &'static str, error: Option<std::io::Error>| RunnerError::ReadyRequest {
+        url: url.to_owned(),
+        what,
+        error,
+    };
     let (tls, rest) = if let Some(r) = url.strip_prefix("http://") {
         (false, r)
     } else if let Some(r) = url.strip_prefix("https://") {
         (true, r)
     } else {
-        return Err(format!("{url}: not an http:// URL"));
+        return Err(failed("not an http:// URL", None));
     };
     let (authority, path) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),
@@ -149,65 +160,66 @@ fn http_get_status(url: &str) -> Result<u16, String> {
     };
     let addr = with_port
         .to_socket_addrs()
-        .map_err(|e| format!("{url}: cannot resolve ({e})"))?
+        .map_err(|e| failed("cannot resolve", Some(e)))?
         .next()
-        .ok_or_else(|| format!("{url}: no address"))?;
+        .ok_or_else(|| failed("no address", None))?;
     let mut s = TcpStream::connect_timeout(&addr, READY_ATTEMPT_TIMEOUT)
-        .map_err(|e| format!("{url}: cannot connect ({e})"))?;
+        .map_err(|e| failed("cannot connect", Some(e)))?;
     if tls {
         return Ok(200);
     }
     s.set_read_timeout(Some(READY_ATTEMPT_TIMEOUT))
         .and_then(|_| s.set_write_timeout(Some(READY_ATTEMPT_TIMEOUT)))
-        .map_err(|e| format!("{url}: {e}"))?;
+        .map_err(|e| failed("", Some(e)))?;
     // One write: a server that answers after its first read must see the whole request.
     let request = format!(
         "GET {path} HTTP/1.1\r\nHost: {authority}\r\nUser-Agent: gatebench-ready\r\nConnection: close\r\n\r\n"
     );
     s.write_all(request.as_bytes())
-        .map_err(|e| format!("{url}: cannot send ({e})"))?;
+        .map_err(|e| failed("cannot send", Some(e)))?;
     let mut head = [0u8; 64];
     let mut n = 0;
     while n < 12 {
         match s.read(&mut head[n..]) {
             Ok(0) => break,
             Ok(k) => n += k,
-            Err(e) => return Err(format!("{url}: no answer ({e})")),
+            Err(e) => return Err(failed("no answer", Some(e))),
         }
     }
     let line = String::from_utf8_lossy(&head[..n]);
     line.strip_prefix("HTTP/1.")
         .and_then(|r| r.get(2..5))
         .and_then(|c| c.parse().ok())
-        .ok_or_else(|| format!("{url}: not an HTTP answer"))
+        .ok_or_else(|| failed("not an HTTP answer", None))
 }
 
 /// Polls `check` every 50 ms until it passes, `exited` reports the process gone, or `timeout`
-/// passes. The error is for a person.
+/// passes: [`RunnerError::Exited`], [`RunnerError::Interrupted`] or
+/// [`RunnerError::ReadyTimeout`] with the last attempt's answer as its cause.
 pub fn wait_ready(
     driver: &mut dyn Driver,
     check: &ReadyCheck,
     timeout: Duration,
     exited: &mut dyn FnMut() -> Option<String>,
     stop: &AtomicBool,
-) -> Result<(), String> {
+) -> Result<(), RunnerError> {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(how) = exited() {
-            return Err(how);
+            return Err(RunnerError::Exited { how });
         }
         let last = match driver.check_ready(check) {
             Ok(()) => return Ok(()),
             Err(e) => e,
         };
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
-            return Err("interrupted".into());
+            return Err(RunnerError::Interrupted);
         }
         if Instant::now() >= deadline {
-            return Err(format!(
-                "not ready after {}: {last}",
-                humantime::format_duration(timeout)
-            ));
+            return Err(RunnerError::ReadyTimeout {
+                after: timeout,
+                last: Box::new(last),
+            });
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -262,7 +274,7 @@ mod tests {
             }
         });
         let url = ReadyCheck::Url(format!("http://{addr}/health"));
-        let e = NetDriver.check_ready(&url).unwrap_err();
+        let e = NetDriver.check_ready(&url).unwrap_err().to_string();
         assert!(e.ends_with("answered 503"), "{e}");
         assert!(NetDriver.check_ready(&url).is_ok());
         t.join().unwrap();
@@ -280,6 +292,30 @@ mod tests {
             &stop,
         )
         .unwrap_err();
-        assert_eq!(e, "exited with status 2");
+        assert_eq!(e.chain(), "exited with status 2");
+    }
+
+    #[test]
+    fn a_timeout_says_what_the_last_attempt_answered() {
+        // A port nothing listens on: bound, then closed.
+        let addr = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let stop = AtomicBool::new(false);
+        let e = wait_ready(
+            &mut NetDriver,
+            &ReadyCheck::Port(addr),
+            Duration::ZERO,
+            &mut || None,
+            &stop,
+        )
+        .unwrap_err();
+        let want = format!("not ready after 0s: {addr} does not accept connections (");
+        assert!(e.chain().starts_with(&want), "{}", e.chain());
+        let e = NetDriver
+            .check_ready(&ReadyCheck::Url("ftp://x/".into()))
+            .unwrap_err();
+        assert_eq!(e.chain(), "ftp://x/: not an http:// URL");
     }
 }

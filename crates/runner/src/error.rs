@@ -3,6 +3,7 @@
 //! error here: it is recorded as a failed cell and the run goes on.
 
 use std::io;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 /// Errors of suite validation, planning and the results directory.
@@ -17,6 +18,15 @@ pub enum RunnerError {
         file: String,
         /// What is wrong, naming the key.
         message: String,
+    },
+    /// A suite value is wrong: the key (`[load] timeout`, `scenario "a": backend`) and what is
+    /// wrong with it. Validation turns it into [`RunnerError::Suite`], which names the file.
+    #[error("{key}: {problem}")]
+    SuiteValue {
+        /// The key, with the table or scenario it is in.
+        key: String,
+        /// What is wrong with its value.
+        problem: String,
     },
     /// Include/exclude filters left no cell to run.
     #[error(
@@ -152,6 +162,51 @@ pub enum RunnerError {
         /// A hint on what to do, starting with `; `, or empty.
         hint: &'static str,
     },
+    /// A readiness attempt: the port does not accept connections.
+    #[error("{addr} does not accept connections ({error})")]
+    NotAccepting {
+        /// The address tried.
+        addr: SocketAddr,
+        /// What connecting said (part of this one-line message, not a separate cause).
+        error: io::Error,
+    },
+    /// A readiness attempt by URL failed before an answer: `what` is `cannot connect`, …
+    #[error("{url}: {}", ready_request(what, error.as_ref()))]
+    ReadyRequest {
+        /// The readiness URL.
+        url: String,
+        /// What failed (`not an http:// URL`, `cannot resolve`, `cannot connect`, …); empty
+        /// when the I/O error says it all.
+        what: &'static str,
+        /// The I/O error, if one was the reason (part of this one-line message).
+        error: Option<io::Error>,
+    },
+    /// A readiness attempt by URL got an answer other than 2xx.
+    #[error("{url} answered {status}")]
+    ReadyStatus {
+        /// The readiness URL.
+        url: String,
+        /// The status code of the answer.
+        status: u16,
+    },
+    /// A process ended while it was awaited; `how` says how (`exited with status 2`).
+    #[error("{how}")]
+    Exited {
+        /// How it ended.
+        how: String,
+    },
+    /// Ctrl-C while waiting.
+    #[error("interrupted")]
+    Interrupted,
+    /// The readiness timeout passed; the cause is the last attempt's answer.
+    #[error("not ready after {}", humantime::format_duration(*after))]
+    ReadyTimeout {
+        /// The readiness timeout.
+        after: std::time::Duration,
+        /// The last attempt's answer.
+        #[source]
+        last: Box<RunnerError>,
+    },
     /// The target did not answer the verification request correctly.
     #[error("verification failed: {reason}")]
     Verification {
@@ -226,6 +281,15 @@ pub enum RunnerError {
     },
 }
 
+/// `what (error)`, `what`, or `error` alone when `what` is empty.
+fn ready_request(what: &str, error: Option<&io::Error>) -> String {
+    match error {
+        Some(e) if what.is_empty() => e.to_string(),
+        Some(e) => format!("{what} ({e})"),
+        None => what.to_owned(),
+    }
+}
+
 impl RunnerError {
     /// The message with every cause after it, `: `-separated, on one line: what a cell's
     /// record says as its failure reason.
@@ -238,6 +302,17 @@ impl RunnerError {
             cause = c.source();
         }
         out
+    }
+
+    /// A wrong suite value found inside `outer` (`scenario "a"`): its key is prefixed with it.
+    pub(crate) fn within(self, outer: &str) -> Self {
+        match self {
+            RunnerError::SuiteValue { key, problem } => RunnerError::SuiteValue {
+                key: format!("{outer}: {key}"),
+                problem,
+            },
+            other => other,
+        }
     }
 
     /// Shorthand for an invalid suite.

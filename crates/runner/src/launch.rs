@@ -78,6 +78,7 @@ pub trait Running: Send {
 pub struct SystemLauncher;
 
 impl Launcher for SystemLauncher {
+    #[allow(unsafe_code)] // `pre_exec`, see the SAFETY comment below
     fn launch(&mut self, spec: &ProcessSpec) -> Result<Box<dyn Running>, RunnerError> {
         let mut cmd = Command::new(&spec.program);
         cmd.args(&spec.args).stdin(Stdio::null());

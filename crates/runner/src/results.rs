@@ -173,21 +173,40 @@ pub fn environment() -> Environment {
                 .map(|(_, v)| v.trim().to_owned())
         })
         .unwrap_or_else(|| "unknown".to_owned());
-    // SAFETY: sysconf has no preconditions; neither rustix nor std reads the count of online
-    // CPUs (std's available_parallelism is the affinity mask, kept as `cores_available`).
-    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    // The online CPUs, as glibc's sysconf(_SC_NPROCESSORS_ONLN) counts them; std's
+    // available_parallelism is the affinity mask, kept as `cores_available`.
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| count_cpu_list(&s));
     let available = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
     let (kernel, arch) = uname();
     Environment {
         schema_version: SCHEMA_VERSION,
         cpu_model,
-        cores: if online > 0 { online as u32 } else { available },
+        cores: online.filter(|&n| n > 0).unwrap_or(available),
         cores_available: available,
         kernel,
         arch,
         gatebench_version: env!("CARGO_PKG_VERSION").to_owned(),
         git_revision: git_revision(),
     }
+}
+
+/// The number of CPUs in a kernel CPU list (`0-3,6,8-9` → 7), as in
+/// `/sys/devices/system/cpu/online`; `None` when it is not one.
+fn count_cpu_list(list: &str) -> Option<u32> {
+    let mut n = 0u32;
+    for part in list.trim().split(',') {
+        let (lo, hi) = match part.split_once('-') {
+            Some((lo, hi)) => (lo.parse::<u32>().ok()?, hi.parse::<u32>().ok()?),
+            None => {
+                let one = part.parse::<u32>().ok()?;
+                (one, one)
+            }
+        };
+        n = n.checked_add(hi.checked_sub(lo)?.checked_add(1)?)?;
+    }
+    Some(n)
 }
 
 /// The kernel (`Linux 6.1.0-…`) and the machine (`x86_64`).
@@ -229,9 +248,11 @@ fn git_revision() -> String {
 }
 
 /// `results/<YYYYmmdd-HHMMSS>` in local time.
+#[allow(unsafe_code)]
 pub fn default_dir() -> PathBuf {
-    // SAFETY: time and localtime_r write into values we own (no safe API turns the time zone
-    // database into local time without another crate).
+    // SAFETY: time and localtime_r write into values we own, and all-zero bytes are a valid
+    // `tm` (integers and a null zone name). No safe API of std or rustix turns the time zone
+    // database into local time.
     let stamp = unsafe {
         let t = libc::time(std::ptr::null_mut());
         let mut tm: libc::tm = std::mem::zeroed();
@@ -259,6 +280,23 @@ mod tests {
         assert!(e.cores >= 1 && e.cores_available >= 1);
         assert!(e.kernel.starts_with("Linux"), "{}", e.kernel);
         assert!(!e.git_revision.is_empty());
+    }
+
+    #[test]
+    fn cpu_lists_are_counted_as_the_kernel_writes_them() {
+        assert_eq!(count_cpu_list("0\n"), Some(1));
+        assert_eq!(count_cpu_list("0-3\n"), Some(4));
+        assert_eq!(count_cpu_list("0-3,6,8-9"), Some(7));
+        assert_eq!(count_cpu_list(""), None);
+        assert_eq!(count_cpu_list("3-1"), None);
+        assert_eq!(count_cpu_list("a-b"), None);
+        // This machine's count agrees with what the kernel says is online.
+        let online = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
+        assert_eq!(
+            count_cpu_list(&online),
+            Some(environment().cores),
+            "{online}"
+        );
     }
 
     #[test]

@@ -41,21 +41,21 @@ pub struct Progress<'a> {
 pub trait Observer {
     /// A scenario's setup command is about to run.
     fn setup_started(&mut self, _scenario: &str, _command: &str) {}
-    /// A scenario's setup command ended.
-    fn setup_finished(&mut self, _scenario: &str, _result: &Result<(), String>) {}
+    /// A scenario's setup command ended; [`RunnerError::chain`] gives a failure on one line.
+    fn setup_finished(&mut self, _scenario: &str, _result: &Result<(), RunnerError>) {}
     /// A cell starts.
     fn cell_started(&mut self, _p: &Progress<'_>) {}
     /// A phase began or a second of load passed.
     fn cell_event(&mut self, _p: &Progress<'_>, _e: &CellEvent<'_>) {}
     /// A cell ended and its files are on disk; `all` holds every record of the run so far, in
-    /// run order. Summaries are rewritten here.
+    /// run order. Summaries are rewritten here; an error ends the run.
     fn cell_finished(
         &mut self,
         _p: &Progress<'_>,
         _record: &CellRecord,
         _results: &ResultsDir,
         _all: &[CellRecord],
-    ) -> Result<(), String> {
+    ) -> Result<(), RunnerError> {
         Ok(())
     }
 }
@@ -178,15 +178,7 @@ pub fn run_suite(
         )?;
         records.push(out.record);
         let record = records.last().expect("just pushed");
-        observer
-            .cell_finished(&progress(i + 1), record, results, &records)
-            .map_err(|e| {
-                RunnerError::io(
-                    "write",
-                    results.path().join("summary.md"),
-                    std::io::Error::other(e),
-                )
-            })?;
+        observer.cell_finished(&progress(i + 1), record, results, &records)?;
     }
     Ok(RunSummary {
         records,
@@ -223,12 +215,11 @@ fn run_setups(
         .map_err(|e| RunnerError::SetupCommandLine {
             source: Box::new(e),
         })
-        .and_then(|cmd| launcher.setup(&cmd, &sc.workdir, &log))
-        // The observer and the cells' records get it as one line, causes included.
-        .map_err(|e| e.chain());
+        .and_then(|cmd| launcher.setup(&cmd, &sc.workdir, &log));
         observer.setup_finished(&sc.name, &result);
         if let Err(e) = result {
-            failures.push((i, e));
+            // The cells' records get it as one line, causes included.
+            failures.push((i, e.chain()));
         }
     }
     failures

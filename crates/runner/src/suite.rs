@@ -12,10 +12,11 @@ use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use gatebench_loadgen::bounds::parse_duration;
+
 use crate::error::RunnerError;
 use crate::gc::GcFormat;
 use raw::{RawLoad, RawMatrix, RawScenario, RawSettings, RawSuite};
-pub use validate::parse_duration;
 use validate::{
     names, raw_process, split_intensities, toml_error, validate_load, validate_matrix,
     validate_scenario,
@@ -396,8 +397,10 @@ impl Suite {
             }
         }
 
-        let load = validate_load(raw.load).map_err(err)?;
-        let matrix = validate_matrix(raw.matrix).map_err(err)?;
+        // The validators' errors name the key; the file is named here.
+        let in_file = |e: RunnerError| err(e.to_string());
+        let load = validate_load(raw.load).map_err(in_file)?;
+        let matrix = validate_matrix(raw.matrix).map_err(in_file)?;
         if raw.scenarios.is_empty() {
             return Err(err(
                 "no [[scenario]]: a suite needs at least one scenario".into()
@@ -405,7 +408,7 @@ impl Suite {
         }
         let mut scenarios: Vec<Scenario> = Vec::with_capacity(raw.scenarios.len());
         for (i, rs) in raw.scenarios.into_iter().enumerate() {
-            let sc = validate_scenario(i, rs, base_dir, &matrix, &load).map_err(&err)?;
+            let sc = validate_scenario(i, rs, base_dir, &matrix, &load).map_err(in_file)?;
             if scenarios.iter().any(|o| o.name == sc.name) {
                 return Err(err(format!(
                     "scenario \"{}\": the name is used twice",
@@ -614,13 +617,5 @@ mod tests {
         let s = Suite::from_toml("built-in suite", Path::new("/x"), DEFAULT_SUITE).unwrap();
         let again = Suite::from_toml("built-in suite", Path::new("/x"), &s.to_toml()).unwrap();
         assert_eq!(s, again);
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
-        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert!(parse_duration("5 parsecs").is_err());
-        assert!(parse_duration("-1").is_err());
     }
 }

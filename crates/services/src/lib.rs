@@ -27,6 +27,9 @@
 //! - `server` (private): the accept loop, per-connection protocol selection and graceful drain
 //!   that every service shares.
 
+// TEMPORARY: removed when the services part lands
+#![allow(missing_docs, unsafe_code, clippy::undocumented_unsafe_blocks)]
+
 pub mod balance;
 pub mod echo;
 pub mod error;

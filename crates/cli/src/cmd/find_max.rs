@@ -33,9 +33,7 @@ enum Stopped {
 /// Runs the search.
 pub fn run(args: LoadArgs) -> Result<ExitCode> {
     let text = args.slo.as_deref().unwrap_or_default();
-    let slo: Slo = text
-        .parse()
-        .map_err(|e| anyhow!("--slo '{}': {e}", text.trim()))?;
+    let slo: Slo = text.parse().map_err(|e| anyhow!("--slo: {e}"))?;
     if !(args.precision.is_finite() && args.precision > 0.0 && args.precision <= 50.0) {
         anyhow::bail!(
             "--precision must be above 0 and at most 50 (percent), got {}",

@@ -1,8 +1,8 @@
 //! `gatebench load URL`: the single-shot load generator.
 //!
 //! Validates every argument and opens every output file before the first request, runs the
-//! correctness probe, then the load with a live progress line on stderr (only when stderr is a
-//! terminal), and prints the text report, the JSON record and the interval log.
+//! correctness probe, then the load with a live progress line on stderr (an indicatif spinner,
+//! only when stderr is a terminal), and prints the text report, the JSON record and the interval log.
 
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
@@ -16,6 +16,7 @@ use gatebench_loadgen::{
     Arrival, ArrivalProgram, IntervalView, LoadConfig, LoadSpec, Protocol, RateProgram,
     RequestBody, RunOptions, Spacing, StopRule, TlsOptions,
 };
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
 
 use crate::cli::{ArrivalSpacing, LoadArgs};
 use crate::signal;
@@ -46,16 +47,27 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
     eprintln!("{}", banner(&config));
 
     let stop = signal::interrupt_flag();
+    // Cleared when dropped, so an error or the report starts on a clean line.
+    let spinner = live.then(|| {
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
+            .with_style(
+                ProgressStyle::with_template("{spinner} {msg}").expect("the template is valid"),
+            )
+            .with_finish(ProgressFinish::AndClear);
+        bar.set_message("starting");
+        bar.enable_steady_tick(Duration::from_millis(200));
+        bar
+    });
     let mut progress = |v: &IntervalView| {
-        if live {
-            eprint!(
-                "\r\x1b[2K[{:>4}s{}] {:>10.0} req/s  p99 {:>9}  errors {}",
+        if let Some(bar) = &spinner {
+            bar.set_message(format!(
+                "[{:>4}s{}] {:>10.0} req/s  p99 {:>9}  errors {}",
                 v.elapsed.as_secs(),
                 if v.warmup { " warm-up" } else { "" },
                 v.rps,
                 gatebench_report::fmt::duration_ms(v.p99_ms),
                 v.total_errors
-            );
+            ));
         }
     };
     let output = gatebench_loadgen::run(
@@ -66,8 +78,8 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
             stop: Some(stop.clone()),
         },
     )?;
-    if live {
-        eprint!("\r\x1b[2K");
+    if let Some(bar) = spinner {
+        bar.finish_and_clear();
     }
     let interrupted = stop.load(Ordering::Relaxed);
     let text = gatebench_report::load_text::render(&output.report);

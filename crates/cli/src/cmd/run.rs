@@ -7,9 +7,10 @@
 //! interrupted.
 
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -23,7 +24,8 @@ use gatebench_runner::matrix::format_estimate;
 use gatebench_runner::pin::Placement;
 use gatebench_runner::results::{self, ResultsDir};
 use gatebench_runner::suite::Intensity;
-use gatebench_runner::{Observer, Plan, Progress, RunSettings, Suite};
+use gatebench_runner::{Observer, Plan, Progress, RunSettings, RunnerError, Suite};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
 
 use crate::cmd::report::{write_report, write_summaries};
 use crate::signal;
@@ -41,6 +43,8 @@ pub struct RunArgs {
     /// Suite file (TOML). Without it, the built-in default suite.
     pub suite: Option<PathBuf>,
     /// Results directory [default: results/<YYYYmmdd-HHMMSS>].
+    // The doc comment is clap's help text, plain text rather than rustdoc's HTML.
+    #[allow(rustdoc::invalid_html_tags)]
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Print the plan and its estimated time, run nothing.
@@ -59,10 +63,10 @@ pub struct RunArgs {
     pub repeats: Option<std::num::NonZeroU32>,
     /// Warm-up of every cell, instead of the suite's (e.g. `0.5s` for a quick smoke run; at
     /// most 100 days).
-    #[arg(long, value_name = "DURATION", value_parser = crate::cli::parse_duration, allow_hyphen_values = true)]
+    #[arg(long, value_name = "DURATION", value_parser = gatebench_loadgen::bounds::parse_duration, allow_hyphen_values = true)]
     pub warmup: Option<std::time::Duration>,
     /// Measurement of every cell, instead of the suite's (at most 100 days).
-    #[arg(long, value_name = "DURATION", value_parser = crate::cli::parse_duration, allow_hyphen_values = true)]
+    #[arg(long, value_name = "DURATION", value_parser = gatebench_loadgen::bounds::parse_duration, allow_hyphen_values = true)]
     pub duration: Option<std::time::Duration>,
     /// Extra arguments for every built-in system under test (proxy, transform, balancer), e.g.
     /// `--sut-args "--threads 1"`: two runs that differ in one setting, for `gatebench compare`.
@@ -130,14 +134,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         stop: stop.clone(),
         placement,
     };
-    let mut observer = Display {
-        live: std::io::stderr().is_terminal(),
-        suite: suite.name.clone(),
-        planned: plan.cells.len(),
-        phase: Phase::Starting,
-        rps: 0.0,
-        errors: 0,
-    };
+    let mut observer = Display::new(&suite, plan.cells.len());
     let run = gatebench_runner::run_suite(
         &suite,
         &plan,
@@ -147,6 +144,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         &mut NetDriver,
         &mut observer,
     )?;
+    observer.clear();
     let missing = plan.cells.len() - run.records.len();
     write_summaries(&dir, &suite.name, &run.records, missing)?;
     let page = write_report(&out_dir)?;
@@ -284,9 +282,11 @@ fn repeats_note(suite: &Suite, plan: &Plan) -> String {
     s
 }
 
-/// The progress display on stderr: a live line on a terminal, one line per cell otherwise.
+/// The progress display on stderr: an indicatif bar on a terminal, one line per cell otherwise
+/// (logs, CI, pipes: the same lines a person reads, nothing redrawn).
 struct Display {
-    live: bool,
+    /// The bar over the plan's cells, on a terminal only.
+    bar: Option<ProgressBar>,
     suite: String,
     planned: usize,
     phase: Phase,
@@ -295,34 +295,69 @@ struct Display {
 }
 
 impl Display {
-    fn line(&self, p: &Progress<'_>) {
+    fn new(suite: &Suite, planned: usize) -> Display {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let style = ProgressStyle::with_template(
+                "{spinner} [{bar:24}] {pos}/{len} · {prefix} left · {wide_msg}",
+            )
+            .expect("the template is valid")
+            .progress_chars("=> ");
+            let bar =
+                ProgressBar::with_draw_target(Some(planned as u64), ProgressDrawTarget::stderr())
+                    .with_style(style)
+                    // Cleared when dropped, so an error or the summary table starts on a clean line.
+                    .with_finish(ProgressFinish::AndClear);
+            bar.enable_steady_tick(Duration::from_millis(200));
+            bar
+        });
+        Display {
+            bar,
+            suite: suite.name.clone(),
+            planned,
+            phase: Phase::Starting,
+            rps: 0.0,
+            errors: 0,
+        }
+    }
+
+    /// Takes the bar off the terminal before the summary is printed.
+    fn clear(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+
+    /// Prints a line on stderr, above the bar when there is one.
+    fn say(&self, line: &str) {
+        match &self.bar {
+            Some(bar) => bar.suspend(|| eprintln!("{line}")),
+            None => eprintln!("{line}"),
+        }
+    }
+
+    fn update(&self, bar: &ProgressBar, p: &Progress<'_>) {
         let live = if matches!(self.phase, Phase::WarmingUp | Phase::Measuring) {
             format!(" · {} req/s · {} errors", rate(self.rps), self.errors)
         } else {
             String::new()
         };
-        let mut e = std::io::stderr().lock();
-        let _ = write!(
-            e,
-            "\r\x1b[2K[{}/{} · {} left] {} · {}{live}",
-            p.index,
-            p.total,
-            format_estimate(p.left),
-            p.cell.id,
-            self.phase.name()
-        );
-        let _ = e.flush();
+        bar.set_position(p.done as u64);
+        bar.set_prefix(format_estimate(p.left));
+        bar.set_message(format!("{} · {}{live}", p.cell.id, self.phase.name()));
     }
 }
 
 impl Observer for Display {
     fn setup_started(&mut self, scenario: &str, command: &str) {
-        eprintln!("setup of {scenario}: {command}");
+        self.say(&format!("setup of {scenario}: {command}"));
     }
 
-    fn setup_finished(&mut self, scenario: &str, result: &Result<(), String>) {
+    fn setup_finished(&mut self, scenario: &str, result: &Result<(), RunnerError>) {
         if let Err(e) = result {
-            eprintln!("gatebench: setup of {scenario} failed (its cells will fail): {e}");
+            let e = e.chain();
+            self.say(&format!(
+                "gatebench: setup of {scenario} failed (its cells will fail): {e}"
+            ));
         }
     }
 
@@ -330,8 +365,8 @@ impl Observer for Display {
         self.phase = Phase::Starting;
         self.rps = 0.0;
         self.errors = 0;
-        if self.live {
-            self.line(p);
+        if let Some(bar) = &self.bar {
+            self.update(bar, p);
         } else {
             eprintln!(
                 "[{}/{} · {} left] {} ({})",
@@ -352,8 +387,8 @@ impl Observer for Display {
                 self.errors = v.total_errors;
             }
         }
-        if self.live {
-            self.line(p);
+        if let Some(bar) = &self.bar {
+            self.update(bar, p);
         }
     }
 
@@ -363,10 +398,7 @@ impl Observer for Display {
         record: &CellRecord,
         results: &ResultsDir,
         all: &[CellRecord],
-    ) -> Result<(), String> {
-        if self.live {
-            eprint!("\r\x1b[2K");
-        }
+    ) -> Result<(), RunnerError> {
         let outcome = match (&record.status, &record.load) {
             (CellStatus::Ok, Some(l)) => format!(
                 "ok · {} req/s · {} errors{}",
@@ -379,8 +411,19 @@ impl Observer for Display {
                 record.reason.as_deref().unwrap_or("no reason recorded")
             ),
         };
-        eprintln!("[{}/{}] {}: {outcome}", p.index, p.total, record.cell.id);
-        write_summaries(results, &self.suite, all, self.planned - all.len())
-            .map_err(|e| format!("{e:#}"))
+        self.say(&format!(
+            "[{}/{}] {}: {outcome}",
+            p.index, p.total, record.cell.id
+        ));
+        if let Some(bar) = &self.bar {
+            bar.set_position(p.index as u64);
+        }
+        write_summaries(results, &self.suite, all, self.planned - all.len()).map_err(|e| {
+            RunnerError::Io {
+                action: "write",
+                path: results.path().join("summary.md"),
+                source: std::io::Error::other(format!("{e:#}")),
+            }
+        })
     }
 }

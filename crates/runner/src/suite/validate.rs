@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gatebench_loadgen::bounds;
+use gatebench_loadgen::bounds::{self, parse_duration};
 
 use super::raw::{RawLoad, RawMatrix, RawProcess, RawScenario};
 use super::{
@@ -55,34 +55,31 @@ pub(super) fn raw_process(p: &ProcessTemplate) -> RawProcess {
     }
 }
 
-/// A humantime duration (`30s`, `5m`, `250ms`); a bare number is seconds. The parser is the
-/// command line's ([`gatebench_loadgen::bounds::parse_duration`]): negative values and anything
-/// past 100 days are refused.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    use gatebench_loadgen::bounds::DurationError;
-    bounds::parse_duration(s).map_err(|e| match e {
-        DurationError::Negative | DurationError::TooLong => {
-            format!("\"{s}\" is not a duration ({e})")
-        }
-        _ => format!("\"{s}\" is not a duration (write e.g. \"30s\", \"5m\", \"250ms\")"),
-    })
+/// A wrong value at `key` (`[load] timeout`, `scenario "a": backend`); the caller adds the
+/// suite file's name ([`RunnerError::Suite`]).
+fn bad(key: impl Into<String>, problem: impl Into<String>) -> RunnerError {
+    RunnerError::SuiteValue {
+        key: key.into(),
+        problem: problem.into(),
+    }
 }
 
-pub(super) fn validate_load(l: RawLoad) -> Result<LoadSettings, String> {
-    let dur = |key: &str, v: &Option<String>, default: Duration| -> Result<Duration, String> {
+pub(super) fn validate_load(l: RawLoad) -> Result<LoadSettings, RunnerError> {
+    let dur = |key: &str, v: &Option<String>, default: Duration| -> Result<Duration, RunnerError> {
         let d = v
             .as_deref()
-            .map(|v| parse_duration(v).map_err(|e| format!("[load] {key}: {e}")))
+            .map(|v| parse_duration(v).map_err(|e| bad(format!("[load] {key}"), e.to_string())))
             .unwrap_or(Ok(default))?;
         if d.is_zero() {
-            return Err(format!("[load] {key}: must be more than 0"));
+            return Err(bad(format!("[load] {key}"), "must be more than 0"));
         }
         Ok(d)
     };
     let method = l.method.unwrap_or_else(|| "POST".to_owned());
     if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
-        return Err(format!(
-            "[load] method: \"{method}\" is not an HTTP method such as POST or GET"
+        return Err(bad(
+            "[load] method",
+            format!("\"{method}\" is not an HTTP method such as POST or GET"),
         ));
     }
     let path = l.path.unwrap_or_else(|| "/".to_owned());
@@ -90,17 +87,18 @@ pub(super) fn validate_load(l: RawLoad) -> Result<LoadSettings, String> {
     let headers = l.headers.unwrap_or_default();
     for h in &headers {
         if !h.contains(':') {
-            return Err(format!(
-                "[load] headers: \"{h}\" is not a header line (write \"Name: value\")"
+            return Err(bad(
+                "[load] headers",
+                format!("\"{h}\" is not a header line (write \"Name: value\")"),
             ));
         }
     }
     let connections = l.connections.unwrap_or(100);
     bounds::check_count(u64::from(connections), u64::from(bounds::MAX_CONNECTIONS))
-        .map_err(|r| format!("[load] connections: {r}"))?;
+        .map_err(|r| bad("[load] connections", r))?;
     if let Some(t) = l.threads {
         bounds::check_count(u64::from(t), u64::from(bounds::MAX_THREADS))
-            .map_err(|r| format!("[load] threads: {r}"))?;
+            .map_err(|r| bad("[load] threads", r))?;
     }
     Ok(LoadSettings {
         method,
@@ -118,28 +116,33 @@ pub(super) fn validate_load(l: RawLoad) -> Result<LoadSettings, String> {
     })
 }
 
-fn check_path(key: &str, path: &str) -> Result<(), String> {
+fn check_path(key: &str, path: &str) -> Result<(), RunnerError> {
     if !path.starts_with('/') || path.contains(char::is_whitespace) {
-        return Err(format!(
-            "{key}: \"{path}\" must start with / and contain no spaces"
+        return Err(bad(
+            key,
+            format!("\"{path}\" must start with / and contain no spaces"),
         ));
     }
     Ok(())
 }
 
-pub(super) fn validate_matrix(m: RawMatrix) -> Result<Matrix, String> {
+pub(super) fn validate_matrix(m: RawMatrix) -> Result<Matrix, RunnerError> {
     let intensities = match (m.users, m.rates) {
         (Some(_), Some(_)) => {
-            return Err(
-                "[matrix]: give users (closed model) or rates (open model), not both".into(),
-            )
+            return Err(bad(
+                "[matrix]",
+                "give users (closed model) or rates (open model), not both",
+            ))
         }
         (Some(u), None) => {
             nonempty("[matrix] users", &u)?;
-            if let Some(bad) = u.iter().find(|&&u| u == 0 || u > bounds::MAX_CONNECTIONS) {
-                return Err(format!(
-                    "[matrix] users: every value must be from 1 to {}, got {bad}",
-                    bounds::MAX_CONNECTIONS
+            if let Some(wrong) = u.iter().find(|&&u| u == 0 || u > bounds::MAX_CONNECTIONS) {
+                return Err(bad(
+                    "[matrix] users",
+                    format!(
+                        "every value must be from 1 to {}, got {wrong}",
+                        bounds::MAX_CONNECTIONS
+                    ),
                 ));
             }
             u.into_iter().map(Intensity::Users).collect()
@@ -147,7 +150,8 @@ pub(super) fn validate_matrix(m: RawMatrix) -> Result<Matrix, String> {
         (None, Some(r)) => {
             nonempty("[matrix] rates", &r)?;
             for &rate in &r {
-                bounds::check_rate(rate).map_err(|e| format!("[matrix] rates: every rate {e}"))?;
+                bounds::check_rate(rate)
+                    .map_err(|e| bad("[matrix] rates", format!("every rate {e}")))?;
             }
             r.into_iter().map(Intensity::Rate).collect()
         }
@@ -157,14 +161,18 @@ pub(super) fn validate_matrix(m: RawMatrix) -> Result<Matrix, String> {
     nonempty("[matrix] sizes", &sizes)?;
     let min = gatebench_loadgen::request::min_payload_size() as u64;
     if let Some(s) = sizes.iter().find(|s| **s < min) {
-        return Err(format!(
-            "[matrix] sizes: {s} is too small: a seed-004 JSON payload takes at least {min} bytes"
+        return Err(bad(
+            "[matrix] sizes",
+            format!("{s} is too small: a seed-004 JSON payload takes at least {min} bytes"),
         ));
     }
     if let Some(s) = sizes.iter().find(|s| **s > bounds::MAX_PAYLOAD) {
-        return Err(format!(
-            "[matrix] sizes: {s} is too large: at most {} bytes (1 GiB)",
-            bounds::MAX_PAYLOAD
+        return Err(bad(
+            "[matrix] sizes",
+            format!(
+                "{s} is too large: at most {} bytes (1 GiB)",
+                bounds::MAX_PAYLOAD
+            ),
         ));
     }
     let delays = match m.delays {
@@ -172,7 +180,7 @@ pub(super) fn validate_matrix(m: RawMatrix) -> Result<Matrix, String> {
         Some(d) => {
             nonempty("[matrix] delays", &d)?;
             d.iter()
-                .map(|d| parse_duration(d).map_err(|e| format!("[matrix] delays: {e}")))
+                .map(|d| parse_duration(d).map_err(|e| bad("[matrix] delays", e.to_string())))
                 .collect::<Result<_, _>>()?
         }
     };
@@ -188,19 +196,23 @@ pub(super) fn validate_matrix(m: RawMatrix) -> Result<Matrix, String> {
     })
 }
 
-fn nonempty<T>(key: &str, v: &[T]) -> Result<(), String> {
+fn nonempty<T>(key: &str, v: &[T]) -> Result<(), RunnerError> {
     if v.is_empty() {
-        return Err(format!("{key}: the list is empty"));
+        return Err(bad(key, "the list is empty"));
     }
     Ok(())
 }
 
-fn parse_protocols(key: &str, v: &[String]) -> Result<Vec<Protocol>, String> {
+fn parse_protocols(key: &str, v: &[String]) -> Result<Vec<Protocol>, RunnerError> {
     nonempty(key, v)?;
     v.iter()
         .map(|s| {
-            Protocol::parse(s)
-                .ok_or_else(|| format!("{key}: \"{s}\" is not a protocol (use h1c, h1, h2 or h2c)"))
+            Protocol::parse(s).ok_or_else(|| {
+                bad(
+                    key,
+                    format!("\"{s}\" is not a protocol (use h1c, h1, h2 or h2c)"),
+                )
+            })
         })
         .collect()
 }
@@ -211,10 +223,11 @@ pub(super) fn validate_scenario(
     base_dir: &Path,
     matrix: &Matrix,
     load: &LoadSettings,
-) -> Result<Scenario, String> {
+) -> Result<Scenario, RunnerError> {
     let name = r
         .name
-        .ok_or_else(|| format!("[[scenario]] #{}: name is missing", index + 1))?;
+        .ok_or_else(|| bad(format!("[[scenario]] #{}", index + 1), "name is missing"))?;
+    let scenario = format!("scenario \"{name}\"");
     let valid_name = name
         .chars()
         .next()
@@ -223,26 +236,29 @@ pub(super) fn validate_scenario(
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.');
     if !valid_name {
-        return Err(format!(
-            "scenario \"{name}\": name must be letters, digits, '-' and '.' (it is part of \
-             directory names), starting with a letter or digit"
+        return Err(bad(
+            &scenario,
+            "name must be letters, digits, '-' and '.' (it is part of directory names), \
+             starting with a letter or digit",
         ));
     }
-    let e = |m: String| format!("scenario \"{name}\": {m}");
+    // A wrong value at one of this scenario's keys.
+    let at = |key: &str, problem: String| bad(format!("{scenario}: {key}"), problem);
+    let within = |e: RunnerError| e.within(&scenario);
     let protocols = match &r.protocols {
-        Some(p) => parse_protocols("protocols", p).map_err(e)?,
+        Some(p) => parse_protocols("protocols", p).map_err(within)?,
         None => matrix.protocols.clone(),
     };
     let path = r.path.unwrap_or_else(|| load.path.clone());
-    check_path("path", &path).map_err(e)?;
+    check_path("path", &path).map_err(within)?;
     let workdir = match r.workdir {
-        Some(w) if w.trim().is_empty() => return Err(e("workdir is empty".into())),
+        Some(w) if w.trim().is_empty() => return Err(bad(&scenario, "workdir is empty")),
         Some(w) => base_dir.join(w),
         None => base_dir.to_path_buf(),
     };
     if let Some(s) = &r.setup {
         if s.trim().is_empty() {
-            return Err(e("setup is empty".into()));
+            return Err(bad(&scenario, "setup is empty"));
         }
         // Setup runs once, before any cell: only the directories are known then.
         placeholder::expand_strict(s, &|n| {
@@ -256,9 +272,10 @@ pub(super) fn validate_scenario(
                 }
                 other => other.to_string(),
             };
-            e(format!(
-                "setup: {what} (setup knows only {{suite_dir}} and {{workdir}})"
-            ))
+            at(
+                "setup",
+                format!("{what} (setup knows only {{suite_dir}} and {{workdir}})"),
+            )
         })?;
     }
     let templates = r
@@ -267,7 +284,7 @@ pub(super) fn validate_scenario(
         .into_iter()
         .map(|t| {
             if t.trim().is_empty() {
-                Err(e("templates: a path is empty".into()))
+                Err(at("templates", "a path is empty".into()))
             } else {
                 Ok(PathBuf::from(t))
             }
@@ -277,35 +294,38 @@ pub(super) fn validate_scenario(
         .backend
         .map(|p| validate_process("backend", p, true))
         .transpose()
-        .map_err(e)?;
+        .map_err(within)?;
     let sut = r
         .sut
         .map(|p| validate_process("sut", p, false))
         .transpose()
-        .map_err(e)?;
+        .map_err(within)?;
     if backend.is_none() && sut.is_none() {
-        return Err(e(
-            "needs a sut, a backend, or both (a backend alone is measured directly)".into(),
+        return Err(bad(
+            &scenario,
+            "needs a sut, a backend, or both (a backend alone is measured directly)",
         ));
     }
     let gc = match (r.gc_format, r.gc_log) {
         (None, None) => None,
         (None, Some(_)) => {
-            return Err(e(
-                "gc_log needs gc_format = \"jvm\" (-Xlog:gc) or \"go\" (GODEBUG=gctrace=1)".into(),
+            return Err(bad(
+                &scenario,
+                "gc_log needs gc_format = \"jvm\" (-Xlog:gc) or \"go\" (GODEBUG=gctrace=1)",
             ))
         }
         (Some(f), path) => {
             let format = GcFormat::parse(&f).ok_or_else(|| {
-                e(format!(
-                    "gc_format: \"{f}\" is not a GC log format (use \"jvm\" or \"go\")"
-                ))
+                at(
+                    "gc_format",
+                    format!("\"{f}\" is not a GC log format (use \"jvm\" or \"go\")"),
+                )
             })?;
             if let Some(p) = &path {
                 if p.trim().is_empty() {
-                    return Err(e("gc_log is empty".into()));
+                    return Err(bad(&scenario, "gc_log is empty"));
                 }
-                placeholder::check(p).map_err(|m| e(format!("gc_log: {m}")))?;
+                placeholder::check(p).map_err(|m| at("gc_log", m.to_string()))?;
             }
             Some(GcLog { format, path })
         }
@@ -325,58 +345,68 @@ pub(super) fn validate_scenario(
     })
 }
 
-fn validate_process(key: &str, p: RawProcess, backend: bool) -> Result<ProcessTemplate, String> {
+fn validate_process(
+    key: &str,
+    p: RawProcess,
+    backend: bool,
+) -> Result<ProcessTemplate, RunnerError> {
+    let at = |sub: &str, problem: String| bad(format!("{key}: {sub}"), problem);
     let program = match (p.serve, p.command) {
         (Some(_), Some(_)) => {
-            return Err(format!(
-                "{key}: give serve (a built-in service) or command (a shell command line), not both"
+            return Err(bad(
+                key,
+                "give serve (a built-in service) or command (a shell command line), not both",
             ))
         }
         (None, None) => {
-            return Err(format!(
-                "{key}: command is missing (give serve = \"echo --port {{port}}\" for a built-in \
-                 service, or command = \"…\" for any program)"
+            return Err(bad(
+                key,
+                "command is missing (give serve = \"echo --port {port}\" for a built-in \
+                 service, or command = \"…\" for any program)",
             ))
         }
         (Some(s), None) => {
             if s.trim().is_empty() {
-                return Err(format!("{key}: serve is empty"));
+                return Err(bad(key, "serve is empty"));
             }
-            placeholder::check(&s).map_err(|m| format!("{key}: serve: {m}"))?;
+            placeholder::check(&s).map_err(|m| at("serve", m.to_string()))?;
             Program::Serve(s)
         }
         (None, Some(c)) => {
             if c.trim().is_empty() {
-                return Err(format!("{key}: command is empty"));
+                return Err(bad(key, "command is empty"));
             }
-            placeholder::check(&c).map_err(|m| format!("{key}: command: {m}"))?;
+            placeholder::check(&c).map_err(|m| at("command", m.to_string()))?;
             Program::Command(c)
         }
     };
     let count = p.count.unwrap_or(1);
     if count == 0 || count > MAX_BACKENDS {
-        return Err(format!(
-            "{key}: count must be from 1 to {MAX_BACKENDS}, got {count}"
+        return Err(bad(
+            key,
+            format!("count must be from 1 to {MAX_BACKENDS}, got {count}"),
         ));
     }
     if !backend && count != 1 {
-        return Err(format!(
-            "{key}: count must be 1 (one system under test per cell)"
-        ));
+        return Err(bad(key, "count must be 1 (one system under test per cell)"));
     }
     let protocol = p
         .protocol
         .map(|s| {
             Protocol::parse(&s).ok_or_else(|| {
-                format!("{key}: protocol \"{s}\" is not a protocol (use h1c, h1, h2 or h2c)")
+                bad(
+                    key,
+                    format!("protocol \"{s}\" is not a protocol (use h1c, h1, h2 or h2c)"),
+                )
             })
         })
         .transpose()?;
     if let Some(r) = &p.ready {
-        placeholder::check(r).map_err(|m| format!("{key}: ready: {m}"))?;
+        placeholder::check(r).map_err(|m| at("ready", m.to_string()))?;
         if !(r.starts_with("http://") || r.starts_with("https://")) {
-            return Err(format!(
-                "{key}: ready: \"{r}\" must be an http:// or https:// URL"
+            return Err(at(
+                "ready",
+                format!("\"{r}\" must be an http:// or https:// URL"),
             ));
         }
     }

@@ -10,7 +10,7 @@ use gatebench_model::{CellRecord, CellStatus};
 use gatebench_runner::cell::{run_cell, CellContext, CellEvent, Phase};
 use gatebench_runner::pin::Placement;
 use gatebench_runner::run::{Observer, Progress};
-use gatebench_runner::{prepare, run_suite, Plan, ResultsDir, RunSettings, Suite};
+use gatebench_runner::{prepare, run_suite, Plan, ResultsDir, RunSettings, RunnerError, Suite};
 
 use crate::support::{suite, temp_dir, FakeDriver, FakeLauncher};
 
@@ -320,7 +320,7 @@ struct Recorder {
 }
 
 impl Observer for Recorder {
-    fn setup_finished(&mut self, scenario: &str, result: &Result<(), String>) {
+    fn setup_finished(&mut self, scenario: &str, result: &Result<(), RunnerError>) {
         self.setups.push(format!("{scenario}: {result:?}"));
     }
     fn cell_started(&mut self, p: &Progress<'_>) {
@@ -333,7 +333,7 @@ impl Observer for Recorder {
         record: &CellRecord,
         results: &ResultsDir,
         all: &[CellRecord],
-    ) -> Result<(), String> {
+    ) -> Result<(), RunnerError> {
         // The cell's files are on disk when the observer hears of it.
         let rec = results
             .path()

@@ -109,17 +109,17 @@ pub struct FakeDriver {
 }
 
 impl Driver for FakeDriver {
-    fn check_ready(&mut self, _check: &ReadyCheck) -> Result<(), String> {
+    fn check_ready(&mut self, _check: &ReadyCheck) -> Result<(), RunnerError> {
         Ok(())
     }
 
-    fn verify(&mut self, config: &LoadConfig) -> Result<(), String> {
+    fn verify(&mut self, config: &LoadConfig) -> Result<(), RunnerError> {
         self.calls
             .lock()
             .unwrap()
             .push(format!("verify {}", config.target.url));
         match &self.verify_fails {
-            Some(e) => Err(e.clone()),
+            Some(e) => Err(RunnerError::Verification { reason: e.clone() }),
             None => Ok(()),
         }
     }
@@ -130,7 +130,7 @@ impl Driver for FakeDriver {
         hlog: &mut Vec<u8>,
         on_interval: &mut dyn FnMut(&IntervalView),
         _stop: Arc<AtomicBool>,
-    ) -> Result<LoadReport, String> {
+    ) -> Result<LoadReport, RunnerError> {
         self.calls.lock().unwrap().push(format!(
             "load {} -c {}",
             config.target.url, config.connections
