@@ -3,7 +3,7 @@
 //!
 //! The search only decides which rate to try next; running a step is the caller's closure, so
 //! the arithmetic is tested against a modelled target and the real thing runs
-//! [`crate::run`]. Its shape:
+//! [`crate::run()`]. Its shape:
 //!
 //! 1. **Bracket.** From the starting rate, up by a factor (default 1.5) while steps pass, or
 //!    down while they fail, until one passing rate sits below a failing one.
