@@ -28,6 +28,10 @@ pub enum Command {
     /// Compare results directories (two versions, or a history against a baseline), with
     /// significance tests; a CI gate with --fail-on-regression.
     Compare(crate::cmd::compare::CompareArgs),
+    /// An intermediary's own cost: the same open-model schedule to a back-end directly and
+    /// through the intermediary, interleaved; the latency it adds per percentile with
+    /// confidence intervals, and its CPU per request.
+    Cost(crate::cmd::cost::CostArgs),
 }
 
 /// `gatebench load URL`.

@@ -512,3 +512,76 @@ fn a_second_ctrl_c_ends_the_process_at_once() {
     };
     assert_eq!(status.signal(), Some(2), "killed by SIGINT: {status}");
 }
+
+/// `gatebench cost` with an "intermediary" that is an echo holding every answer 20 ms: the
+/// added latency at every percentile is about 20 ms with an interval above zero, and the CPU
+/// per request of the process given is reported.
+#[test]
+fn cost_measures_what_an_intermediary_adds() {
+    let direct = EchoChild::start(&[]);
+    let via = EchoChild::start(&["--delay", "20ms"]);
+    let pid = via.child.id().to_string();
+    let o = gatebench(&[
+        "cost",
+        "--direct",
+        &direct.url,
+        "--via",
+        &via.url,
+        "--via-pid",
+        &pid,
+        "-R",
+        "100",
+        "-c",
+        "8",
+        "-t",
+        "1",
+        "-d",
+        "1s",
+        "--warmup",
+        "200ms",
+        "--repeats",
+        "3",
+        "--json",
+        "-",
+        "-q",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    let runs = r["runs"].as_array().unwrap();
+    let order: Vec<&str> = runs.iter().map(|r| r["path"].as_str().unwrap()).collect();
+    assert_eq!(order, ["direct", "via", "via", "direct", "direct", "via"]);
+    let added = r["added"].as_array().unwrap();
+    assert_eq!(added.len(), 4);
+    for a in added {
+        let (ms, low) = (a["added_ms"].as_f64().unwrap(), a["low_ms"].as_f64().unwrap());
+        assert!((15.0..60.0).contains(&ms), "{a}");
+        assert!(low > 0.0, "3 against 3 runs 20 ms apart exclude zero: {a}");
+    }
+    assert!(r["intermediary_cpu_us_per_request"].as_f64().is_some());
+    let text = stderr(&o);
+    assert!(text.contains("Intermediary cost:") && text.contains("p99.9"), "{text}");
+}
+
+#[test]
+fn cost_refuses_bad_input_before_any_load() {
+    for (extra, want) in [
+        (vec!["-R", "0"], "-R/--rate"),
+        (vec!["-R", "100", "--repeats", "1"], "--repeats"),
+        (vec!["-R", "100", "--via-pid", "4294967"], "--via-pid"),
+        (vec!["-R", "100", "-d", "0s"], "-d/--duration"),
+    ] {
+        let mut args = vec![
+            "cost",
+            "--direct",
+            "http://127.0.0.1:1/",
+            "--via",
+            "http://127.0.0.1:2/",
+        ];
+        args.extend(extra.iter().copied());
+        let o = gatebench(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    }
+}

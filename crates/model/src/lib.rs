@@ -12,14 +12,17 @@
 //! - [`load`]: the record of one `gatebench load` run (one suite cell).
 //! - [`suite`]: the records of a suite run: manifest, environment, one record per cell.
 //! - [`capacity`]: the record of a capacity search (`gatebench load --find-max`).
+//! - [`cost`]: the record of an intermediary-cost measurement (`gatebench cost`).
 
 pub mod capacity;
+pub mod cost;
 pub mod latency;
 pub mod load;
 pub mod outcome;
 pub mod suite;
 
 pub use capacity::{CapacityReport, CapacityStep, CapacityVerdict};
+pub use cost::{AddedLatency, CostReport, CostRun};
 pub use latency::{LatencySummary, Percentile, PERCENTILES};
 pub use load::{
     ArrivalRecord, ConnectionStats, LoadConfigRecord, LoadReport, Model, PhaseReport, SecondRecord,

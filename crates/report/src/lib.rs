@@ -7,6 +7,7 @@
 //! - [`summary`]: the summary of a suite run (seed-004 columns) as Markdown, CSV and JSON.
 //! - [`fmt`]: number formatting shared by the renderers.
 //! - [`stats`]: Mann-Whitney U, Hodges-Lehmann shifts, medians, geometric means.
+//! - [`cost`]: the intermediary's own cost (added latency per percentile, CPU per request).
 //! - [`compare`]: runs against a baseline, per cell and metric; its submodules render the
 //!   comparison as Markdown, JSON and JUnit XML (a CI gate's report).
 //! - [`cellfiles`]: a cell's side files (`samples.csv`, `timeline.csv`, `latency.hlog`) read
@@ -17,6 +18,7 @@
 pub mod capacity;
 pub mod cellfiles;
 pub mod compare;
+pub mod cost;
 pub mod fmt;
 pub mod html;
 pub mod load_text;

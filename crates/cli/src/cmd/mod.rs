@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod compare;
+pub mod cost;
 pub mod find_max;
 pub mod load;
 pub mod report;
