@@ -420,6 +420,7 @@ mod tests {
             latency_uncorrected: None,
             concurrency: 0.0,
             connections: Default::default(),
+            histograms: None,
         }
     }
 

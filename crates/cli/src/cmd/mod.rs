@@ -2,6 +2,7 @@
 
 pub mod compare;
 pub mod load;
+pub mod merge;
 pub mod report;
 pub mod run;
 pub mod serve;
