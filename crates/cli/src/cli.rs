@@ -25,6 +25,8 @@ pub enum Command {
     Report(crate::cmd::report::ReportArgs),
     /// Merge the JSON records of a run's shards (`load --shard I/N`) into one record.
     Merge(crate::cmd::merge::MergeArgs),
+    /// Print a Kubernetes Indexed Job that runs `gatebench load` as N shards, one pod each.
+    K8s(crate::cmd::k8s::K8sArgs),
     /// Compare results directories (two versions, or a history against a baseline), with
     /// significance tests; a CI gate with --fail-on-regression.
     Compare(crate::cmd::compare::CompareArgs),

@@ -166,7 +166,7 @@ fn apply_shard(s: &mut LoadSpec, args: &LoadArgs, index: u32, count: u32) -> Res
     Ok(())
 }
 
-fn spec(args: &LoadArgs) -> Result<LoadSpec> {
+pub(crate) fn spec(args: &LoadArgs) -> Result<LoadSpec> {
     let mut s = LoadSpec::new(args.url.clone());
     s.method = args.method.clone();
     s.headers = args.headers.clone();

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod compare;
+pub mod k8s;
 pub mod load;
 pub mod merge;
 pub mod report;
