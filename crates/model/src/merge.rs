@@ -65,7 +65,7 @@ pub enum MergeError {
         count: u32,
     },
     /// A shard's index is out of range.
-    #[error("shard {index}/{count} is out of range (indices are 0 to {})", count - 1)]
+    #[error("shard {index}/{count} is out of range (indices are 0 to {})", count.saturating_sub(1))]
     OutOfRange {
         /// The shard's index.
         index: u32,
@@ -561,6 +561,10 @@ mod tests {
         old.measurement.histograms = None;
         assert!(e(&[shard(0, 2, &[1], 0), old]).contains("carries no histograms"));
         assert_eq!(e(&[]), "no record to merge");
+        // A hand-made record with no shard at all is refused, not a panic.
+        let mut none = shard(0, 1, &[1], 0);
+        none.shard.as_mut().unwrap().count = 0;
+        assert!(e(&[none]).contains("out of range"));
     }
 
     #[test]
