@@ -29,7 +29,7 @@
 //! destroys the answer before the client reads it (Apache's "lingering close").
 //!
 //! It also carries interim (1xx) responses from a request's handler onto the connection
-//! ([`Interim`]), which hyper's server has no way to send: they are written when hyper flushes
+//! (`interim::Interim`), which hyper's server has no way to send: they are written when hyper flushes
 //! with nothing of its own left to write, and the handler waits until they are on the wire before
 //! it hands hyper the final response, so they always leave after the previous response and
 //! before this one (RFC 9110 §15.2).
@@ -42,14 +42,16 @@ use std::future::Future;
 use std::io;
 use std::mem::MaybeUninit;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll, Waker};
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
 use http::{Request, StatusCode};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::time::{Instant, Sleep};
+
+use crate::interim::Interim;
 
 /// The method of the synthetic request that stands for a refused head. hyper parses it like any
 /// extension method; a client that sends it is refused with 400 itself, so the service sees it
@@ -174,64 +176,6 @@ pub(crate) struct StrictH1<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> {
     interim_taken: u64,
 }
 
-/// Interim (1xx) responses on their way from a request's handler to its HTTP/1.1 connection:
-/// one per connection, shared by the service and the connection's [`StrictH1`].
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Interim(Arc<Mutex<InterimQueue>>);
-
-#[derive(Debug, Default)]
-struct InterimQueue {
-    /// Serialized heads waiting for the connection.
-    queued: BytesMut,
-    /// Bytes ever queued, and ever written: a handler waits until `written` reaches the count
-    /// its own head brought `queued_total` to.
-    queued_total: u64,
-    written: u64,
-    /// The connection's task (hyper polls the handler from it too), and a waiting handler.
-    conn: Option<Waker>,
-    handler: Option<Waker>,
-    /// The connection is gone: nothing more will be written.
-    closed: bool,
-}
-
-impl Interim {
-    fn lock(&self) -> MutexGuard<'_, InterimQueue> {
-        self.0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Queues one serialized interim response head and waits until it has been written to the
-    /// connection; false when the connection is gone. The caller must not hand hyper its final
-    /// response before this returns: that is what keeps the order on the wire.
-    pub(crate) async fn send(&self, head: &[u8]) -> bool {
-        let target = {
-            let mut queue = self.lock();
-            if queue.closed {
-                return false;
-            }
-            queue.queued.extend_from_slice(head);
-            queue.queued_total += head.len() as u64;
-            if let Some(conn) = &queue.conn {
-                conn.wake_by_ref();
-            }
-            queue.queued_total
-        };
-        std::future::poll_fn(|cx| {
-            let mut queue = self.lock();
-            if queue.written >= target {
-                Poll::Ready(true)
-            } else if queue.closed {
-                Poll::Ready(false)
-            } else {
-                queue.handler = Some(cx.waker().clone());
-                Poll::Pending
-            }
-        })
-        .await
-    }
-}
-
 impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> StrictH1<S> {
     /// Wraps an accepted connection. `sniff_h2`: the port also serves HTTP/2 by prior
     /// knowledge, so a connection opening with the preface is passed through.
@@ -262,20 +206,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> StrictH1<S> {
 
     /// Writes the queued interim responses, if any. hyper calls `poll_flush` only once its own
     /// buffer is written out, and every turn of its connection loop, so waking its task (as
-    /// [`Interim::send`] does) is enough to get here.
+    /// `Interim::send` does) is enough to get here.
     fn poll_interim(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let Some(interim) = &self.interim else {
             return Poll::Ready(Ok(()));
         };
         if self.interim_out.is_empty() {
-            let mut queue = interim.lock();
-            if !queue.conn.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                queue.conn = Some(cx.waker().clone());
-            }
-            if queue.queued.is_empty() {
+            let Some(queued) = interim.take(cx.waker()) else {
                 return Poll::Ready(Ok(()));
-            }
-            self.interim_out = queue.queued.split();
+            };
+            self.interim_out = queued;
             self.interim_taken = self.interim_out.len() as u64;
         }
         let inner = Pin::new(
@@ -291,11 +231,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> StrictH1<S> {
             }
             self.interim_out.advance(n);
         }
-        let mut queue = interim.lock();
-        queue.written += std::mem::take(&mut self.interim_taken);
-        if let Some(handler) = queue.handler.take() {
-            handler.wake();
-        }
+        interim.written(std::mem::take(&mut self.interim_taken));
         Poll::Ready(Ok(()))
     }
 
@@ -664,11 +600,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> Drop for StrictH1<S> {
     /// client's receive buffer before it is read.
     fn drop(&mut self) {
         if let Some(interim) = &self.interim {
-            let mut queue = interim.lock();
-            queue.closed = true;
-            if let Some(handler) = queue.handler.take() {
-                handler.wake();
-            }
+            interim.close();
         }
         let mid_message = !matches!(self.state, State::Head | State::Passthrough | State::Sniff)
             || self.head_started.is_some();

@@ -23,11 +23,11 @@
 //! `Expect: 100-continue` towards the upstream (the proxy removes Expect).
 
 use std::future::Future;
-use std::io::{self, IoSlice};
+use std::io;
 use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
@@ -36,14 +36,12 @@ use http::header::{
 };
 use http::{HeaderMap, Method, Response, StatusCode, Version};
 use hyper::body::{Body, Frame, SizeHint};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
-use tokio::time::{Instant, Sleep};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
 
-use crate::h1check::{chunk_size, crlf_only, Interim, MAX_HEADERS};
-use crate::h2server::H2Interim;
-use crate::proxy::body::{BodyError, UpBody};
-use crate::proxy::forward::{log_failure, Failure};
-use crate::upstream::{Pool, UpstreamIo};
+use crate::failure::{log_failure, BodyError, Failure};
+use crate::h1check::{chunk_size, crlf_only, MAX_HEADERS};
+use crate::interim::{InterimSink, InterimTarget};
+use crate::upstream::{H1Conn, Pool};
 
 #[cfg(feature = "fuzzing")]
 pub(crate) mod fuzz;
@@ -54,108 +52,6 @@ const READ_CHUNK: usize = 4096;
 const READ_MAX: usize = 64 * 1024;
 /// Largest trailer section of a chunked response.
 const MAX_TRAILERS: usize = 16 * 1024;
-
-/// An upstream HTTP/1.1 connection, idle between exchanges.
-#[derive(Debug)]
-pub(crate) struct H1Conn {
-    io: UpstreamIo,
-    /// Exchanges completed on it: 0 for a fresh connection.
-    uses: u32,
-    /// The one timer of the connection (response, write stall and body read deadlines). Kept
-    /// for the connection's life: re-arming a registered tokio timer to a later deadline only
-    /// updates it in place, where a new timeout per exchange costs a timer-wheel insertion and
-    /// removal (about 1.5 % of the proxy's CPU on the 1 KiB benchmark).
-    timer: Pin<Box<Sleep>>,
-}
-
-impl H1Conn {
-    pub(crate) fn new(io: UpstreamIo) -> Self {
-        Self {
-            io,
-            uses: 0,
-            timer: Box::pin(tokio::time::sleep(Duration::from_secs(3600))),
-        }
-    }
-
-    /// True when the connection served an exchange before (so a failure may be staleness).
-    pub(crate) fn reused(&self) -> bool {
-        self.uses > 0
-    }
-
-    /// Checks an idle connection without blocking: the upstream must not have closed it or
-    /// sent anything. Costs no system call unless the socket became readable since its last
-    /// exchange (tokio only reads when the reactor said so).
-    pub(crate) fn alive(&mut self) -> bool {
-        let mut cx = Context::from_waker(Waker::noop());
-        let mut probe = [MaybeUninit::<u8>::uninit(); 64];
-        let mut buf = ReadBuf::uninit(&mut probe);
-        matches!(
-            Pin::new(&mut self.io).poll_read(&mut cx, &mut buf),
-            Poll::Pending
-        )
-    }
-
-    /// Sets the connection's timer to `after` from now.
-    fn arm(&mut self, after: Duration) {
-        self.timer.as_mut().reset(Instant::now() + after);
-    }
-
-    /// Writes every slice, with `writev` where the stream supports it; a write that makes no
-    /// progress for `stall` fails with `TimedOut` (an upstream that stopped reading). The timer
-    /// is armed only when a write has to wait.
-    async fn write_all(&mut self, parts: &[&[u8]], stall: Duration) -> io::Result<()> {
-        let mut slices: [&[u8]; 4] = [&[]; 4];
-        let count = parts.len().min(4);
-        slices[..count].copy_from_slice(&parts[..count]);
-        let mut index = 0;
-        loop {
-            while index < count && slices[index].is_empty() {
-                index += 1;
-            }
-            if index == count {
-                return Ok(());
-            }
-            let iov: [IoSlice<'_>; 4] = std::array::from_fn(|i| {
-                IoSlice::new(if index + i < count {
-                    slices[index + i]
-                } else {
-                    &[]
-                })
-            });
-            let mut armed = false;
-            let mut written = std::future::poll_fn(|cx| {
-                match Pin::new(&mut self.io).poll_write_vectored(cx, &iov[..count - index]) {
-                    Poll::Ready(result) => Poll::Ready(result),
-                    Poll::Pending => {
-                        if !armed {
-                            self.timer.as_mut().reset(Instant::now() + stall);
-                            armed = true;
-                        }
-                        match self.timer.as_mut().poll(cx) {
-                            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
-                                io::ErrorKind::TimedOut,
-                                "upstream stopped reading",
-                            ))),
-                            Poll::Pending => Poll::Pending,
-                        }
-                    }
-                }
-            })
-            .await?;
-            if written == 0 {
-                return Err(io::ErrorKind::WriteZero.into());
-            }
-            while written > 0 {
-                let take = written.min(slices[index].len());
-                slices[index] = &slices[index][take..];
-                written -= take;
-                if slices[index].is_empty() {
-                    index += 1;
-                }
-            }
-        }
-    }
-}
 
 /// The parts of a request the exchange writes.
 #[derive(Debug)]
@@ -191,23 +87,6 @@ pub(crate) struct ExchangeLimits {
     pub max_head: usize,
 }
 
-/// The client connection interim (1xx) responses go to.
-#[derive(Debug, Clone)]
-pub(crate) enum InterimTarget {
-    /// An HTTP/1.1 client: serialized heads, written by its connection's `StrictH1`.
-    H1(Interim),
-    /// An HTTP/2 client's stream: HEADERS frames sent by `h2server` (RFC 9113 §8.1).
-    H2(H2Interim),
-}
-
-/// Where the upstream's interim (1xx) responses go: the client's connection, with this
-/// proxy's Via entry added to each (RFC 9110 §7.6.3).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct InterimSink<'a> {
-    pub interim: &'a InterimTarget,
-    pub via: &'a HeaderValue,
-}
-
 /// Where a finished connection goes back to.
 #[derive(Debug, Clone)]
 pub(crate) struct Home {
@@ -218,15 +97,20 @@ pub(crate) struct Home {
 
 /// Sends `head` and `body` on `conn` and reads the response head. `stash` holds a body chunk
 /// taken from `body` but not yet written (a retry after [`H1Error::Unsent`] sends it first).
-pub(crate) async fn exchange(
+/// `body` is the proxy's request body (`proxy::body::UpBody`): any body whose errors are
+/// [`BodyError`]s.
+pub(crate) async fn exchange<B>(
     mut conn: H1Conn,
     head: RequestHead<'_>,
-    body: &mut UpBody,
+    body: &mut B,
     stash: &mut Option<Bytes>,
     limits: ExchangeLimits,
     home: Home,
     interim: Option<InterimSink<'_>>,
-) -> Result<(http::response::Parts, H1Body), H1Error> {
+) -> Result<(http::response::Parts, H1Body), H1Error>
+where
+    B: Body<Data = Bytes, Error = BodyError> + Unpin,
+{
     let mut out = Vec::with_capacity(256);
     let framing = write_head(&mut out, &head, body, stash.as_ref());
     // The first chunk rides with the head when the client already sent it (nearly always).
@@ -353,14 +237,7 @@ async fn early_answer(
 }
 
 fn downstream(error: BodyError) -> H1Error {
-    let failure = match &error {
-        BodyError::TooLarge(_) => Failure::RequestTooLarge,
-        BodyError::Downstream(e) if crate::proxy::forward::timed_out(e) => {
-            Failure::RequestBodyTimeout
-        }
-        _ => Failure::RequestBodyInvalid,
-    };
-    H1Error::Downstream(failure, error.to_string())
+    H1Error::Downstream(error.downstream_failure(), error.to_string())
 }
 
 fn upstream_write(error: io::Error) -> H1Error {
@@ -387,7 +264,7 @@ enum BodyFraming {
 fn write_head(
     out: &mut Vec<u8>,
     head: &RequestHead<'_>,
-    body: &UpBody,
+    body: &impl Body,
     stash: Option<&Bytes>,
 ) -> BodyFraming {
     out.extend_from_slice(head.method.as_str().as_bytes());
@@ -1109,6 +986,7 @@ fn trim(mut v: &[u8]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::proxy::body::UpBody;
 
     #[test]
     fn chunk_lines() {

@@ -28,14 +28,17 @@
 //!   that every service shares.
 
 pub mod balance;
+mod balancer;
 pub mod echo;
 pub mod error;
+mod failure;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzz;
 mod h1check;
 mod h1client;
 mod h2server;
+mod interim;
 pub mod json_xml;
 pub mod proxy;
 mod server;
