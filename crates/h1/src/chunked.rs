@@ -241,6 +241,28 @@ mod tests {
         }
     }
 
+    /// The proxy's test of its chunk-size lines (from `h1check`), where the rule now lives.
+    #[test]
+    fn chunk_size_lines_are_strict() {
+        assert_eq!(chunk_size(b"0"), Some(0));
+        assert_eq!(chunk_size(b"1a"), Some(26));
+        assert_eq!(chunk_size(b"A;name=value"), Some(10));
+        assert_eq!(chunk_size(b"ffffffffffffffff"), Some(u64::MAX));
+        for bad in [
+            &b""[..],
+            b" 1",
+            b"1 ",
+            b"+1",
+            b"0x1",
+            b"-1",
+            b"1;\x00",
+            b"zz",
+            b"10000000000000000",
+        ] {
+            assert_eq!(chunk_size(bad), None, "{}", String::from_utf8_lossy(bad));
+        }
+    }
+
     #[test]
     fn framing_errors_are_refused() {
         let cases: [(&[u8], Error); 7] = [

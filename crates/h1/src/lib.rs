@@ -123,7 +123,7 @@ impl std::error::Error for Error {}
 
 /// Removes optional whitespace (SP, HTAB) around a field value or list element (RFC 9110
 /// §5.6.3).
-pub(crate) fn trim_ows(mut v: &[u8]) -> &[u8] {
+pub fn trim_ows(mut v: &[u8]) -> &[u8] {
     while let [b' ' | b'\t', rest @ ..] = v {
         v = rest;
     }

@@ -95,8 +95,7 @@ async fn run(
         read_timeout: Duration::from_secs(3600),
         max_head,
     };
-    let (parts, mut body) = H1Body::new(conn, response, head_request, true, limits, home)
-        .map_err(|e| format!("{e:?}"))?;
+    let (parts, mut body) = H1Body::new(conn, response, head_request, true, limits, home);
     let mut data = Vec::new();
     let complete = loop {
         match poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
