@@ -20,6 +20,10 @@
 //! - the bytes after one message are checked as the next head, so pipelined requests cannot
 //!   hide a second request in a body.
 //!
+//! The framing rules themselves (CRLF, Content-Length, Transfer-Encoding, the chunked coding)
+//! are `gatebench-h1`'s, the ones the upstream client and the load generator apply to
+//! responses; the request line, Host and the limits are this module's.
+//!
 //! A refused head is replaced by a short synthetic request ([`REJECT_METHOD`]) that hyper parses
 //! and the service answers with the status and `Connection: close`: the answer then leaves in
 //! order, after the answers to earlier pipelined requests. A framing error inside a body, where

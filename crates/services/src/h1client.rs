@@ -9,8 +9,9 @@
 //! is read by [`H1Body`], which hyper's server polls directly — the upstream socket wakes the
 //! client connection's task, nobody else. An idle pooled connection is just its socket.
 //!
-//! It is strict the way BEHAVIOUR.md wants an intermediary to be about what comes back:
-//! responses are parsed with httparse without its leniencies, bare LF line ends are refused, a
+//! It is strict the way BEHAVIOUR.md wants an intermediary to be about what comes back (the
+//! framing rules are `gatebench-h1`'s, shared with the load generator): responses are parsed
+//! with httparse without its leniencies, bare LF line ends are refused, a
 //! head over the limit, ambiguous framing (Content-Length with Transfer-Encoding, repeated
 //! Content-Length, a coding other than one `chunked`) or a 101 is a protocol error (502), chunk
 //! sizes are strict hex with overflow checks (RFC 9112 §7.1), and a connection is reused only
@@ -18,6 +19,9 @@
 //! (100 Continue, 103 Early Hints, …) are handed, stripped of hop-by-hop fields and with Via
 //! added, to the client's connection when the client speaks HTTP/1.1 or HTTP/2 ([`InterimSink`]),
 //! and dropped otherwise (HTTP/1.0). Trailers of chunked responses are checked and dropped.
+//!
+//! The exchange is here; reading the response head and the interim responses is `head`,
+//! the body `body`, the errors `error`.
 //!
 //! What it does not do: pipelining (one exchange at a time per connection), request trailers,
 //! `Expect: 100-continue` towards the upstream (the proxy removes Expect).
