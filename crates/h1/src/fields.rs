@@ -259,9 +259,12 @@ mod tests {
         assert_eq!(f.response_body(404, false), BodyLength::Length(100));
     }
 
+    /// Field lines, HTTP/1.0 or not, and the refusal they get.
+    type Case = (&'static [(&'static str, &'static str)], bool, Error);
+
     #[test]
     fn ambiguous_framing_is_refused() {
-        let cases: [(&[(&str, &str)], bool, Error); 10] = [
+        let cases: [Case; 10] = [
             (
                 &[("content-length", "5"), ("content-length", "5")],
                 false,

@@ -92,7 +92,10 @@ mod tests {
     use super::*;
     use crate::BodyLength;
 
-    fn parse(head: &[u8], max: usize) -> Result<Option<(usize, u16, bool, Framing, usize)>, Error> {
+    /// Length, status, HTTP/1.0, framing and field count of a parsed head.
+    type Parsed = (usize, u16, bool, Framing, usize);
+
+    fn parse(head: &[u8], max: usize) -> Result<Option<Parsed>, Error> {
         let mut fields = [const { MaybeUninit::uninit() }; MAX_FIELDS];
         parse_response(head, max, &mut fields)
             .map(|r| r.map(|r| (r.len, r.status, r.http10, r.framing, r.fields.len())))
