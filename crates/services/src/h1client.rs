@@ -496,4 +496,25 @@ X-Hop: 1\r\nKeep-Alive: 5\r\nContent-Length: 2\r\nX-A: b\r\n\r\nok";
             data.len()
         );
     }
+
+    #[tokio::test]
+    async fn heads_break_the_shared_framing_rules_are_protocol_errors() {
+        // Rules the proxy took on with gatebench-h1 (the generator applied them before).
+        for bad in [
+            &b"HTTP/1.1 100 Continue\r\nContent-Length: x\r\n\r\nHTTP/1.1 200 OK\r\n\r\n"[..],
+            b"HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        ] {
+            assert!(
+                matches!(
+                    head_of(bad).await,
+                    Err(H1Error::Upstream {
+                        failure: Failure::UpstreamProtocol,
+                        ..
+                    })
+                ),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
 }

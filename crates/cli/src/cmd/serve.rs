@@ -277,3 +277,63 @@ fn write_private(path: &std::path::Path, data: &str) -> Result<()> {
     f.write_all(data.as_bytes())
         .with_context(|| format!("writing {}", path.display()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(result: std::result::Result<(), ServicesError>) -> String {
+        by_option(result.expect_err("refused")).to_string()
+    }
+
+    #[test]
+    fn refused_service_options_are_named_as_on_the_command_line() {
+        let proxy = ProxyConfig::new(vec!["http://127.0.0.1:1".to_owned()]);
+        let cases = [
+            (
+                ProxyConfig {
+                    max_head: 10,
+                    ..proxy.clone()
+                }
+                .validate(),
+                "--max-head must be at least 1024 bytes",
+            ),
+            (
+                ProxyConfig {
+                    threads: 5000,
+                    ..proxy.clone()
+                }
+                .validate(),
+                "--threads must be at most 1024, got 5000",
+            ),
+            (
+                ProxyConfig::new(Vec::new()).validate(),
+                "--upstream is missing",
+            ),
+            (
+                BalanceConfig {
+                    ejection: Some(EjectionConfig {
+                        after: 0,
+                        ..EjectionConfig::default()
+                    }),
+                    ..BalanceConfig::new(proxy.upstreams.clone())
+                }
+                .validate(),
+                "--eject-after must be at least 1",
+            ),
+            (
+                EchoConfig {
+                    header_timeout: std::time::Duration::ZERO,
+                    ..EchoConfig::default()
+                }
+                .validate(),
+                "--client-header-timeout must be above zero",
+            ),
+        ];
+        for (result, want) in cases {
+            let got = message(result);
+            assert!(got.starts_with(want), "{got}");
+            assert_eq!(got.lines().count(), 1, "{got}");
+        }
+    }
+}

@@ -606,3 +606,122 @@ fn health(shared: &Shared, head: bool) -> Response<ResBody> {
     }
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{BalanceConfig, TransformConfig};
+
+    /// The field a refused configuration names, and the whole message.
+    fn refused(result: Result<(), ServicesError>) -> (&'static str, String) {
+        match result {
+            Err(error @ ServicesError::InvalidValue { field, .. }) => (field, error.to_string()),
+            other => panic!("not refused by field: {other:?}"),
+        }
+    }
+
+    fn one() -> ProxyConfig {
+        ProxyConfig::new(vec!["http://127.0.0.1:1".to_owned()])
+    }
+
+    #[test]
+    fn each_service_takes_its_number_of_upstreams() {
+        assert!(one().validate().is_ok());
+        let two = ProxyConfig::new(vec!["http://a:1".into(), "http://b:1".into()]);
+        let (field, message) = refused(two.validate());
+        assert_eq!(field, "upstreams");
+        assert!(message.contains("for the proxy (use balance"), "{message}");
+        let transform = TransformConfig {
+            proxy: two.clone(),
+            ..TransformConfig::new(String::new())
+        };
+        assert!(refused(transform.validate())
+            .1
+            .contains("for the transform"));
+        assert!(BalanceConfig::new(two.upstreams).validate().is_ok());
+        assert_eq!(
+            refused(ProxyConfig::new(Vec::new()).validate()).0,
+            "upstreams"
+        );
+    }
+
+    #[test]
+    fn out_of_range_values_are_named_by_their_field() {
+        let cases: [(ProxyConfig, &str); 7] = [
+            (
+                ProxyConfig {
+                    threads: 0,
+                    ..one()
+                },
+                "threads",
+            ),
+            (
+                ProxyConfig {
+                    threads: 1025,
+                    ..one()
+                },
+                "threads",
+            ),
+            (
+                ProxyConfig {
+                    h2_max_streams: 0,
+                    ..one()
+                },
+                "h2_max_streams",
+            ),
+            (ProxyConfig { tries: 17, ..one() }, "tries"),
+            (
+                ProxyConfig {
+                    max_head: 1023,
+                    ..one()
+                },
+                "max_head",
+            ),
+            (
+                ProxyConfig {
+                    max_request_line: 63,
+                    ..one()
+                },
+                "max_request_line",
+            ),
+            (
+                ProxyConfig {
+                    timeouts: Timeouts {
+                        client_header: Duration::ZERO,
+                        ..Timeouts::default()
+                    },
+                    ..one()
+                },
+                "timeouts.client_header",
+            ),
+        ];
+        for (config, want) in cases {
+            assert_eq!(refused(config.validate()).0, want);
+        }
+        assert_eq!(
+            refused(ProxyConfig { tries: 0, ..one() }.validate()).1,
+            "invalid configuration: tries must be 1 to 16"
+        );
+    }
+
+    #[test]
+    fn the_balancer_checks_its_health_checks_and_ejection() {
+        let base = BalanceConfig::new(vec!["http://a:1".into(), "http://b:1".into()]);
+        let health = |f: fn(&mut HealthConfig)| {
+            let mut config = base.clone();
+            f(config.health.as_mut().expect("on by default"));
+            refused(config.validate()).0
+        };
+        assert_eq!(health(|h| h.interval = Duration::ZERO), "health.interval");
+        assert_eq!(health(|h| h.timeout = Duration::ZERO), "health.timeout");
+        assert_eq!(health(|h| h.fall = 0), "health.fall");
+        assert_eq!(health(|h| h.rise = 0), "health.rise");
+        assert_eq!(health(|h| h.path = "health".into()), "health.path");
+        let mut config = base.clone();
+        config.ejection.as_mut().expect("on by default").after = 0;
+        assert_eq!(refused(config.validate()).0, "ejection.after");
+        config.ejection = None;
+        config.health = None;
+        assert!(config.validate().is_ok(), "both off: nothing to check");
+    }
+}
