@@ -46,7 +46,7 @@ struct Span {
 /// The head is parsed once: field positions are noted while the buffer is borrowed, then the
 /// head is frozen and every kept value shares its bytes (no copy, no allocation per field).
 /// Hop-by-hop fields (RFC 9110 §7.6.1) are left out as the map is built; what the framing
-/// fields said is kept aside for [`H1Body::new`].
+/// fields said is kept aside for `H1Body::new`.
 pub(crate) async fn read_head<R: AsyncRead + Unpin>(
     io: &mut R,
     max_head: usize,
