@@ -2,9 +2,10 @@
 //! upstream that sends arbitrary bytes in arbitrary reads, then closes.
 //!
 //! Checks: the read always ends; the head is accepted exactly when a strict reference reading
-//! accepts it — httparse (1xx interim heads skipped), CRLF line ends only, a valid status
-//! other than 101, at most one Content-Length of plain digits, Transfer-Encoding only as one
-//! `chunked` and never with Content-Length (RFC 9112 §6.1, §6.3); the body forwarded and
+//! accepts it — httparse (1xx interim heads skipped, their framing fields checked too), CRLF
+//! line ends only, a valid status other than 101, at most one Content-Length of plain digits,
+//! Transfer-Encoding only as one `chunked` and never with Content-Length or in HTTP/1.0 (RFC
+//! 9112 §6.1, §6.3); the body forwarded and
 //! whether it ended cleanly are the reference's (strict chunked framing, Content-Length, or
 //! until close); no hop-by-hop field is forwarded; the connection is pooled only after a
 //! complete keep-alive HTTP/1.1 response with nothing left over.
@@ -91,13 +92,7 @@ fn reference(input: &[u8], head_request: bool) -> Option<Want> {
             return None;
         }
         let status = r.code?;
-        if (100..200).contains(&status) && status != 101 {
-            pos += len;
-            continue;
-        }
-        if status == 101 || !(100..=999).contains(&status) {
-            return None;
-        }
+        let http10 = r.version == Some(0);
         let (mut codings, mut chunked_only, mut lengths, mut length) = (0, true, 0, None);
         let mut close = false;
         for h in r.headers.iter() {
@@ -114,11 +109,17 @@ fn reference(input: &[u8], head_request: bool) -> Option<Want> {
                     .any(|t| trim(t).eq_ignore_ascii_case(b"close"));
             }
         }
-        if (codings > 0 && (codings > 1 || !chunked_only || lengths > 0)) || lengths > 1 {
+        if (codings > 0 && (codings > 1 || !chunked_only || lengths > 0 || http10)) || lengths > 1 {
+            return None;
+        }
+        if (100..200).contains(&status) && status != 101 {
+            pos += len;
+            continue;
+        }
+        if status == 101 || !(100..=999).contains(&status) {
             return None;
         }
         let rest = &buf[len..];
-        let http10 = r.version == Some(0);
         let (body, close_delimited) = if head_request || status == 204 || status == 304 {
             (
                 Framed::Complete {

@@ -3,16 +3,17 @@
 //!
 //! Checks: the exchange always ends (no wait with every read ready); how the bytes are split
 //! into reads changes nothing; and the outcome is the one a reference reading gives — httparse
-//! for every head (1xx interim heads skipped), RFC 9112 §6.3 framing as the client documents
-//! it (Content-Length lists of equal values, a final `chunked` coding that wins over
-//! Content-Length and closes the connection, close-delimited bodies), the body compared with
-//! the request body under `--verify`.
+//! for every head (1xx interim heads skipped), the strict rules of `gatebench-h1` written out
+//! again (CRLF only, a status from 100, one plain Content-Length, Transfer-Encoding only as one
+//! `chunked` and never with Content-Length or in HTTP/1.0, strict chunked framing), RFC 9112
+//! §6.3 and §9.3 for the body and the connection, the body compared with the request body under
+//! `--verify`.
 //!
 //! Input: a flags byte (method GET/HEAD/POST, verify, request body length), a split seed, then
 //! the response bytes (at most 12,000, below the client's 16 KiB receive buffer).
 #![no_main]
 
-use gatebench_fuzz::split;
+use gatebench_fuzz::{crlf_only, dechunk_strict, decimal, split, trim, Framed as Strict};
 use gatebench_loadgen::fuzz::{http1_exchange, Http1Result};
 use gatebench_model::Outcome;
 use libfuzzer_sys::fuzz_target;
@@ -84,55 +85,42 @@ fn reference(resp: &[u8], method: &str, req_body: &[u8], verify: bool) -> (Outco
     let head_only = method == "HEAD";
     let mut pos = 0;
     let (status, framing, keep_alive) = loop {
-        let mut fields = [httparse::EMPTY_HEADER; 96];
+        let mut fields = [httparse::EMPTY_HEADER; 100];
         let mut r = httparse::Response::new(&mut fields);
         let n = match r.parse(&resp[pos..]) {
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) => return fail(Outcome::Incomplete),
             Err(_) => return fail(Outcome::ProtocolError),
         };
-        let Some(status) = r.code else {
+        let status = r.code.unwrap_or_default();
+        if !crlf_only(&resp[pos..pos + n]) || !(100..=999).contains(&status) {
             return fail(Outcome::ProtocolError);
-        };
+        }
         let http10 = r.version == Some(0);
-        let mut length = None;
-        let mut chunked = false;
-        let mut close = http10;
+        let (mut lengths, mut length, mut codings, mut chunked_only) = (0, None, 0, true);
+        let (mut close, mut keep_alive) = (false, false);
         for h in r.headers.iter() {
             if h.name.eq_ignore_ascii_case("content-length") {
-                // A list of equal values is one value (RFC 9110 §8.6).
-                let mut value = None;
-                for part in h.value.split(|&b| b == b',') {
-                    let p = part.trim_ascii();
-                    let Some(v) = std::str::from_utf8(p)
-                        .ok()
-                        .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
-                        .and_then(|s| s.parse::<u64>().ok())
-                    else {
-                        return fail(Outcome::ProtocolError);
-                    };
-                    if value.is_some_and(|x| x != v) || length.is_some_and(|x| x != v) {
-                        return fail(Outcome::ProtocolError);
-                    }
-                    value = Some(v);
-                }
-                length = value;
-            } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-                let last = h.value.split(|&b| b == b',').next_back().unwrap_or(b"");
-                if !last.trim_ascii().eq_ignore_ascii_case(b"chunked") {
+                lengths += 1;
+                let Some(v) = decimal(trim(h.value)) else {
                     return fail(Outcome::ProtocolError);
+                };
+                length = Some(v);
+            } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+                for coding in h.value.split(|&b| b == b',') {
+                    codings += 1;
+                    chunked_only &= trim(coding).eq_ignore_ascii_case(b"chunked");
                 }
-                chunked = true;
             } else if h.name.eq_ignore_ascii_case("connection") {
                 for t in h.value.split(|&b| b == b',') {
-                    let t = t.trim_ascii();
-                    if t.eq_ignore_ascii_case(b"close") {
-                        close = true;
-                    } else if t.eq_ignore_ascii_case(b"keep-alive") && http10 {
-                        close = false;
-                    }
+                    close |= trim(t).eq_ignore_ascii_case(b"close");
+                    keep_alive |= trim(t).eq_ignore_ascii_case(b"keep-alive");
                 }
             }
+        }
+        if (codings > 0 && (http10 || lengths > 0 || codings != 1 || !chunked_only)) || lengths > 1
+        {
+            return fail(Outcome::ProtocolError);
         }
         pos += n;
         if (100..200).contains(&status) && status != 101 {
@@ -143,10 +131,7 @@ fn reference(resp: &[u8], method: &str, req_body: &[u8], verify: bool) -> (Outco
         }
         let framing = if head_only || status == 204 || status == 304 {
             Framing::None
-        } else if chunked {
-            if length.is_some() {
-                close = true;
-            }
+        } else if codings > 0 {
             Framing::Chunked
         } else {
             match length {
@@ -155,7 +140,7 @@ fn reference(resp: &[u8], method: &str, req_body: &[u8], verify: bool) -> (Outco
                 None => Framing::Close,
             }
         };
-        break (status, framing, !close);
+        break (status, framing, !close && (!http10 || keep_alive));
     };
     let rest = &resp[pos..];
     let body: &[u8] = match framing {
@@ -165,9 +150,12 @@ fn reference(resp: &[u8], method: &str, req_body: &[u8], verify: bool) -> (Outco
             None => return fail(Outcome::Incomplete),
         },
         Framing::Close => rest,
-        Framing::Chunked => match dechunk(rest) {
-            Ok(b) => return finish(status, &b, req_body, verify, head_only, keep_alive),
-            Err(o) => return fail(o),
+        Framing::Chunked => match dechunk_strict(rest, 4096, 16 * 1024) {
+            Strict::Complete { body, .. } => {
+                return finish(status, &body, req_body, verify, head_only, keep_alive)
+            }
+            Strict::Incomplete => return fail(Outcome::Incomplete),
+            Strict::Broken => return fail(Outcome::ProtocolError),
         },
     };
     let reusable = keep_alive && framing != Framing::Close;
@@ -195,43 +183,4 @@ enum Framing {
     Length(u64),
     Chunked,
     Close,
-}
-
-/// The client's chunked reading, written out: lines end at the first CRLF and are at most
-/// 4096 bytes; the size is the hex before any `;`, trimmed, at most 16 digits; the data is
-/// followed by an empty line; trailer lines run to an empty one.
-fn dechunk(mut rest: &[u8]) -> Result<Vec<u8>, Outcome> {
-    fn line<'a>(rest: &mut &'a [u8]) -> Result<&'a [u8], Outcome> {
-        match rest.windows(2).position(|w| w == b"\r\n") {
-            Some(p) if p > 4096 => Err(Outcome::ProtocolError),
-            Some(p) => {
-                let l = &rest[..p];
-                *rest = &rest[p + 2..];
-                Ok(l)
-            }
-            None if rest.len() > 4098 => Err(Outcome::ProtocolError),
-            None => Err(Outcome::Incomplete),
-        }
-    }
-    let mut body = Vec::new();
-    loop {
-        let l = line(&mut rest)?;
-        let hex = l.split(|&b| b == b';').next().unwrap_or(b"").trim_ascii();
-        if hex.is_empty() || hex.len() > 16 || !hex.iter().all(u8::is_ascii_hexdigit) {
-            return Err(Outcome::ProtocolError);
-        }
-        let size = u64::from_str_radix(std::str::from_utf8(hex).unwrap(), 16).unwrap();
-        if size == 0 {
-            while !line(&mut rest)?.is_empty() {}
-            return Ok(body);
-        }
-        let Some(data) = rest.get(..usize::try_from(size).unwrap_or(usize::MAX)) else {
-            return Err(Outcome::Incomplete);
-        };
-        body.extend_from_slice(data);
-        rest = &rest[data.len()..];
-        if !line(&mut rest)?.is_empty() {
-            return Err(Outcome::ProtocolError);
-        }
-    }
 }

@@ -553,13 +553,19 @@ fn cost_measures_what_an_intermediary_adds() {
     let added = r["added"].as_array().unwrap();
     assert_eq!(added.len(), 4);
     for a in added {
-        let (ms, low) = (a["added_ms"].as_f64().unwrap(), a["low_ms"].as_f64().unwrap());
+        let (ms, low) = (
+            a["added_ms"].as_f64().unwrap(),
+            a["low_ms"].as_f64().unwrap(),
+        );
         assert!((15.0..60.0).contains(&ms), "{a}");
         assert!(low > 0.0, "3 against 3 runs 20 ms apart exclude zero: {a}");
     }
     assert!(r["intermediary_cpu_us_per_request"].as_f64().is_some());
     let text = stderr(&o);
-    assert!(text.contains("Intermediary cost:") && text.contains("p99.9"), "{text}");
+    assert!(
+        text.contains("Intermediary cost:") && text.contains("p99.9"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -238,6 +238,31 @@ impl RateProgram {
         Ok(())
     }
 
+    /// The same program at `factor` times the rate (a shard's share of it).
+    pub fn scaled(&self, factor: f64) -> RateProgram {
+        match self {
+            RateProgram::Constant(r) => RateProgram::Constant(r * factor),
+            RateProgram::Ramp { from, to, over } => RateProgram::Ramp {
+                from: from * factor,
+                to: to * factor,
+                over: *over,
+            },
+            RateProgram::Steps { rates, every } => RateProgram::Steps {
+                rates: rates.iter().map(|r| r * factor).collect(),
+                every: *every,
+            },
+            RateProgram::Sine {
+                mean,
+                amplitude,
+                period,
+            } => RateProgram::Sine {
+                mean: mean * factor,
+                amplitude: amplitude * factor,
+                period: *period,
+            },
+        }
+    }
+
     /// The program's own length, a default for the measurement when none is given: the ramp,
     /// every step once, one period. `None` for a constant rate.
     pub fn natural_length(&self) -> Option<Duration> {

@@ -444,6 +444,7 @@ mod tests {
                 latency_uncorrected: None,
                 concurrency: 1.0,
                 connections: Default::default(),
+                histograms: None,
             },
             true,
         );

@@ -96,8 +96,10 @@ pub fn render(r: &gatebench_model::CostReport) -> String {
             a.level * 100.0
         );
     }
-    if let (Some(us), Some(pct)) = (r.intermediary_cpu_us_per_request, r.intermediary_cpu_percent)
-    {
+    if let (Some(us), Some(pct)) = (
+        r.intermediary_cpu_us_per_request,
+        r.intermediary_cpu_percent,
+    ) {
         let _ = writeln!(
             out,
             "\nIntermediary CPU: {us:.1} µs per request, {pct:.1}% of one core at {} req/s \

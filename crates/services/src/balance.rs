@@ -1,90 +1,15 @@
-//! The round-robin load balancer (seed 001: five echo backends behind one balancer), and the
-//! upstream selection every intermediary uses (the proxy and the transform are balancers over
-//! one upstream, without health checks or ejection).
-//!
-//! - **Round robin.** One counter shared by every serving thread; the n-th request goes to the
-//!   (n mod k)-th eligible upstream, so with every upstream healthy the distribution is exact,
-//!   and with one out the others share its turns evenly. Retries walk on from the failed
-//!   upstream to the next eligible one not yet tried, and do not move the counter.
-//! - **Active health checks** (HAProxy's defaults: every 2 s, down after 3 failed checks, up
-//!   after 2 good ones): `GET <path>` on a fresh HTTP/1.1 connection with `Connection: close`,
-//!   2xx or 3xx within the check timeout is good. Checks run on their own task, never through
-//!   the pools, and never touch the round-robin counter, so they neither count as client traffic
-//!   nor shift the order. Upstreams start up.
-//! - **Passive ejection.** After `after` consecutive failed requests (connect failures, resets,
-//!   timeouts, malformed responses — not 5xx answers, which are the upstream's to give) an
-//!   upstream is ejected for `base`, doubled at each ejection that follows without a success in
-//!   between, up to `max`. After the ejection it gets traffic again; its first failure ejects it
-//!   again at once (half-open), its first success resets the back-off (Envoy's outlier
-//!   detection, nginx's `max_fails`/`fail_timeout`).
-//! - **Nothing eligible**: 503 at once; selection reads atomics, it never tries dead hosts in
-//!   turn.
-//!
-//! With a single upstream nothing is ever ejected or checked (nginx: "if there is only a single
-//! server in a group, max_fails … are ignored"): the proxy answers 502/504 instead of 503.
+//! The round-robin load balancer (seed 001: five echo backends behind one balancer): the
+//! intermediaries' request path over several upstreams, with active health checks and passive
+//! ejection. What the selection, the checks and the ejection do is described in `balancer`,
+//! which every intermediary uses; this module is the service's configuration and entry points.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use tokio::net::TcpListener;
-use tokio::task::JoinSet;
-use tracing::{info, warn};
 
+pub use crate::balancer::{EjectionConfig, HealthConfig};
 use crate::error::ServicesError;
-use crate::proxy::{self, Extras, ProxyConfig};
-use crate::upstream::{Connector, Pool, Target};
-
-/// Active health checks.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HealthConfig {
-    /// Path requested (`GET`), e.g. the echo backend's `/health`.
-    pub path: String,
-    /// Time between two checks of one upstream.
-    pub interval: Duration,
-    /// How long one check may take.
-    pub timeout: Duration,
-    /// Consecutive failed checks that take an upstream out.
-    pub fall: u32,
-    /// Consecutive good checks that bring it back.
-    pub rise: u32,
-}
-
-impl Default for HealthConfig {
-    /// HAProxy's defaults: `inter 2s fall 3 rise 2`; `GET /health` with a 1 s timeout.
-    fn default() -> Self {
-        Self {
-            path: "/health".to_owned(),
-            interval: Duration::from_secs(2),
-            timeout: Duration::from_secs(1),
-            fall: 3,
-            rise: 2,
-        }
-    }
-}
-
-/// Passive ejection after consecutive failures.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EjectionConfig {
-    /// Consecutive failed requests that eject an upstream.
-    pub after: u32,
-    /// First ejection time; doubled for each further ejection without a success in between.
-    pub base: Duration,
-    /// Longest ejection time.
-    pub max: Duration,
-}
-
-impl Default for EjectionConfig {
-    /// 3 failures; 1 s, doubling up to 30 s.
-    fn default() -> Self {
-        Self {
-            after: 3,
-            base: Duration::from_secs(1),
-            max: Duration::from_secs(30),
-        }
-    }
-}
+use crate::proxy::{self, Intermediary, ProxyConfig};
 
 /// Configuration of the balancer.
 #[derive(Debug, Clone)]
@@ -107,12 +32,16 @@ impl BalanceConfig {
         }
     }
 
-    fn extras(&self) -> Extras {
-        Extras {
-            name: "balance",
+    /// Checks the configuration (the proxy's fields, the number of upstreams, health checks and ejection); the
+    /// service checks again before it serves.
+    pub fn validate(&self) -> Result<(), ServicesError> {
+        self.proxy.validate_for(&self.kind())
+    }
+
+    fn kind(&self) -> Intermediary {
+        Intermediary::Balance {
             health: self.health.clone(),
             ejection: self.ejection.clone(),
-            transform: None,
         }
     }
 }
@@ -124,7 +53,7 @@ pub async fn serve(
     config: BalanceConfig,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServicesError> {
-    proxy::serve_kind(listener, &config.proxy, config.extras(), shutdown).await
+    proxy::serve_kind(listener, &config.proxy, config.kind(), shutdown).await
 }
 
 /// Blocking form of [`serve`]: thread per core (`config.proxy.threads`), as the echo backend;
@@ -134,302 +63,5 @@ pub fn run_blocking(
     config: BalanceConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServicesError> {
-    proxy::run_blocking_kind(listener, &config.proxy, config.extras(), shutdown)
-}
-
-/// One upstream with its pool and its state.
-#[derive(Debug)]
-pub(crate) struct Upstream {
-    pub target: Target,
-    pub pool: Arc<Pool>,
-    /// The URL, for logs and body errors.
-    pub label: Arc<str>,
-    /// Active health checks say up.
-    up: AtomicBool,
-    /// Consecutive failed requests.
-    failures: AtomicU32,
-    /// Ejected until this many ms after the balancer's epoch (plus one); 0: not ejected.
-    ejected_until: AtomicU64,
-    /// Ejections since the last success (the back-off exponent).
-    ejections: AtomicU32,
-}
-
-/// The upstreams of one service and how requests are spread over them.
-#[derive(Debug)]
-pub(crate) struct Balancer {
-    pub upstreams: Box<[Upstream]>,
-    next: AtomicUsize,
-    ejection: Option<EjectionConfig>,
-    epoch: Instant,
-}
-
-impl Balancer {
-    pub(crate) fn new(
-        targets: Vec<Target>,
-        pool: impl Fn() -> Pool,
-        ejection: Option<EjectionConfig>,
-    ) -> Self {
-        // One upstream is never ejected (see the module docs).
-        let ejection = ejection.filter(|_| targets.len() > 1);
-        Self {
-            upstreams: targets
-                .into_iter()
-                .map(|target| Upstream {
-                    label: target.url.as_str().into(),
-                    target,
-                    pool: Arc::new(pool()),
-                    up: AtomicBool::new(true),
-                    failures: AtomicU32::new(0),
-                    ejected_until: AtomicU64::new(0),
-                    ejections: AtomicU32::new(0),
-                })
-                .collect(),
-            next: AtomicUsize::new(0),
-            ejection,
-            epoch: Instant::now(),
-        }
-    }
-
-    fn now_ms(&self) -> u64 {
-        self.epoch.elapsed().as_millis() as u64 + 1
-    }
-
-    fn eligible(&self, index: usize, now: &mut Option<u64>) -> bool {
-        let upstream = &self.upstreams[index];
-        if !upstream.up.load(Ordering::Relaxed) {
-            return false;
-        }
-        let until = upstream.ejected_until.load(Ordering::Relaxed);
-        until == 0 || *now.get_or_insert_with(|| self.now_ms()) >= until
-    }
-
-    /// The upstream for the next attempt: round robin for a first attempt (`tried` empty), the
-    /// next eligible one after the last tried for a retry. `None`: nothing eligible is left.
-    pub(crate) fn pick(&self, tried: &[usize]) -> Option<usize> {
-        let n = self.upstreams.len();
-        let mut now = None;
-        match tried.last() {
-            None => {
-                let turn = self.next.fetch_add(1, Ordering::Relaxed);
-                let first = turn % n;
-                let eligible = (0..n).filter(|&i| self.eligible(i, &mut now)).count();
-                if eligible == n {
-                    return Some(first);
-                }
-                if eligible == 0 {
-                    return None;
-                }
-                (0..n)
-                    .filter(|&i| self.eligible(i, &mut now))
-                    .nth(turn % eligible)
-            }
-            Some(&last) => (1..n)
-                .map(|d| (last + d) % n)
-                .find(|i| !tried.contains(i) && self.eligible(*i, &mut now)),
-        }
-    }
-
-    /// Counts a failed request against upstream `index`.
-    pub(crate) fn failed(&self, index: usize) {
-        let Some(ejection) = &self.ejection else {
-            return;
-        };
-        let upstream = &self.upstreams[index];
-        let failures = upstream.failures.fetch_add(1, Ordering::Relaxed) + 1;
-        let previous = upstream.ejections.load(Ordering::Relaxed);
-        // Half-open: after an ejection, the first failure ejects again.
-        if failures < ejection.after && previous == 0 {
-            return;
-        }
-        let now = self.now_ms();
-        if upstream.ejected_until.load(Ordering::Relaxed) > now {
-            return;
-        }
-        upstream.failures.store(0, Ordering::Relaxed);
-        let ejections = upstream.ejections.fetch_add(1, Ordering::Relaxed);
-        let backoff = ejection
-            .base
-            .saturating_mul(1u32 << ejections.min(16))
-            .min(ejection.max);
-        upstream
-            .ejected_until
-            .store(now + backoff.as_millis() as u64, Ordering::Relaxed);
-        warn!(
-            side = "upstream",
-            upstream = %upstream.label,
-            failures,
-            ejected_for_ms = backoff.as_millis() as u64,
-            "upstream ejected after consecutive failures",
-        );
-    }
-
-    /// Counts a successful exchange with upstream `index`.
-    pub(crate) fn succeeded(&self, index: usize) {
-        if self.ejection.is_none() {
-            return;
-        }
-        let upstream = &self.upstreams[index];
-        // Read before writing: on the hot path these stay zero and their cache line shared.
-        if upstream.failures.load(Ordering::Relaxed) != 0 {
-            upstream.failures.store(0, Ordering::Relaxed);
-        }
-        if upstream.ejections.load(Ordering::Relaxed) != 0 {
-            upstream.ejections.store(0, Ordering::Relaxed);
-            upstream.ejected_until.store(0, Ordering::Relaxed);
-            info!(upstream = %upstream.label, "upstream answers again: back-off reset");
-        }
-    }
-
-    /// How many upstreams would take a request now.
-    pub(crate) fn eligible_count(&self) -> usize {
-        let mut now = None;
-        (0..self.upstreams.len())
-            .filter(|&i| self.eligible(i, &mut now))
-            .count()
-    }
-
-    /// Runs the active health checks of every upstream until dropped (the checks are tasks of
-    /// a `JoinSet`, aborted with it).
-    pub(crate) async fn run_health_checks(
-        self: Arc<Self>,
-        connector: Arc<Connector>,
-        config: HealthConfig,
-    ) {
-        let mut checks = JoinSet::new();
-        for index in 0..self.upstreams.len() {
-            checks.spawn(check_loop(
-                self.clone(),
-                connector.clone(),
-                config.clone(),
-                index,
-            ));
-        }
-        while checks.join_next().await.is_some() {}
-    }
-}
-
-/// Checks one upstream forever.
-async fn check_loop(
-    balancer: Arc<Balancer>,
-    connector: Arc<Connector>,
-    config: HealthConfig,
-    index: usize,
-) {
-    let upstream = &balancer.upstreams[index];
-    let mut ticks = tokio::time::interval(config.interval);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let (mut good, mut bad) = (0u32, 0u32);
-    loop {
-        ticks.tick().await;
-        let outcome = connector
-            .health_check(&upstream.target, &config.path, config.timeout)
-            .await;
-        let up = upstream.up.load(Ordering::Relaxed);
-        match outcome {
-            Ok(status) if status.is_success() || status.is_redirection() => {
-                good += 1;
-                bad = 0;
-                if !up && good >= config.rise {
-                    upstream.up.store(true, Ordering::Relaxed);
-                    info!(upstream = %upstream.label, checks = good, "upstream is UP");
-                }
-            }
-            outcome => {
-                bad += 1;
-                good = 0;
-                if up && bad >= config.fall {
-                    upstream.up.store(false, Ordering::Relaxed);
-                    let reason = match outcome {
-                        Ok(status) => format!("status {status}"),
-                        Err(error) => error,
-                    };
-                    warn!(
-                        side = "upstream",
-                        upstream = %upstream.label,
-                        checks = bad,
-                        %reason,
-                        "upstream is DOWN after failed health checks",
-                    );
-                }
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn balancer(n: usize, ejection: Option<EjectionConfig>) -> Balancer {
-        let targets = (0..n)
-            .map(|i| Target::parse(&format!("http://127.0.0.1:{}", 1000 + i)).unwrap())
-            .collect();
-        Balancer::new(
-            targets,
-            || Pool::new(1, Duration::from_secs(1), 8),
-            ejection,
-        )
-    }
-
-    #[test]
-    fn round_robin_is_exact_and_skips_the_ineligible_evenly() {
-        let b = balancer(5, None);
-        let picks: Vec<usize> = (0..10).map(|_| b.pick(&[]).unwrap()).collect();
-        assert_eq!(picks, [0, 1, 2, 3, 4, 0, 1, 2, 3, 4]);
-        b.upstreams[2].up.store(false, Ordering::Relaxed);
-        let mut counts = [0; 5];
-        for _ in 0..400 {
-            counts[b.pick(&[]).unwrap()] += 1;
-        }
-        assert_eq!(counts, [100, 100, 0, 100, 100]);
-        for u in b.upstreams.iter() {
-            u.up.store(false, Ordering::Relaxed);
-        }
-        assert_eq!(b.pick(&[]), None);
-    }
-
-    #[test]
-    fn retries_walk_on_to_untried_upstreams() {
-        let b = balancer(3, None);
-        assert_eq!(b.pick(&[1]), Some(2));
-        assert_eq!(b.pick(&[1, 2]), Some(0));
-        assert_eq!(b.pick(&[1, 2, 0]), None);
-        let single = balancer(1, Some(EjectionConfig::default()));
-        assert_eq!(single.pick(&[]), Some(0));
-        assert_eq!(single.pick(&[0]), None);
-        for _ in 0..10 {
-            single.failed(0);
-        }
-        assert_eq!(
-            single.pick(&[]),
-            Some(0),
-            "a single upstream is never ejected"
-        );
-    }
-
-    #[test]
-    fn ejection_after_consecutive_failures_with_growing_backoff() {
-        let b = balancer(
-            2,
-            Some(EjectionConfig {
-                after: 2,
-                base: Duration::from_millis(50),
-                max: Duration::from_secs(1),
-            }),
-        );
-        b.failed(0);
-        assert_eq!(b.eligible_count(), 2);
-        b.failed(0);
-        assert_eq!(b.eligible_count(), 1);
-        assert!((0..4).all(|_| b.pick(&[]) == Some(1)));
-        std::thread::sleep(Duration::from_millis(70));
-        assert_eq!(b.eligible_count(), 2);
-        // Half-open: one more failure ejects again, for twice as long.
-        b.failed(0);
-        let until = b.upstreams[0].ejected_until.load(Ordering::Relaxed);
-        assert!(until >= b.now_ms() + 80, "second ejection is ~100 ms");
-        b.succeeded(0);
-        assert_eq!(b.eligible_count(), 2);
-        assert_eq!(b.upstreams[0].ejections.load(Ordering::Relaxed), 0);
-    }
+    proxy::run_blocking_kind(listener, &config.proxy, config.kind(), shutdown)
 }

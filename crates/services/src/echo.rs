@@ -40,6 +40,9 @@ use crate::h2server::DirectH2;
 use crate::server::{self, ListenOptions, Protocols};
 use crate::tls::{self, TlsSettings};
 
+/// Largest `get_size` (1 GiB): the answer is built in memory.
+pub const MAX_GET_SIZE: u64 = 1 << 30;
+
 /// The bytes a GET answer is cut from, repeated as often as `get_size` needs.
 const GET_PATTERN: &[u8] = b"Hello, world!";
 const TEXT_PLAIN: HeaderValue = HeaderValue::from_static("text/plain");
@@ -100,20 +103,30 @@ impl Default for EchoConfig {
 }
 
 impl EchoConfig {
-    fn validate(&self) -> Result<(), ServicesError> {
-        let invalid = |reason: &str| {
-            Err(ServicesError::InvalidConfig {
-                reason: reason.to_owned(),
-            })
-        };
-        if self.threads == 0 {
-            return invalid("threads must be at least 1");
-        }
+    /// Checks the configuration; the service checks again before it serves, and a front end
+    /// calls this to refuse bad options before it binds anything.
+    pub fn validate(&self) -> Result<(), ServicesError> {
+        server::check_threads(self.threads)?;
         if self.h2_max_streams == 0 {
-            return invalid("h2_max_streams must be at least 1");
+            return Err(ServicesError::invalid(
+                "h2_max_streams",
+                "must be at least 1",
+            ));
         }
         if self.header_timeout.is_zero() {
-            return invalid("header_timeout must be above zero");
+            return Err(ServicesError::invalid(
+                "header_timeout",
+                "must be above zero",
+            ));
+        }
+        if self.get_size as u64 > MAX_GET_SIZE {
+            return Err(ServicesError::invalid(
+                "get_size",
+                format!(
+                    "must be at most {MAX_GET_SIZE} bytes (1 GiB), got {}",
+                    self.get_size
+                ),
+            ));
         }
         Ok(())
     }

@@ -7,6 +7,16 @@
 use std::io;
 use std::path::PathBuf;
 
+impl ServicesError {
+    /// An [`ServicesError::InvalidValue`] for `field`.
+    pub(crate) fn invalid(field: &'static str, reason: impl Into<String>) -> Self {
+        ServicesError::InvalidValue {
+            field,
+            reason: reason.into(),
+        }
+    }
+}
+
 /// Why a service could not start (or could not be run to completion).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -15,6 +25,15 @@ pub enum ServicesError {
     #[error("invalid configuration: {reason}")]
     InvalidConfig {
         /// What is wrong, in words meant for the user.
+        reason: String,
+    },
+    /// One configuration value is out of range: `field` names it as the configuration type
+    /// does (`max_head`, `health.interval`), so that a front end can name its own option.
+    #[error("invalid configuration: {field} {reason}")]
+    InvalidValue {
+        /// The field, as a path into the configuration type (`timeouts.client_header`).
+        field: &'static str,
+        /// What is wrong with it, worded to follow the field's name ("must be at least 1").
         reason: String,
     },
     /// The listener handed in could not be prepared for async use.

@@ -20,6 +20,10 @@
 //! - the bytes after one message are checked as the next head, so pipelined requests cannot
 //!   hide a second request in a body.
 //!
+//! The framing rules themselves (CRLF, Content-Length, Transfer-Encoding, the chunked coding)
+//! are `gatebench-h1`'s, the ones the upstream client and the load generator apply to
+//! responses; the request line, Host and the limits are this module's.
+//!
 //! A refused head is replaced by a short synthetic request ([`REJECT_METHOD`]) that hyper parses
 //! and the service answers with the status and `Connection: close`: the answer then leaves in
 //! order, after the answers to earlier pipelined requests. A framing error inside a body, where
@@ -29,7 +33,7 @@
 //! destroys the answer before the client reads it (Apache's "lingering close").
 //!
 //! It also carries interim (1xx) responses from a request's handler onto the connection
-//! ([`Interim`]), which hyper's server has no way to send: they are written when hyper flushes
+//! (`interim::Interim`), which hyper's server has no way to send: they are written when hyper flushes
 //! with nothing of its own left to write, and the handler waits until they are on the wire before
 //! it hands hyper the final response, so they always leave after the previous response and
 //! before this one (RFC 9110 §15.2).
@@ -42,8 +46,8 @@ use std::future::Future;
 use std::io;
 use std::mem::MaybeUninit;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll, Waker};
+use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
@@ -51,32 +55,23 @@ use http::{Request, StatusCode};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
+use gatebench_h1::{crlf_only, trim_ows, BodyLength, Chunked, Fields};
+
+use crate::interim::Interim;
+
 /// The method of the synthetic request that stands for a refused head. hyper parses it like any
 /// extension method; a client that sends it is refused with 400 itself, so the service sees it
 /// only from this module.
 pub(crate) const REJECT_METHOD: &str = "X-GB-REJECT";
-/// Largest number of header fields in a request head (hyper's default too); more gets 431.
-pub(crate) const MAX_HEADERS: usize = 100;
-/// Longest chunk-size line, extensions included; a longer one is a framing error.
-const MAX_CHUNK_LINE: usize = 4096;
+/// Largest number of header fields in a request head (the shared limit, hyper's default
+/// too); more gets 431.
+pub(crate) const MAX_HEADERS: usize = gatebench_h1::MAX_FIELDS;
 /// How long a closed connection keeps reading (and discarding) what the client still sends.
 const LINGER: Duration = Duration::from_secs(2);
 /// Bytes read at once while a head is being assembled.
 const HEAD_READ: usize = 4096;
 /// The HTTP/2 connection preface (RFC 9113 §3.4).
 const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-/// Transfer codings registered with IANA: a request using one of them in an order we cannot
-/// frame gets 400, one using any other coding 501 (RFC 9112 §6.1).
-const KNOWN_CODINGS: [&str; 7] = [
-    "chunked",
-    "compress",
-    "deflate",
-    "gzip",
-    "x-compress",
-    "x-gzip",
-    "trailers",
-];
-
 /// Limits and deadlines of the request side of one listener.
 #[derive(Debug, Clone)]
 pub(crate) struct H1Limits {
@@ -115,14 +110,8 @@ enum State {
     Head,
     /// Inside a Content-Length body.
     Body { remaining: u64 },
-    /// Expecting a chunk-size line.
-    ChunkSize,
-    /// Inside chunk data.
-    ChunkData { remaining: u64 },
-    /// Expecting the CRLF after chunk data.
-    ChunkDataEnd,
-    /// After the last chunk: trailer fields, then an empty line.
-    Trailers,
+    /// Inside a chunked body (size lines, data, trailers).
+    Chunked(Chunked),
     /// A refused head was replaced by the synthetic request; nothing more is read.
     Rejected,
     /// A body broke its framing; every read fails.
@@ -174,64 +163,6 @@ pub(crate) struct StrictH1<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> {
     interim_taken: u64,
 }
 
-/// Interim (1xx) responses on their way from a request's handler to its HTTP/1.1 connection:
-/// one per connection, shared by the service and the connection's [`StrictH1`].
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Interim(Arc<Mutex<InterimQueue>>);
-
-#[derive(Debug, Default)]
-struct InterimQueue {
-    /// Serialized heads waiting for the connection.
-    queued: BytesMut,
-    /// Bytes ever queued, and ever written: a handler waits until `written` reaches the count
-    /// its own head brought `queued_total` to.
-    queued_total: u64,
-    written: u64,
-    /// The connection's task (hyper polls the handler from it too), and a waiting handler.
-    conn: Option<Waker>,
-    handler: Option<Waker>,
-    /// The connection is gone: nothing more will be written.
-    closed: bool,
-}
-
-impl Interim {
-    fn lock(&self) -> MutexGuard<'_, InterimQueue> {
-        self.0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Queues one serialized interim response head and waits until it has been written to the
-    /// connection; false when the connection is gone. The caller must not hand hyper its final
-    /// response before this returns: that is what keeps the order on the wire.
-    pub(crate) async fn send(&self, head: &[u8]) -> bool {
-        let target = {
-            let mut queue = self.lock();
-            if queue.closed {
-                return false;
-            }
-            queue.queued.extend_from_slice(head);
-            queue.queued_total += head.len() as u64;
-            if let Some(conn) = &queue.conn {
-                conn.wake_by_ref();
-            }
-            queue.queued_total
-        };
-        std::future::poll_fn(|cx| {
-            let mut queue = self.lock();
-            if queue.written >= target {
-                Poll::Ready(true)
-            } else if queue.closed {
-                Poll::Ready(false)
-            } else {
-                queue.handler = Some(cx.waker().clone());
-                Poll::Pending
-            }
-        })
-        .await
-    }
-}
-
 impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> StrictH1<S> {
     /// Wraps an accepted connection. `sniff_h2`: the port also serves HTTP/2 by prior
     /// knowledge, so a connection opening with the preface is passed through.
@@ -262,20 +193,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> StrictH1<S> {
 
     /// Writes the queued interim responses, if any. hyper calls `poll_flush` only once its own
     /// buffer is written out, and every turn of its connection loop, so waking its task (as
-    /// [`Interim::send`] does) is enough to get here.
+    /// `Interim::send` does) is enough to get here.
     fn poll_interim(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let Some(interim) = &self.interim else {
             return Poll::Ready(Ok(()));
         };
         if self.interim_out.is_empty() {
-            let mut queue = interim.lock();
-            if !queue.conn.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                queue.conn = Some(cx.waker().clone());
-            }
-            if queue.queued.is_empty() {
+            let Some(queued) = interim.take(cx.waker()) else {
                 return Poll::Ready(Ok(()));
-            }
-            self.interim_out = queue.queued.split();
+            };
+            self.interim_out = queued;
             self.interim_taken = self.interim_out.len() as u64;
         }
         let inner = Pin::new(
@@ -291,11 +218,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> StrictH1<S> {
             }
             self.interim_out.advance(n);
         }
-        let mut queue = interim.lock();
-        queue.written += std::mem::take(&mut self.interim_taken);
-        if let Some(handler) = queue.handler.take() {
-            handler.wake();
-        }
+        interim.written(std::mem::take(&mut self.interim_taken));
         Poll::Ready(Ok(()))
     }
 
@@ -338,7 +261,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> StrictH1<S> {
                             self.state = match framing {
                                 Framing::None | Framing::Length(0) => State::Head,
                                 Framing::Length(n) => State::Body { remaining: n },
-                                Framing::Chunked => State::ChunkSize,
+                                // Trailer sections are limited like heads.
+                                Framing::Chunked => {
+                                    State::Chunked(Chunked::new(self.limits.max_head))
+                                }
                             };
                         }
                         Ok(None) => {
@@ -361,68 +287,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> StrictH1<S> {
                         remaining => State::Body { remaining },
                     };
                 }
-                State::ChunkSize => {
-                    let Some(lf) = memchr(b'\n', rest) else {
-                        if rest.len() > MAX_CHUNK_LINE {
-                            return Step::Fail { ok: pos };
-                        }
-                        return Step::Progress(pos);
-                    };
-                    if lf == 0 || rest[lf - 1] != b'\r' || lf > MAX_CHUNK_LINE {
-                        return Step::Fail { ok: pos };
+                State::Chunked(mut chunked) => match chunked.step(rest) {
+                    Ok(gatebench_h1::Step::Framing(n) | gatebench_h1::Step::Data(n)) => {
+                        pos += n;
+                        self.state = State::Chunked(chunked);
                     }
-                    let Some(size) = chunk_size(&rest[..lf - 1]) else {
-                        return Step::Fail { ok: pos };
-                    };
-                    pos += lf + 1;
-                    self.state = if size == 0 {
-                        State::Trailers
-                    } else {
-                        State::ChunkData { remaining: size }
-                    };
-                }
-                State::ChunkData { remaining } => {
-                    if rest.is_empty() {
+                    Ok(gatebench_h1::Step::Done(n)) => {
+                        pos += n;
+                        self.state = State::Head;
+                    }
+                    Ok(gatebench_h1::Step::Partial) => {
+                        self.state = State::Chunked(chunked);
                         return Step::Progress(pos);
                     }
-                    let n = remaining.min(rest.len() as u64);
-                    pos += n as usize;
-                    self.state = match remaining - n {
-                        0 => State::ChunkDataEnd,
-                        remaining => State::ChunkData { remaining },
-                    };
-                }
-                State::ChunkDataEnd => match rest {
-                    [] | [b'\r'] => return Step::Progress(pos),
-                    [b'\r', b'\n', ..] => {
-                        pos += 2;
-                        self.state = State::ChunkSize;
-                    }
-                    _ => return Step::Fail { ok: pos },
+                    Err(_) => return Step::Fail { ok: pos },
                 },
-                State::Trailers => {
-                    match rest {
-                        [] | [b'\r'] => return Step::Progress(pos),
-                        [b'\r', b'\n', ..] => {
-                            pos += 2;
-                            self.state = State::Head;
-                            continue;
-                        }
-                        _ => {}
-                    }
-                    let Some(end) = find(rest, b"\r\n\r\n") else {
-                        if rest.len() > self.limits.max_head {
-                            return Step::Fail { ok: pos };
-                        }
-                        return Step::Progress(pos);
-                    };
-                    let section = &rest[..end + 4];
-                    if section.len() > self.limits.max_head || !trailers_ok(section) {
-                        return Step::Fail { ok: pos };
-                    }
-                    pos += section.len();
-                    self.state = State::Head;
-                }
                 State::Rejected | State::Failed => return Step::Progress(pos),
             }
         }
@@ -459,11 +338,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> StrictH1<S> {
     fn deadline(&self) -> Option<Instant> {
         match self.state {
             State::Head | State::Sniff => self.head_started.map(|t| t + self.limits.head_timeout),
-            State::Body { .. }
-            | State::ChunkSize
-            | State::ChunkData { .. }
-            | State::ChunkDataEnd
-            | State::Trailers => Some(Instant::now() + self.limits.body_timeout),
+            State::Body { .. } | State::Chunked(_) => {
+                Some(Instant::now() + self.limits.body_timeout)
+            }
             State::Passthrough | State::Rejected | State::Failed => None,
         }
     }
@@ -664,11 +541,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> Drop for StrictH1<S> {
     /// client's receive buffer before it is read.
     fn drop(&mut self) {
         if let Some(interim) = &self.interim {
-            let mut queue = interim.lock();
-            queue.closed = true;
-            if let Some(handler) = queue.handler.take() {
-                handler.wake();
-            }
+            interim.close();
         }
         let mid_message = !matches!(self.state, State::Head | State::Passthrough | State::Sniff)
             || self.head_started.is_some();
@@ -743,59 +616,36 @@ fn check_head(buf: &[u8], limits: &H1Limits) -> Result<Option<(usize, Framing)>,
         return Err(StatusCode::BAD_REQUEST);
     }
     let mut hosts = 0;
-    let mut length: Option<u64> = None;
-    let mut lengths = 0;
-    let mut codings = 0;
-    let mut chunked_only = true;
-    let mut unknown_coding = false;
+    let mut fields = Fields::new();
     for header in req.headers.iter() {
-        let name = header.name;
-        let value = trim(header.value);
-        if name.eq_ignore_ascii_case("host") {
+        if header.name.eq_ignore_ascii_case("host") {
             hosts += 1;
-            if !host_ok(value) {
+            if !host_ok(trim_ows(header.value)) {
                 return Err(StatusCode::BAD_REQUEST);
             }
-        } else if name.eq_ignore_ascii_case("content-length") {
-            lengths += 1;
-            length = Some(decimal(value).ok_or(StatusCode::BAD_REQUEST)?);
-        } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            for coding in value.split(|&b| b == b',') {
-                let coding = trim(coding);
-                codings += 1;
-                if !coding.eq_ignore_ascii_case(b"chunked") {
-                    chunked_only = false;
-                    unknown_coding |= !KNOWN_CODINGS
-                        .iter()
-                        .any(|known| coding.eq_ignore_ascii_case(known.as_bytes()));
-                }
-            }
         }
+        // Content-Length only as one plain decimal (RFC 9110 §8.6).
+        fields
+            .field(header.name.as_bytes(), header.value)
+            .map_err(|_| StatusCode::BAD_REQUEST)?;
     }
     // RFC 9112 §3.2: exactly one Host in HTTP/1.1, at most one in HTTP/1.0.
     if hosts > 1 || (hosts == 0 && !http10) {
         return Err(StatusCode::BAD_REQUEST);
     }
-    if codings > 0 {
-        // RFC 9112 §6.1: 501 for a coding we do not know; §6.3: 400 for anything we cannot
-        // frame (not a single final chunked, with Content-Length, or in HTTP/1.0).
-        if unknown_coding {
-            return Err(StatusCode::NOT_IMPLEMENTED);
-        }
-        if http10 || lengths > 0 || codings != 1 || !chunked_only {
-            return Err(StatusCode::BAD_REQUEST);
-        }
-        return Ok(Some((len, Framing::Chunked)));
-    }
-    // RFC 9110 §8.6 lets a recipient accept repeated identical values; a proxy in front of
-    // parsers that may not is safer refusing every repetition.
-    if lengths > 1 {
-        return Err(StatusCode::BAD_REQUEST);
-    }
-    match length {
-        Some(n) if n > limits.max_body => Err(StatusCode::PAYLOAD_TOO_LARGE),
-        Some(n) => Ok(Some((len, Framing::Length(n)))),
-        None => Ok(Some((len, Framing::None))),
+    // RFC 9112 §6.1: 501 for a coding we do not know; §6.3: 400 for anything we cannot frame
+    // (not a single final chunked, with Content-Length, in HTTP/1.0, or Content-Length
+    // repeated: RFC 9110 §8.6 lets a recipient accept repeated identical values, but a proxy in
+    // front of parsers that may not is safer refusing every repetition).
+    let framing = fields.finish(http10).map_err(|e| match e {
+        gatebench_h1::Error::UnknownCoding => StatusCode::NOT_IMPLEMENTED,
+        _ => StatusCode::BAD_REQUEST,
+    })?;
+    match framing.request_body() {
+        BodyLength::Length(n) if n > limits.max_body => Err(StatusCode::PAYLOAD_TOO_LARGE),
+        BodyLength::Length(n) => Ok(Some((len, Framing::Length(n)))),
+        BodyLength::Chunked => Ok(Some((len, Framing::Chunked))),
+        BodyLength::None | BodyLength::UntilClose => Ok(Some((len, Framing::None))),
     }
 }
 
@@ -806,19 +656,6 @@ fn leading_empty_lines(buf: &[u8]) -> usize {
         i += 1;
     }
     i
-}
-
-/// True when every LF is preceded by CR.
-pub(crate) fn crlf_only(bytes: &[u8]) -> bool {
-    let mut from = 0;
-    while let Some(i) = memchr(b'\n', &bytes[from..]) {
-        let at = from + i;
-        if at == 0 || bytes[at - 1] != b'\r' {
-            return false;
-        }
-        from = at + 1;
-    }
-    true
 }
 
 /// RFC 9112 §3.2: origin-form for every method, absolute-form (http/https), asterisk-form for
@@ -884,64 +721,8 @@ fn host_ok(value: &[u8]) -> bool {
     host.iter().all(reg_name) && port.len() <= 5 && port.iter().all(u8::is_ascii_digit)
 }
 
-/// `1*DIGIT` without sign, spaces or overflow (RFC 9110 §8.6).
-fn decimal(value: &[u8]) -> Option<u64> {
-    if value.is_empty() || value.len() > 19 {
-        return None;
-    }
-    value.iter().try_fold(0u64, |n, &b| {
-        if b.is_ascii_digit() {
-            n.checked_mul(10)?.checked_add(u64::from(b - b'0'))
-        } else {
-            None
-        }
-    })
-}
-
-/// A chunk-size line without its CRLF: `1*HEXDIG [ ";" chunk-ext ]` (RFC 9112 §7.1), strictly:
-/// no whitespace, no sign or `0x`, no overflow, no control characters in extensions.
-pub(crate) fn chunk_size(line: &[u8]) -> Option<u64> {
-    let digits = line.iter().take_while(|b| b.is_ascii_hexdigit()).count();
-    if digits == 0 || digits > 16 {
-        return None;
-    }
-    match &line[digits..] {
-        [] => {}
-        [b';', ext @ ..] if ext.iter().all(|&b| b == b'\t' || (0x20..0x7f).contains(&b)) => {}
-        _ => return None,
-    }
-    line[..digits].iter().try_fold(0u64, |n, &b| {
-        let d = (b as char).to_digit(16)? as u64;
-        n.checked_mul(16)?.checked_add(d)
-    })
-}
-
-/// A trailer section (ending in an empty line) that parses as header fields with CRLF ends.
-fn trailers_ok(section: &[u8]) -> bool {
-    let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    crlf_only(section)
-        && matches!(
-            httparse::parse_headers(section, &mut fields),
-            Ok(httparse::Status::Complete((n, _))) if n == section.len()
-        )
-}
-
-fn trim(mut v: &[u8]) -> &[u8] {
-    while let [b' ' | b'\t', rest @ ..] = v {
-        v = rest;
-    }
-    while let [rest @ .., b' ' | b'\t'] = v {
-        v = rest;
-    }
-    v
-}
-
 fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
     haystack.iter().position(|&b| b == needle)
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 #[cfg(test)]
@@ -1047,27 +828,6 @@ mod tests {
             check_head(&many, &wide).map_err(|s| s.as_u16()).err(),
             Some(431)
         );
-    }
-
-    #[test]
-    fn chunk_size_lines_are_strict() {
-        assert_eq!(chunk_size(b"0"), Some(0));
-        assert_eq!(chunk_size(b"1a"), Some(26));
-        assert_eq!(chunk_size(b"A;name=value"), Some(10));
-        assert_eq!(chunk_size(b"ffffffffffffffff"), Some(u64::MAX));
-        for bad in [
-            &b""[..],
-            b" 1",
-            b"1 ",
-            b"+1",
-            b"0x1",
-            b"-1",
-            b"1;\x00",
-            b"zz",
-            b"10000000000000000",
-        ] {
-            assert_eq!(chunk_size(bad), None, "{}", String::from_utf8_lossy(bad));
-        }
     }
 
     fn checker() -> StrictH1<tokio::io::DuplexStream> {

@@ -30,6 +30,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, watch};
 use tracing::debug;
 
+use crate::interim::H2Interim;
 use crate::proxy::body::{ClientBody, H2Recv, ResBody};
 
 /// hyper's HTTP/2 server defaults, kept so that moving off hyper changes no behaviour a client
@@ -42,17 +43,9 @@ const MAX_SEND_BUFFER: usize = 400 * 1024;
 const MAX_HEADER_LIST: u32 = 16 * 1024;
 const MAX_LOCAL_ERROR_RESETS: usize = 1024;
 
-/// Interim responses on their way from a request's handler to its HTTP/2 stream.
-#[derive(Debug, Clone)]
-pub(crate) struct H2Interim(mpsc::UnboundedSender<Response<()>>);
-
-impl H2Interim {
-    /// Queues one interim response. The stream's task sends every queued one before the final
-    /// response, so the order on the wire is the order of the calls.
-    pub(crate) fn send(&self, response: Response<()>) {
-        // The receiver lives as long as the handler runs; an error means the stream is gone.
-        let _ = self.0.send(response);
-    }
+/// Resolves once the drain has started (or its sender is gone, which means the same).
+async fn draining(drain: &mut watch::Receiver<bool>) {
+    let _ = drain.wait_for(|draining| *draining).await;
 }
 
 /// The future answering one HTTP/2 request.
@@ -102,7 +95,7 @@ pub(crate) async fn serve<T>(
                 return;
             }
         },
-        () = crate::server::draining(drain) => return,
+        () = draining(drain) => return,
     };
     let mut closing = false;
     loop {
@@ -112,7 +105,7 @@ pub(crate) async fn serve<T>(
             tokio::select! {
                 biased;
                 next = conn.accept() => next,
-                () = crate::server::draining(drain) => {
+                () = draining(drain) => {
                     // GOAWAY; accept keeps driving the connection until its streams end.
                     conn.graceful_shutdown();
                     closing = true;
@@ -153,7 +146,7 @@ async fn stream(
     let length = content_length(&parts.headers);
     let req = Request::from_parts(parts, ClientBody::H2(H2Recv::new(recv, length)));
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let mut answer = handler.call_h2(req, H2Interim(tx));
+    let mut answer = handler.call_h2(req, H2Interim::new(tx));
     let response = loop {
         let step = std::future::poll_fn(|cx| {
             // Interim responses first: every one queued before the final response goes out

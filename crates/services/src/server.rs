@@ -35,12 +35,31 @@ use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
 use crate::error::ServicesError;
-use crate::h1check::{H1Limits, Interim, StrictH1};
+use crate::h1check::{H1Limits, StrictH1};
 use crate::h2server::{self, DirectH2, H2Handler};
+use crate::interim::Interim;
 
 /// How long in-flight requests get to finish once shutdown starts.
 pub(crate) const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 /// Deadline for a whole TLS handshake, so a silent client cannot hold a connection forever.
+/// Most serving threads a service takes (as the load generator's `-t`): a thread each, with
+/// its own runtime, is real memory.
+pub(crate) const MAX_THREADS: usize = 1024;
+
+/// Checks a service's `threads`: 1 to [`MAX_THREADS`].
+pub(crate) fn check_threads(threads: usize) -> Result<(), ServicesError> {
+    if threads == 0 {
+        return Err(ServicesError::invalid("threads", "must be at least 1"));
+    }
+    if threads > MAX_THREADS {
+        return Err(ServicesError::invalid(
+            "threads",
+            format!("must be at most {MAX_THREADS}, got {threads}"),
+        ));
+    }
+    Ok(())
+}
+
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Deadline for receiving a complete HTTP/1 request head (slowloris); hyper closes on expiry.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);

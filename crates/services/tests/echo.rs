@@ -5,9 +5,6 @@
 //! TLS uses tokio-rustls with a freshly generated certificate. Timing assertions only have
 //! lower bounds tight; upper bounds are generous because the machine is shared.
 
-// TEMPORARY: removed when the services part lands
-#![allow(unsafe_code, clippy::undocumented_unsafe_blocks)]
-
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -693,9 +690,12 @@ mod accept {
         assert!(stdout.contains("1 passed"), "child ran no test:\n{stdout}");
     }
 
+    #[allow(unsafe_code)]
     fn cpu_time() -> Duration {
         // getrusage needs no descriptor, unlike reading /proc while none are left.
+        // SAFETY: rusage is plain old data; all-zero bytes are a valid value.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `usage` is a valid, writable rusage for the call to fill.
         assert_eq!(unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) }, 0);
         let tv = |t: libc::timeval| {
             Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
@@ -720,20 +720,16 @@ mod accept {
             .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u64>().ok())
             .max()
             .unwrap();
-        let limit = libc::rlimit {
-            rlim_cur: highest + 16,
-            rlim_max: libc::RLIM_INFINITY,
-        };
-        let mut old = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut old) }, 0);
-        let limit = libc::rlimit {
-            rlim_max: old.rlim_max,
-            ..limit
-        };
-        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) }, 0);
+        use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+        let old = getrlimit(Resource::Nofile);
+        setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: Some(highest + 16),
+                maximum: old.maximum,
+            },
+        )
+        .unwrap();
         let mut fillers = Vec::new();
         while let Ok(file) = std::fs::File::open("/dev/null") {
             fillers.push(file);
@@ -757,7 +753,7 @@ mod accept {
         drop(fillers);
         let answer = pending.answer(false).await;
         assert_eq!(answer.status, 200);
-        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &old) }, 0);
+        setrlimit(Resource::Nofile, old).unwrap();
         server.stop().await.unwrap();
     }
 }

@@ -82,6 +82,8 @@ pub fn load_report(
         target_warnings: vec![],
         timeline: None,
         valid,
+        shard: None,
+        merged: None,
     }
 }
 

@@ -184,9 +184,8 @@ pub fn run(args: CostArgs) -> Result<ExitCode> {
                 error_percent: m.error_percent,
                 // Scaled to the measurement's share of the answers, so that CPU per request
                 // divides like for like.
-                intermediary_cpu_s: cpu.map(|c| {
-                    c * m.outcomes.responses() as f64 / (responses_all.max(1)) as f64
-                }),
+                intermediary_cpu_s: cpu
+                    .map(|c| c * m.outcomes.responses() as f64 / (responses_all.max(1)) as f64),
                 valid: r.valid,
             };
             if !args.quiet {
@@ -217,8 +216,7 @@ pub fn run(args: CostArgs) -> Result<ExitCode> {
     }
     if runs.iter().any(|r| !r.valid) {
         warnings.push(
-            "the generator's self-check flagged some runs: it may have been the bottleneck"
-                .into(),
+            "the generator's self-check flagged some runs: it may have been the bottleneck".into(),
         );
     }
     let duration_s = args.duration.as_secs_f64();

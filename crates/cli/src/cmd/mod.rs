@@ -3,7 +3,9 @@
 pub mod compare;
 pub mod cost;
 pub mod find_max;
+pub mod k8s;
 pub mod load;
+pub mod merge;
 pub mod report;
 pub mod run;
 pub mod serve;

@@ -9,13 +9,12 @@ use std::net::TcpListener;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context, Result};
-use gatebench_loadgen::bounds::{check_count, MAX_PAYLOAD, MAX_THREADS};
 use gatebench_services::echo::EchoConfig;
 use gatebench_services::json_xml::JsonXmlLimits;
 use gatebench_services::tls::{generate_self_signed, TlsSettings};
 use gatebench_services::{
-    BalanceConfig, EjectionConfig, HealthConfig, ProxyConfig, Timeouts, TransformConfig,
-    UpstreamTls,
+    BalanceConfig, EjectionConfig, HealthConfig, ProxyConfig, ServicesError, Timeouts,
+    TransformConfig, UpstreamTls,
 };
 
 use crate::cli::{ServeArgs, Service};
@@ -33,30 +32,29 @@ fn echo(args: ServeArgs) -> Result<ExitCode> {
     if !args.upstreams.is_empty() {
         bail!("echo takes no --upstream (it is the backend)");
     }
-    check_common(&args)?;
-    let tls = if args.tls {
-        Some(match (&args.cert, &args.key) {
-            (Some(c), Some(k)) => TlsSettings {
-                cert_pem_path: Some(c.clone()),
-                key_pem_path: Some(k.clone()),
-            },
-            _ => self_signed()?,
-        })
-    } else {
-        None
-    };
-    let config = EchoConfig {
+    let mut config = EchoConfig {
         delay: args.delay,
         get_size: args.size,
         threads: args
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
         max_body: args.max_body,
-        tls,
+        tls: None,
         http2: args.http2,
         h2_max_streams: args.h2_max_streams,
         header_timeout: args.client_header_timeout,
     };
+    // Refused before a certificate is made or anything listens.
+    config.validate().map_err(by_option)?;
+    if args.tls {
+        config.tls = Some(match (&args.cert, &args.key) {
+            (Some(c), Some(k)) => TlsSettings {
+                cert_pem_path: Some(c.clone()),
+                key_pem_path: Some(k.clone()),
+            },
+            _ => self_signed()?,
+        });
+    }
     let listener = TcpListener::bind((args.host.as_str(), args.port))
         .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;
     let addr = listener
@@ -90,78 +88,12 @@ fn intermediary(args: ServeArgs) -> Result<ExitCode> {
         Service::Balance => "balance",
         _ => "transform",
     };
-    match (args.service, args.upstreams.len()) {
-        (_, 0) => bail!("{name} needs --upstream URL"),
-        (Service::Proxy | Service::Transform, n) if n > 1 => {
-            bail!("{name} forwards to one --upstream (use balance for several)")
-        }
-        _ => {}
-    }
-    check_common(&args)?;
-    if args.tries == 0 || args.tries > 16 {
-        bail!("--tries must be 1 to 16");
-    }
-    // The services check these too, but only once the port is bound; here each is named by
-    // its option and refused before anything listens.
-    if args.max_head < 1024 {
-        bail!("--max-head must be at least 1024 bytes");
-    }
-    if args.max_request_line < 64 {
-        bail!("--max-request-line must be at least 64 bytes");
-    }
-    if args.service == Service::Balance && !args.no_health_checks {
-        // tokio's interval panics on a zero period; a zero timeout fails every check.
-        for (option, d) in [
-            ("--health-interval", args.health_interval),
-            ("--health-timeout", args.health_timeout),
-        ] {
-            if d.is_zero() {
-                bail!("{option} must be more than 0");
-            }
-        }
-        for (option, n) in [
-            ("--health-fall", args.health_fall),
-            ("--health-rise", args.health_rise),
-        ] {
-            if n == 0 {
-                bail!("{option} must be at least 1");
-            }
-        }
-        if !args.health_path.starts_with('/') {
-            bail!("--health-path must start with /");
-        }
-    }
-    if args.service == Service::Balance && !args.no_ejection {
-        if args.eject_after == 0 {
-            bail!("--eject-after must be at least 1");
-        }
-        if args.eject_base.is_zero() {
-            bail!("--eject-base must be more than 0");
-        }
-    }
-    let (tls, cert_line) = if args.tls {
-        match (&args.cert, &args.key) {
-            (Some(c), Some(k)) => (
-                Some(TlsSettings {
-                    cert_pem_path: Some(c.clone()),
-                    key_pem_path: Some(k.clone()),
-                }),
-                None,
-            ),
-            _ => {
-                let (settings, line) = write_self_signed(name)?;
-                (Some(settings), Some(line))
-            }
-        }
-    } else {
-        (None, None)
-    };
-    let proxy = ProxyConfig {
+    let mut proxy = ProxyConfig {
         upstreams: args.upstreams.clone(),
         threads: args
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
-        tls,
+        tls: None,
         http2: args.http2,
         h2_max_streams: args.h2_max_streams,
         upstream_tls: UpstreamTls {
@@ -183,6 +115,55 @@ fn intermediary(args: ServeArgs) -> Result<ExitCode> {
         tries: args.tries,
         ..ProxyConfig::new(Vec::new())
     };
+    let transform = JsonXmlLimits {
+        max_depth: args.json_max_depth,
+        max_input: args.max_body,
+    };
+    let balance = |proxy: ProxyConfig| BalanceConfig {
+        proxy,
+        health: (!args.no_health_checks).then(|| HealthConfig {
+            path: args.health_path.clone(),
+            interval: args.health_interval,
+            timeout: args.health_timeout,
+            fall: args.health_fall,
+            rise: args.health_rise,
+        }),
+        ejection: (!args.no_ejection).then_some(EjectionConfig {
+            after: args.eject_after,
+            base: args.eject_base,
+            max: args.eject_max,
+        }),
+    };
+    // Refused before a certificate is made or anything listens; the service's own types say
+    // what is valid.
+    match args.service {
+        Service::Proxy => proxy.validate(),
+        Service::Transform => TransformConfig {
+            proxy: proxy.clone(),
+            json: transform,
+        }
+        .validate(),
+        _ => balance(proxy.clone()).validate(),
+    }
+    .map_err(by_option)?;
+    let (tls, cert_line) = if args.tls {
+        match (&args.cert, &args.key) {
+            (Some(c), Some(k)) => (
+                Some(TlsSettings {
+                    cert_pem_path: Some(c.clone()),
+                    key_pem_path: Some(k.clone()),
+                }),
+                None,
+            ),
+            _ => {
+                let (settings, line) = write_self_signed(name)?;
+                (Some(settings), Some(line))
+            }
+        }
+    } else {
+        (None, None)
+    };
+    proxy.tls = tls;
     let listener = TcpListener::bind((args.host.as_str(), args.port))
         .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;
     let addr = listener
@@ -209,57 +190,45 @@ fn intermediary(args: ServeArgs) -> Result<ExitCode> {
         Service::Proxy => gatebench_services::proxy::run_blocking(listener, proxy, shutdown),
         Service::Transform => {
             let config = TransformConfig {
-                json: JsonXmlLimits {
-                    max_depth: args.json_max_depth,
-                    max_input: args.max_body,
-                },
+                json: transform,
                 proxy,
             };
             gatebench_services::transform::run_blocking(listener, config, shutdown)
         }
-        _ => {
-            let config = BalanceConfig {
-                proxy,
-                health: (!args.no_health_checks).then(|| HealthConfig {
-                    path: args.health_path.clone(),
-                    interval: args.health_interval,
-                    timeout: args.health_timeout,
-                    fall: args.health_fall,
-                    rise: args.health_rise,
-                }),
-                ejection: (!args.no_ejection).then_some(EjectionConfig {
-                    after: args.eject_after,
-                    base: args.eject_base,
-                    max: args.eject_max,
-                }),
-            };
-            gatebench_services::balance::run_blocking(listener, config, shutdown)
-        }
+        _ => gatebench_services::balance::run_blocking(listener, balance(proxy), shutdown),
     };
     result.with_context(|| format!("{name} failed"))?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// Checks the options every service shares, before anything listens. Durations are bounded by
-/// their parser (`gatebench_loadgen::bounds`); counts and sizes here, so that no value turns
-/// into a panic or an allocation the size of the machine.
-fn check_common(args: &ServeArgs) -> Result<()> {
-    if let Some(t) = args.threads {
-        check_count(t as u64, u64::from(MAX_THREADS)).map_err(|r| anyhow!("--threads {r}"))?;
+/// A service's refusal of a configuration value, named by the option that set it
+/// (`--max-head must be at least 1024 bytes`); the services' configuration types do the
+/// checking, this only translates their field names.
+fn by_option(error: ServicesError) -> anyhow::Error {
+    if let ServicesError::InvalidValue { field, reason } = &error {
+        let option = match *field {
+            "upstreams" => Some("--upstream"),
+            "threads" => Some("--threads"),
+            "h2_max_streams" => Some("--h2-max-streams"),
+            "tries" => Some("--tries"),
+            "max_head" => Some("--max-head"),
+            "max_request_line" => Some("--max-request-line"),
+            "timeouts.client_header" | "header_timeout" => Some("--client-header-timeout"),
+            "get_size" => Some("--size"),
+            "health.interval" => Some("--health-interval"),
+            "health.timeout" => Some("--health-timeout"),
+            "health.fall" => Some("--health-fall"),
+            "health.rise" => Some("--health-rise"),
+            "health.path" => Some("--health-path"),
+            "ejection.after" => Some("--eject-after"),
+            "ejection.base" => Some("--eject-base"),
+            _ => None,
+        };
+        if let Some(option) = option {
+            return anyhow!("{option} {reason}");
+        }
     }
-    if args.h2_max_streams == 0 {
-        bail!("--h2-max-streams must be at least 1");
-    }
-    if args.client_header_timeout.is_zero() {
-        bail!("--client-header-timeout must be above zero");
-    }
-    if args.size as u64 > MAX_PAYLOAD {
-        bail!(
-            "--size must be at most {MAX_PAYLOAD} bytes (1 GiB), got {}",
-            args.size
-        );
-    }
-    Ok(())
+    anyhow::Error::new(error)
 }
 
 /// Generates a self-signed certificate, writes it beside a key in the temp directory and prints
@@ -307,4 +276,64 @@ fn write_private(path: &std::path::Path, data: &str) -> Result<()> {
         .with_context(|| format!("writing {}", path.display()))?;
     f.write_all(data.as_bytes())
         .with_context(|| format!("writing {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(result: std::result::Result<(), ServicesError>) -> String {
+        by_option(result.expect_err("refused")).to_string()
+    }
+
+    #[test]
+    fn refused_service_options_are_named_as_on_the_command_line() {
+        let proxy = ProxyConfig::new(vec!["http://127.0.0.1:1".to_owned()]);
+        let cases = [
+            (
+                ProxyConfig {
+                    max_head: 10,
+                    ..proxy.clone()
+                }
+                .validate(),
+                "--max-head must be at least 1024 bytes",
+            ),
+            (
+                ProxyConfig {
+                    threads: 5000,
+                    ..proxy.clone()
+                }
+                .validate(),
+                "--threads must be at most 1024, got 5000",
+            ),
+            (
+                ProxyConfig::new(Vec::new()).validate(),
+                "--upstream is missing",
+            ),
+            (
+                BalanceConfig {
+                    ejection: Some(EjectionConfig {
+                        after: 0,
+                        ..EjectionConfig::default()
+                    }),
+                    ..BalanceConfig::new(proxy.upstreams.clone())
+                }
+                .validate(),
+                "--eject-after must be at least 1",
+            ),
+            (
+                EchoConfig {
+                    header_timeout: std::time::Duration::ZERO,
+                    ..EchoConfig::default()
+                }
+                .validate(),
+                "--client-header-timeout must be above zero",
+            ),
+        ];
+        for (result, want) in cases {
+            let got = message(result);
+            assert!(got.starts_with(want), "{got}");
+            assert_eq!(got.lines().count(), 1, "{got}");
+        }
+    }
 }

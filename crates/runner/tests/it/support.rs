@@ -190,6 +190,7 @@ pub fn report(config: &LoadConfig) -> LoadReport {
             latency_uncorrected: None,
             concurrency: 1.0,
             connections: Default::default(),
+            histograms: None,
         }
     };
     LoadReport {
@@ -213,6 +214,8 @@ pub fn report(config: &LoadConfig) -> LoadReport {
         target_warnings: vec![],
         timeline: None,
         valid: true,
+        shard: None,
+        merged: None,
     }
 }
 

@@ -19,36 +19,8 @@ use bytes::Bytes;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
 use tokio::time::{Instant, Sleep};
 
+use crate::failure::{log_failure, BodyError, Failure};
 use crate::h1client::H1Body;
-use crate::proxy::forward::{log_failure, Failure};
-
-/// Why a body stopped.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum BodyError {
-    /// The client's body went past the configured limit (413).
-    #[error("request body is larger than the limit of {0} bytes")]
-    TooLarge(u64),
-    /// The client's body could not be read: broken framing, a stall, or the client left.
-    #[error("reading the request body failed")]
-    Downstream(#[source] hyper::Error),
-    /// The client's HTTP/2 stream broke (a reset, or a body that contradicts its
-    /// Content-Length, which h2 checks: RFC 9113 §8.1.1).
-    #[error("reading the request body failed")]
-    DownstreamH2(#[source] h2::Error),
-    /// The HTTP/2 upstream's body could not be read: a reset, a truncation or a protocol
-    /// error.
-    #[error("reading the upstream response body failed")]
-    Upstream(#[source] h2::Error),
-    /// The upstream sent nothing for the read timeout in the middle of a body.
-    #[error("upstream response body stalled for {0:?}")]
-    UpstreamStalled(Duration),
-    /// The upstream's body broke its framing (or ended early).
-    #[error("upstream response body: {0}")]
-    UpstreamFraming(&'static str),
-    /// Reading the upstream's body failed (a reset).
-    #[error("reading the upstream response body failed")]
-    UpstreamIo(#[source] std::io::Error),
-}
 
 /// A request body on its way upstream.
 #[derive(Debug)]

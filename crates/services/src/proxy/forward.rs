@@ -19,11 +19,8 @@
 //! towards passive ejection; downstream ones (the client's body over the limit, broken or
 //! stalled) answer 4xx and blame no upstream.
 
-use std::error::Error as StdError;
-use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::task::Poll;
 use std::time::Duration;
 
@@ -33,214 +30,18 @@ use http::uri::{Authority, PathAndQuery};
 use http::{HeaderMap, Method, Request, Response, StatusCode, Uri, Version};
 use hyper::body::Body;
 use tokio::sync::oneshot;
-use tracing::{debug, warn};
+use tracing::debug;
 
-use crate::h1client::{self, H1Error, InterimSink, InterimTarget};
+use crate::failure::{log_failure, BodyError, Failure, Side};
+use crate::h1client::{self, H1Error};
 use crate::h2server;
-use crate::proxy::body::{BodyError, H2Recv, ResBody, UpBody, UpstreamBody};
+use crate::interim::{InterimSink, InterimTarget};
+use crate::proxy::body::{H2Recv, ResBody, UpBody, UpstreamBody};
 use crate::proxy::{headers, Shared};
 use crate::upstream::{ConnectError, H2Upstream, Sender, Target};
 
 /// Upper bound of the `tries` budget: a request tries at most this many upstreams.
 pub(crate) const MAX_TRIES: usize = 16;
-
-/// Which side a failure is on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Side {
-    Upstream,
-    Downstream,
-    Internal,
-}
-
-impl Side {
-    fn as_str(self) -> &'static str {
-        match self {
-            Side::Upstream => "upstream",
-            Side::Downstream => "downstream",
-            Side::Internal => "internal",
-        }
-    }
-}
-
-/// Every way a forwarded request can fail; a small `Copy` enum, nothing allocated per failure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Failure {
-    ConnectRefused,
-    ConnectTimeout,
-    ConnectFailed,
-    TlsFailed,
-    ResponseTimeout,
-    UpstreamClosed,
-    UpstreamProtocol,
-    ResponseHeadTooLarge,
-    UpstreamBodyBroken,
-    NoUpstream,
-    LoopDetected,
-    RequestTooLarge,
-    RequestBodyInvalid,
-    RequestBodyTimeout,
-    UnsupportedMediaType,
-    InvalidJson,
-}
-
-impl Failure {
-    /// Every failure, in declaration order (the index of [`Failure::index`]).
-    pub(crate) const ALL: [Failure; 16] = [
-        Failure::ConnectRefused,
-        Failure::ConnectTimeout,
-        Failure::ConnectFailed,
-        Failure::TlsFailed,
-        Failure::ResponseTimeout,
-        Failure::UpstreamClosed,
-        Failure::UpstreamProtocol,
-        Failure::ResponseHeadTooLarge,
-        Failure::UpstreamBodyBroken,
-        Failure::NoUpstream,
-        Failure::LoopDetected,
-        Failure::RequestTooLarge,
-        Failure::RequestBodyInvalid,
-        Failure::RequestBodyTimeout,
-        Failure::UnsupportedMediaType,
-        Failure::InvalidJson,
-    ];
-
-    pub(crate) fn index(self) -> usize {
-        self as usize
-    }
-
-    /// The status the client gets.
-    pub(crate) fn status(self) -> StatusCode {
-        match self {
-            Failure::ConnectTimeout | Failure::ResponseTimeout => StatusCode::GATEWAY_TIMEOUT,
-            Failure::NoUpstream => StatusCode::SERVICE_UNAVAILABLE,
-            Failure::LoopDetected => StatusCode::LOOP_DETECTED,
-            Failure::RequestTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            Failure::RequestBodyInvalid | Failure::InvalidJson => StatusCode::BAD_REQUEST,
-            Failure::RequestBodyTimeout => StatusCode::REQUEST_TIMEOUT,
-            Failure::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            _ => StatusCode::BAD_GATEWAY,
-        }
-    }
-
-    pub(crate) fn side(self) -> Side {
-        match self {
-            Failure::RequestTooLarge
-            | Failure::RequestBodyInvalid
-            | Failure::RequestBodyTimeout
-            | Failure::UnsupportedMediaType
-            | Failure::InvalidJson => Side::Downstream,
-            Failure::LoopDetected => Side::Internal,
-            _ => Side::Upstream,
-        }
-    }
-
-    /// The RFC 9209 §2.3 error type.
-    pub(crate) fn proxy_error(self) -> &'static str {
-        match self {
-            Failure::ConnectRefused => "connection_refused",
-            Failure::ConnectTimeout => "connection_timeout",
-            Failure::ConnectFailed | Failure::UpstreamClosed => "connection_terminated",
-            Failure::TlsFailed => "tls_protocol_error",
-            Failure::ResponseTimeout => "http_response_timeout",
-            Failure::UpstreamProtocol => "http_protocol_error",
-            Failure::ResponseHeadTooLarge => "http_response_header_section_size",
-            Failure::UpstreamBodyBroken => "http_response_incomplete",
-            Failure::NoUpstream => "destination_unavailable",
-            Failure::LoopDetected => "proxy_loop_detected",
-            Failure::RequestTooLarge
-            | Failure::RequestBodyInvalid
-            | Failure::RequestBodyTimeout
-            | Failure::UnsupportedMediaType
-            | Failure::InvalidJson => "http_request_error",
-        }
-    }
-
-    /// What the log and the error body say.
-    pub(crate) fn message(self) -> &'static str {
-        match self {
-            Failure::ConnectRefused => "upstream refused the connection",
-            Failure::ConnectTimeout => "upstream connect timed out",
-            Failure::ConnectFailed => "upstream connect failed",
-            Failure::TlsFailed => "upstream TLS handshake failed",
-            Failure::ResponseTimeout => "upstream sent no response in time",
-            Failure::UpstreamClosed => "upstream closed or reset the connection before a response",
-            Failure::UpstreamProtocol => "upstream sent a malformed response",
-            Failure::ResponseHeadTooLarge => "upstream response head is over the limit",
-            Failure::UpstreamBodyBroken => {
-                "upstream response body broke off: client sees a truncated response"
-            }
-            Failure::NoUpstream => "no upstream is available",
-            Failure::LoopDetected => "request loops back to this proxy (Via)",
-            Failure::RequestTooLarge => "request body is over the limit",
-            Failure::RequestBodyInvalid => "request body could not be read",
-            Failure::RequestBodyTimeout => "request body stalled",
-            Failure::UnsupportedMediaType => "request body is not JSON",
-            Failure::InvalidJson => "request body is not valid JSON",
-        }
-    }
-
-    fn from_connect(error: &ConnectError) -> Self {
-        match error {
-            ConnectError::Refused(_) => Failure::ConnectRefused,
-            ConnectError::Timeout => Failure::ConnectTimeout,
-            ConnectError::Tls(_) => Failure::TlsFailed,
-            ConnectError::Other(_) => Failure::ConnectFailed,
-        }
-    }
-}
-
-/// Logs at most [`LogGate::PER_SECOND`] failures a second at `warn`; the rest at `debug`, with
-/// the count of those held back reported on the next `warn`. A dead upstream under load must
-/// not turn the proxy into a log writer.
-struct LogGate {
-    second: AtomicU64,
-    count: AtomicU32,
-    held_back: AtomicU64,
-}
-
-impl LogGate {
-    const PER_SECOND: u32 = 10;
-
-    /// `Some(held back since the last warn)` when this one may be a warn.
-    fn admit(&self) -> Option<u64> {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        if self.second.swap(now, Ordering::Relaxed) != now {
-            self.count.store(0, Ordering::Relaxed);
-        }
-        if self.count.fetch_add(1, Ordering::Relaxed) < Self::PER_SECOND {
-            Some(self.held_back.swap(0, Ordering::Relaxed))
-        } else {
-            self.held_back.fetch_add(1, Ordering::Relaxed);
-            None
-        }
-    }
-}
-
-static LOG_GATE: LogGate = LogGate {
-    second: AtomicU64::new(0),
-    count: AtomicU32::new(0),
-    held_back: AtomicU64::new(0),
-};
-
-/// Logs a failure with its side and, for upstream failures, which upstream.
-pub(crate) fn log_failure(failure: Failure, upstream: Option<&str>, error: &dyn fmt::Display) {
-    let side = failure.side().as_str();
-    let upstream = upstream.unwrap_or("-");
-    match LOG_GATE.admit() {
-        Some(held_back) => warn!(
-            side,
-            upstream,
-            status = failure.status().as_u16(),
-            %error,
-            similar_held_back = held_back,
-            "{}",
-            failure.message()
-        ),
-        None => debug!(side, upstream, %error, "{}", failure.message()),
-    }
-}
 
 /// A request ready to go upstream, in a protocol-neutral form.
 #[derive(Debug)]
@@ -367,7 +168,7 @@ pub(crate) async fn forward(
                 }
                 Err(error) => {
                     // Nothing was sent: any method may go to the next upstream.
-                    let failure = Failure::from_connect(&error);
+                    let failure = connect_failure(&error);
                     log_failure(failure, Some(&upstream.label), &error);
                     balancer.failed(index);
                     last = Some(failure);
@@ -438,7 +239,7 @@ pub(crate) async fn forward(
             read_timeout: shared.timeouts.upstream_read,
             max_head: shared.max_response_head,
         };
-        let sink = interim.map(|interim| h1client::InterimSink {
+        let sink = interim.map(|interim| InterimSink {
             interim,
             via: shared.via.value(Version::HTTP_11),
         });
@@ -718,12 +519,7 @@ async fn send(
                 deadline = Some(Box::pin(tokio::time::sleep(timeout)));
             }
             Event::BodySent(Err(error)) => {
-                let failure = match &error {
-                    BodyError::TooLarge(_) => Failure::RequestTooLarge,
-                    BodyError::Downstream(e) if timed_out(e) => Failure::RequestBodyTimeout,
-                    _ => Failure::RequestBodyInvalid,
-                };
-                return Sent::Failed(failure, error.to_string());
+                return Sent::Failed(error.downstream_failure(), error.to_string());
             }
             Event::TimedOut => {
                 return Sent::Failed(Failure::ResponseTimeout, "timed out".to_owned());
@@ -837,21 +633,6 @@ fn classify(error: &h2::Error) -> Failure {
     }
 }
 
-fn find_io<'a>(error: &'a (dyn StdError + 'static)) -> Option<&'a std::io::Error> {
-    let mut source: Option<&(dyn StdError + 'static)> = Some(error);
-    while let Some(cause) = source {
-        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
-            return Some(io);
-        }
-        source = cause.source();
-    }
-    None
-}
-
-pub(crate) fn timed_out(error: &hyper::Error) -> bool {
-    find_io(error).is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
-}
-
 const TEXT_PLAIN: HeaderValue = HeaderValue::from_static("text/plain; charset=utf-8");
 const CLOSE: HeaderValue = HeaderValue::from_static("close");
 
@@ -872,27 +653,19 @@ pub(crate) fn error_response(shared: &Shared, failure: Failure, http1: bool) -> 
     response
 }
 
+/// The failure a connect error is.
+fn connect_failure(error: &ConnectError) -> Failure {
+    match error {
+        ConnectError::Refused(_) => Failure::ConnectRefused,
+        ConnectError::Timeout => Failure::ConnectTimeout,
+        ConnectError::Tls(_) => Failure::TlsFailed,
+        ConnectError::Other(_) => Failure::ConnectFailed,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn failure_table_is_in_declaration_order() {
-        for (i, f) in Failure::ALL.iter().enumerate() {
-            assert_eq!(f.index(), i, "{f:?}");
-        }
-    }
-
-    #[test]
-    fn statuses_follow_behaviour_md() {
-        assert_eq!(Failure::ConnectRefused.status(), 502);
-        assert_eq!(Failure::UpstreamClosed.status(), 502);
-        assert_eq!(Failure::UpstreamProtocol.status(), 502);
-        assert_eq!(Failure::ConnectTimeout.status(), 504);
-        assert_eq!(Failure::ResponseTimeout.status(), 504);
-        assert_eq!(Failure::NoUpstream.status(), 503);
-        assert_eq!(Failure::RequestTooLarge.side(), Side::Downstream);
-    }
 
     #[test]
     fn retry_rules() {

@@ -27,6 +27,7 @@
 pub(crate) mod body;
 pub(crate) mod forward;
 pub(crate) mod headers;
+mod to_xml;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -42,14 +43,15 @@ use hyper::service::Service;
 use tokio::net::TcpListener;
 use tracing::info;
 
-use crate::balance::{Balancer, EjectionConfig, HealthConfig};
+use crate::balancer::{Balancer, EjectionConfig, HealthConfig};
 use crate::error::ServicesError;
-use crate::h1check::{self, H1Limits, Interim};
-use crate::h1client::InterimTarget;
-use crate::h2server::{DirectH2, H2Future, H2Handler, H2Interim};
+use crate::failure::{log_failure, Failure};
+use crate::h1check::{self, H1Limits};
+use crate::h2server::{DirectH2, H2Future, H2Handler};
+use crate::interim::{H2Interim, Interim, InterimTarget};
 use crate::json_xml::JsonXmlLimits;
 use crate::proxy::body::{ClientBody, ResBody, UpBody};
-use crate::proxy::forward::{error_response, Failure, Outgoing};
+use crate::proxy::forward::{error_response, Outgoing};
 use crate::proxy::headers::Via;
 use crate::server::{self, ConnInfo, ListenOptions, Protocols};
 use crate::tls::{self, TlsSettings};
@@ -151,13 +153,112 @@ impl ProxyConfig {
     }
 }
 
-/// What distinguishes the three intermediaries.
+impl ProxyConfig {
+    /// Checks the configuration as the passthrough proxy's (exactly one upstream). The
+    /// balancer's and the transform's are checked by `BalanceConfig::validate` and
+    /// `TransformConfig::validate`. Every service checks again before it serves; a front end
+    /// calls this to refuse bad options before it binds anything.
+    pub fn validate(&self) -> Result<(), ServicesError> {
+        self.validate_for(&Intermediary::Proxy)
+    }
+
+    /// Checks the configuration as `kind`'s: its fields, the number of upstreams the kind
+    /// takes, and the kind's own settings (health checks, ejection).
+    pub(crate) fn validate_for(&self, kind: &Intermediary) -> Result<(), ServicesError> {
+        if self.upstreams.is_empty() {
+            return Err(ServicesError::invalid(
+                "upstreams",
+                "is missing: at least one upstream URL is needed",
+            ));
+        }
+        if !matches!(kind, Intermediary::Balance { .. }) && self.upstreams.len() > 1 {
+            return Err(ServicesError::invalid(
+                "upstreams",
+                format!(
+                    "takes one URL for the {} (use balance for several)",
+                    kind.name()
+                ),
+            ));
+        }
+        server::check_threads(self.threads)?;
+        if self.h2_max_streams == 0 {
+            return Err(ServicesError::invalid(
+                "h2_max_streams",
+                "must be at least 1",
+            ));
+        }
+        if !(1..=forward::MAX_TRIES).contains(&self.tries) {
+            return Err(ServicesError::invalid(
+                "tries",
+                format!("must be 1 to {}", forward::MAX_TRIES),
+            ));
+        }
+        if self.max_head < 1024 {
+            return Err(ServicesError::invalid(
+                "max_head",
+                "must be at least 1024 bytes",
+            ));
+        }
+        if self.max_request_line < 64 {
+            return Err(ServicesError::invalid(
+                "max_request_line",
+                "must be at least 64 bytes",
+            ));
+        }
+        if self.timeouts.client_header.is_zero() {
+            return Err(ServicesError::invalid(
+                "timeouts.client_header",
+                "must be above zero",
+            ));
+        }
+        if let Intermediary::Balance { health, ejection } = kind {
+            if let Some(health) = health {
+                health.validate()?;
+            }
+            if let Some(ejection) = ejection {
+                ejection.validate()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Which intermediary serves, with what distinguishes it from the other two.
 #[derive(Debug, Clone)]
-pub(crate) struct Extras {
-    pub name: &'static str,
-    pub health: Option<HealthConfig>,
-    pub ejection: Option<EjectionConfig>,
-    pub transform: Option<JsonXmlLimits>,
+pub(crate) enum Intermediary {
+    /// The passthrough proxy: one upstream.
+    Proxy,
+    /// The balancer: any number of upstreams, optional active health checks and passive
+    /// ejection; its health endpoint reports the upstreams.
+    Balance {
+        /// Active health checks, if on.
+        health: Option<HealthConfig>,
+        /// Passive ejection, if on.
+        ejection: Option<EjectionConfig>,
+    },
+    /// The JSON → XML transform: one upstream, request bodies converted (`to_xml`).
+    Transform {
+        /// The converter's limits.
+        limits: JsonXmlLimits,
+    },
+}
+
+impl Intermediary {
+    /// The service's name, as logs and errors say it.
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Intermediary::Proxy => "proxy",
+            Intermediary::Balance { .. } => "balance",
+            Intermediary::Transform { .. } => "transform",
+        }
+    }
+
+    fn health(&self) -> Option<HealthConfig> {
+        match self {
+            Intermediary::Balance { health, .. } => health.clone(),
+            _ => None,
+        }
+    }
 }
 
 /// Serves the passthrough proxy on `listener`, on the caller's runtime, until `shutdown`
@@ -168,7 +269,7 @@ pub async fn serve(
     config: ProxyConfig,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServicesError> {
-    serve_kind(listener, &config, proxy_extras(), shutdown).await
+    serve_kind(listener, &config, Intermediary::Proxy, shutdown).await
 }
 
 /// Blocking form of [`serve`]: serves on the already-bound `listener` with `config.threads`
@@ -178,26 +279,17 @@ pub fn run_blocking(
     config: ProxyConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServicesError> {
-    run_blocking_kind(listener, &config, proxy_extras(), shutdown)
-}
-
-fn proxy_extras() -> Extras {
-    Extras {
-        name: "proxy",
-        health: None,
-        ejection: None,
-        transform: None,
-    }
+    run_blocking_kind(listener, &config, Intermediary::Proxy, shutdown)
 }
 
 pub(crate) async fn serve_kind(
     listener: TcpListener,
     config: &ProxyConfig,
-    extras: Extras,
+    kind: Intermediary,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServicesError> {
-    let health = extras.health.clone();
-    let (protocols, shared) = prepare(config, extras, 1)?;
+    let health = kind.health();
+    let (protocols, shared) = prepare(config, kind, 1)?;
     log_start(config, &shared, listener.local_addr().ok(), None);
     let checks = health.map(|health| {
         tokio::spawn(
@@ -218,11 +310,11 @@ pub(crate) async fn serve_kind(
 pub(crate) fn run_blocking_kind(
     listener: std::net::TcpListener,
     config: &ProxyConfig,
-    extras: Extras,
+    kind: Intermediary,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServicesError> {
-    let health = extras.health.clone();
-    let (protocols, shared) = prepare(config, extras, config.threads)?;
+    let health = kind.health();
+    let (protocols, shared) = prepare(config, kind, config.threads)?;
     log_start(
         config,
         &shared,
@@ -258,21 +350,22 @@ fn log_start(
     threads: Option<usize>,
 ) {
     info!(
-        service = shared.name,
+        service = shared.kind.name(),
         addr = ?addr,
         threads = ?threads,
         upstreams = ?config.upstreams,
         tls = config.tls.is_some(),
         http2 = config.http2,
         via = %shared.via.token,
-        "{} listening", shared.name,
+        "{} listening", shared.kind.name(),
     );
 }
 
 /// What every connection of one intermediary shares.
 #[derive(Debug)]
 pub(crate) struct Shared {
-    pub name: &'static str,
+    /// Which intermediary this is.
+    pub kind: Intermediary,
     pub balancer: Arc<Balancer>,
     pub connector: Arc<Connector>,
     pub timeouts: Timeouts,
@@ -283,58 +376,15 @@ pub(crate) struct Shared {
     pub via: Via,
     /// `Proxy-Status` values, one per [`Failure`], built once.
     pub proxy_status: Box<[HeaderValue]>,
-    pub transform: Option<JsonXmlLimits>,
-    /// The balancer reports its upstreams on the health endpoint.
-    pub report_upstreams: bool,
 }
 
 /// Validates `config` and builds what serving needs; nothing is bound or spawned.
 fn prepare(
     config: &ProxyConfig,
-    extras: Extras,
+    kind: Intermediary,
     shards: usize,
 ) -> Result<(Arc<Protocols>, Arc<Shared>), ServicesError> {
-    let invalid = |reason: String| Err(ServicesError::InvalidConfig { reason });
-    if config.upstreams.is_empty() {
-        return invalid("at least one upstream is needed".to_owned());
-    }
-    if extras.name != "balance" && config.upstreams.len() > 1 {
-        return invalid(format!(
-            "the {} forwards to one upstream (use balance for several)",
-            extras.name
-        ));
-    }
-    if config.threads == 0 {
-        return invalid("threads must be at least 1".to_owned());
-    }
-    if config.h2_max_streams == 0 {
-        return invalid("h2_max_streams must be at least 1".to_owned());
-    }
-    if !(1..=forward::MAX_TRIES).contains(&config.tries) {
-        return invalid(format!("tries must be 1 to {}", forward::MAX_TRIES));
-    }
-    if config.max_head < 1024 || config.max_request_line < 64 {
-        return invalid("max_head must be at least 1024 and max_request_line at least 64".into());
-    }
-    if let Some(health) = &extras.health {
-        if health.interval.is_zero()
-            || health.timeout.is_zero()
-            || health.fall == 0
-            || health.rise == 0
-        {
-            return invalid(
-                "health checks need a non-zero interval, timeout, fall and rise".into(),
-            );
-        }
-        if !health.path.starts_with('/') {
-            return invalid("the health check path must start with /".into());
-        }
-    }
-    if let Some(ejection) = &extras.ejection {
-        if ejection.after == 0 || ejection.base.is_zero() {
-            return invalid("ejection needs a failure count and a base time above zero".into());
-        }
-    }
+    config.validate_for(&kind)?;
     let targets = config
         .upstreams
         .iter()
@@ -351,7 +401,10 @@ fn prepare(
     let balancer = Balancer::new(
         targets,
         || Pool::new(shards, idle, max_idle),
-        extras.ejection,
+        match &kind {
+            Intermediary::Balance { ejection, .. } => ejection.clone(),
+            _ => None,
+        },
     );
     let tls = match &config.tls {
         Some(settings) => Some(tls::server_config(settings, config.http2)?),
@@ -382,8 +435,6 @@ fn prepare(
         })
         .collect();
     let shared = Shared {
-        name: extras.name,
-        report_upstreams: extras.name == "balance",
         balancer: Arc::new(balancer),
         connector: Arc::new(connector),
         timeouts: config.timeouts.clone(),
@@ -392,7 +443,7 @@ fn prepare(
         tries: config.tries,
         via,
         proxy_status,
-        transform: extras.transform,
+        kind,
     };
     Ok((Arc::new(protocols), Arc::new(shared)))
 }
@@ -476,7 +527,7 @@ async fn handle(
     }
     if shared.via.seen_in(req.headers()) {
         let failure = Failure::LoopDetected;
-        forward::log_failure(failure, None, &"our own Via token came back");
+        log_failure(failure, None, &"our own Via token came back");
         return error_response(shared, failure, http1);
     }
     // HTTP/1 bodies over the limit were refused by h1check already; HTTP/2 ones declare it here.
@@ -485,17 +536,17 @@ async fn handle(
     }
     let (parts, incoming) = req.into_parts();
     let mut headers = parts.headers;
-    let body = match &shared.transform {
-        Some(limits) => {
-            match crate::transform::to_xml(&mut headers, incoming, limits, shared.max_body).await {
+    let body = match &shared.kind {
+        Intermediary::Transform { limits } => {
+            match to_xml::to_xml(&mut headers, incoming, limits, shared.max_body).await {
                 Ok(body) => body,
                 Err(failure) => {
-                    forward::log_failure(failure, None, &"transform refused the request body");
+                    log_failure(failure, None, &"transform refused the request body");
                     return error_response(shared, failure, http1);
                 }
             }
         }
-        None => UpBody::stream(incoming, shared.max_body),
+        _ => UpBody::stream(incoming, shared.max_body),
     };
     // RFC 9110 §7.6.1: connection-specific fields stop here. hyper answered any
     // `Expect: 100-continue` itself when the body was first read.
@@ -525,7 +576,7 @@ fn refusal(status: StatusCode) -> Response<ResBody> {
 
 /// `GET /__gatebench/health`.
 fn health(shared: &Shared, head: bool) -> Response<ResBody> {
-    let (status, text) = if shared.report_upstreams {
+    let (status, text) = if matches!(shared.kind, Intermediary::Balance { .. }) {
         let eligible = shared.balancer.eligible_count();
         let total = shared.balancer.upstreams.len();
         let status = if eligible == 0 {
@@ -554,4 +605,123 @@ fn health(shared: &Shared, head: bool) -> Response<ResBody> {
             .insert(http::header::CONTENT_LENGTH, HeaderValue::from(len));
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{BalanceConfig, TransformConfig};
+
+    /// The field a refused configuration names, and the whole message.
+    fn refused(result: Result<(), ServicesError>) -> (&'static str, String) {
+        match result {
+            Err(error @ ServicesError::InvalidValue { field, .. }) => (field, error.to_string()),
+            other => panic!("not refused by field: {other:?}"),
+        }
+    }
+
+    fn one() -> ProxyConfig {
+        ProxyConfig::new(vec!["http://127.0.0.1:1".to_owned()])
+    }
+
+    #[test]
+    fn each_service_takes_its_number_of_upstreams() {
+        assert!(one().validate().is_ok());
+        let two = ProxyConfig::new(vec!["http://a:1".into(), "http://b:1".into()]);
+        let (field, message) = refused(two.validate());
+        assert_eq!(field, "upstreams");
+        assert!(message.contains("for the proxy (use balance"), "{message}");
+        let transform = TransformConfig {
+            proxy: two.clone(),
+            ..TransformConfig::new(String::new())
+        };
+        assert!(refused(transform.validate())
+            .1
+            .contains("for the transform"));
+        assert!(BalanceConfig::new(two.upstreams).validate().is_ok());
+        assert_eq!(
+            refused(ProxyConfig::new(Vec::new()).validate()).0,
+            "upstreams"
+        );
+    }
+
+    #[test]
+    fn out_of_range_values_are_named_by_their_field() {
+        let cases: [(ProxyConfig, &str); 7] = [
+            (
+                ProxyConfig {
+                    threads: 0,
+                    ..one()
+                },
+                "threads",
+            ),
+            (
+                ProxyConfig {
+                    threads: 1025,
+                    ..one()
+                },
+                "threads",
+            ),
+            (
+                ProxyConfig {
+                    h2_max_streams: 0,
+                    ..one()
+                },
+                "h2_max_streams",
+            ),
+            (ProxyConfig { tries: 17, ..one() }, "tries"),
+            (
+                ProxyConfig {
+                    max_head: 1023,
+                    ..one()
+                },
+                "max_head",
+            ),
+            (
+                ProxyConfig {
+                    max_request_line: 63,
+                    ..one()
+                },
+                "max_request_line",
+            ),
+            (
+                ProxyConfig {
+                    timeouts: Timeouts {
+                        client_header: Duration::ZERO,
+                        ..Timeouts::default()
+                    },
+                    ..one()
+                },
+                "timeouts.client_header",
+            ),
+        ];
+        for (config, want) in cases {
+            assert_eq!(refused(config.validate()).0, want);
+        }
+        assert_eq!(
+            refused(ProxyConfig { tries: 0, ..one() }.validate()).1,
+            "invalid configuration: tries must be 1 to 16"
+        );
+    }
+
+    #[test]
+    fn the_balancer_checks_its_health_checks_and_ejection() {
+        let base = BalanceConfig::new(vec!["http://a:1".into(), "http://b:1".into()]);
+        let health = |f: fn(&mut HealthConfig)| {
+            let mut config = base.clone();
+            f(config.health.as_mut().expect("on by default"));
+            refused(config.validate()).0
+        };
+        assert_eq!(health(|h| h.interval = Duration::ZERO), "health.interval");
+        assert_eq!(health(|h| h.timeout = Duration::ZERO), "health.timeout");
+        assert_eq!(health(|h| h.fall = 0), "health.fall");
+        assert_eq!(health(|h| h.rise = 0), "health.rise");
+        assert_eq!(health(|h| h.path = "health".into()), "health.path");
+        let mut config = base.clone();
+        config.ejection.as_mut().expect("on by default").after = 0;
+        assert_eq!(refused(config.validate()).0, "ejection.after");
+        config.ejection = None;
+        config.health = None;
+        assert!(config.validate().is_ok(), "both off: nothing to check");
+    }
 }
