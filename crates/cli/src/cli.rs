@@ -26,6 +26,9 @@ pub enum Command {
     /// Compare results directories (two versions, or a history against a baseline), with
     /// significance tests; a CI gate with --fail-on-regression.
     Compare(crate::cmd::compare::CompareArgs),
+    /// What the runner runs on a remote host over ssh (sampling, free ports, its clock).
+    #[command(hide = true)]
+    Host(crate::cmd::host::HostArgs),
 }
 
 /// `gatebench load URL`.

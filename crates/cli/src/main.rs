@@ -29,6 +29,7 @@ fn main() -> ExitCode {
         Command::Run(args) => cmd::run::run(args),
         Command::Report(args) => cmd::report::run(args),
         Command::Compare(args) => cmd::compare::run(args),
+        Command::Host(args) => cmd::host::run(args),
     };
     match result {
         Ok(code) => code,

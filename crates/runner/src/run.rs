@@ -14,6 +14,7 @@ use gatebench_model::{CellRecord, RunManifest, ToolInfo, SCHEMA_VERSION};
 use crate::cell::{run_cell, CellContext, CellEvent};
 use crate::driver::Driver;
 use crate::error::RunnerError;
+use crate::hosts::HostPlan;
 use crate::launch::Launcher;
 use crate::matrix::{Cell, Plan, CELL_OVERHEAD};
 use crate::pin::Placement;
@@ -75,6 +76,8 @@ pub struct RunSettings {
     pub stop: Arc<AtomicBool>,
     /// CPU placement.
     pub placement: Placement,
+    /// The remote hosts, ready ([`crate::hosts::prepare`]); the default runs everything here.
+    pub hosts: HostPlan,
 }
 
 /// What a run produced.
@@ -160,6 +163,7 @@ pub fn run_suite(
                 .find(|(s, _)| *s == cell.scenario)
                 .map(|(_, why)| why.as_str()),
             order: (i + 1) as u32,
+            hosts: &settings.hosts,
         };
         let out = run_cell(&ctx, cell, launcher, driver, &mut |e| {
             observer.cell_event(&progress(i), &e)
