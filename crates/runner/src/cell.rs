@@ -561,7 +561,11 @@ fn pick_ports(
 ) -> Result<CellHosts, RunnerError> {
     let backend_fixed = sc.backend.as_ref().and_then(|b| b.port);
     let sut_fixed = sc.sut.as_ref().and_then(|s| s.port);
-    let need_b = if backend_fixed.is_some() { 0 } else { n_backends };
+    let need_b = if backend_fixed.is_some() {
+        0
+    } else {
+        n_backends
+    };
     let need_s = usize::from(sc.sut.is_some() && sut_fixed.is_none());
     let local = IpAddr::from([127, 0, 0, 1]);
     let same_host = match (&ctx.hosts.backend, &ctx.hosts.sut) {
@@ -579,12 +583,12 @@ fn pick_ports(
                 free_ports(n).map_err(|source| RunnerError::FreePorts { source })?,
             )),
             Some(h) => {
-                let (dir, ports) = h.cell_setup(&cell.id, n).map_err(|message| {
-                    RunnerError::Host {
-                        host: h.url.clone(),
-                        message,
-                    }
-                })?;
+                let (dir, ports) =
+                    h.cell_setup(&cell.id, n)
+                        .map_err(|message| RunnerError::Host {
+                            host: h.url.clone(),
+                            message,
+                        })?;
                 Ok((
                     Place {
                         addr: h.address,
@@ -641,10 +645,12 @@ fn copy_templates(sc: &Scenario, cell_dir: &Path, place: &Place) -> Result<(), R
         let local = cell_dir.join(name);
         let data = std::fs::read(&local).map_err(|e| RunnerError::io("read", &local, e))?;
         let to = format!("{}/{}", r.dir, name.to_string_lossy());
-        r.host.put(&to, &data).map_err(|message| RunnerError::Host {
-            host: r.host.url.clone(),
-            message: format!("cannot copy the template to {to}: {message}"),
-        })?;
+        r.host
+            .put(&to, &data)
+            .map_err(|message| RunnerError::Host {
+                host: r.host.url.clone(),
+                message: format!("cannot copy the template to {to}: {message}"),
+            })?;
     }
     Ok(())
 }
@@ -767,7 +773,10 @@ fn process_spec(
                 Some(r) => {
                     // Reached over the network: listen on every address of the host (the
                     // address the runner uses may be one it does not hold, behind NAT).
-                    if !args.iter().any(|a| a == "--host" || a.starts_with("--host=")) {
+                    if !args
+                        .iter()
+                        .any(|a| a == "--host" || a.starts_with("--host="))
+                    {
                         args.insert(2.min(args.len()), "--host".into());
                         args.insert(3.min(args.len()), "0.0.0.0".into());
                     }

@@ -98,7 +98,9 @@ impl HostSpec {
         let host = userhost.rsplit('@').next().unwrap_or("");
         let ok = |c: char| c.is_ascii_alphanumeric() || "-._@[]:".contains(c);
         if host.is_empty() || !userhost.chars().all(ok) || userhost.starts_with('-') {
-            return Err(format!("\"{s}\" is not a host (write \"ssh://[user@]host[:port]\")"));
+            return Err(format!(
+                "\"{s}\" is not a host (write \"ssh://[user@]host[:port]\")"
+            ));
         }
         Ok(HostSpec::Ssh {
             url: s.to_owned(),
@@ -137,7 +139,9 @@ pub struct Hosts {
 impl Hosts {
     /// Whether every process runs on this machine.
     pub fn all_local(&self) -> bool {
-        self.sut.is_local() && self.backend.is_local() && self.generators.iter().all(HostSpec::is_local)
+        self.sut.is_local()
+            && self.backend.is_local()
+            && self.generators.iter().all(HostSpec::is_local)
     }
 
     /// The ssh client configuration to use: the suite's, else `GATEBENCH_SSH_CONFIG`, else
@@ -227,11 +231,7 @@ pub fn prepare(
     fixed_ports: &[(&'static str, u16)],
     say: &mut dyn FnMut(&str),
 ) -> Result<HostPlan, RunnerError> {
-    if hosts
-        .generators
-        .iter()
-        .any(|g| !g.is_local())
-    {
+    if hosts.generators.iter().any(|g| !g.is_local()) {
         return Err(RunnerError::Host {
             host: hosts
                 .generators
@@ -433,13 +433,19 @@ impl SshHost {
         h.exe = path.clone();
         h.report.gatebench = path.clone();
         // 4. It runs there and is this version.
-        let out = h.run(&format!("{} --version", sh_quote(&path)), None).map_err(&err)?;
+        let out = h
+            .run(&format!("{} --version", sh_quote(&path)), None)
+            .map_err(&err)?;
         let version = String::from_utf8_lossy(&out.stdout).trim().to_owned();
         let want = format!("gatebench {}", env!("CARGO_PKG_VERSION"));
         if version != want {
             return Err(err(format!(
                 "gatebench at {path} reports \"{}\", expected \"{want}\"{}",
-                if version.is_empty() { ssh_failure(&out) } else { version },
+                if version.is_empty() {
+                    ssh_failure(&out)
+                } else {
+                    version
+                },
                 ""
             )));
         }
@@ -593,7 +599,11 @@ impl SshHost {
         let list: Vec<String> = ports.iter().map(u16::to_string).collect();
         let out = self
             .run(
-                &format!("{} host ports --check {}", sh_quote(&self.exe), list.join(",")),
+                &format!(
+                    "{} host ports --check {}",
+                    sh_quote(&self.exe),
+                    list.join(",")
+                ),
                 None,
             )
             .map_err(|message| RunnerError::Host {
@@ -603,9 +613,10 @@ impl SshHost {
         if out.status.success() {
             return Ok(());
         }
+        let why = ssh_failure(&out);
         Err(RunnerError::Host {
             host: self.url.clone(),
-            message: ssh_failure(&out),
+            message: why.strip_prefix("gatebench: ").unwrap_or(&why).to_owned(),
         })
     }
 
@@ -666,7 +677,11 @@ impl SshHost {
         let quoted: Vec<String> = argv.iter().map(|a| sh_quote(a)).collect();
         // sshd runs a session's command in a new session (setsid), so `$$` is the leader of
         // its own process group: the group is what stop signals.
-        let script = format!("cd {} && echo $$ && exec {}", sh_quote(dir), quoted.join(" "));
+        let script = format!(
+            "cd {} && echo $$ && exec {}",
+            sh_quote(dir),
+            quoted.join(" ")
+        );
         let start_err = |e: String| RunnerError::Host {
             host: self.url.clone(),
             message: e,
@@ -765,13 +780,11 @@ impl SshHost {
              kill -KILL -- -$P 2>/dev/null; echo killed; exit 0; fi; sleep 0.1; done; echo terminated"
         );
         match self.run(&script, None) {
-            Ok(out) if out.status.success() => {
-                match String::from_utf8_lossy(&out.stdout).trim() {
-                    "killed" => format!("killed after {}s", STOP_GRACE.as_secs()),
-                    "gone" => "had exited".to_owned(),
-                    _ => "terminated".to_owned(),
-                }
-            }
+            Ok(out) if out.status.success() => match String::from_utf8_lossy(&out.stdout).trim() {
+                "killed" => format!("killed after {}s", STOP_GRACE.as_secs()),
+                "gone" => "had exited".to_owned(),
+                _ => "terminated".to_owned(),
+            },
             Ok(out) => format!("not stopped: {}", ssh_failure(&out)),
             Err(e) => format!("not stopped: {e}"),
         }
@@ -908,7 +921,11 @@ fn spawn_with_lines(
     dir: &str,
 ) -> Result<(RemoteProcess, std::sync::mpsc::Receiver<String>), RunnerError> {
     let quoted: Vec<String> = argv.iter().map(|a| sh_quote(a)).collect();
-    let script = format!("cd {} && echo $$ && exec {}", sh_quote(dir), quoted.join(" "));
+    let script = format!(
+        "cd {} && echo $$ && exec {}",
+        sh_quote(dir),
+        quoted.join(" ")
+    );
     let err = |m: String| RunnerError::Host {
         host: host.url.clone(),
         message: m,
@@ -976,8 +993,7 @@ fn ssh_failure(out: &std::process::Output) -> String {
 /// Quotes `s` for a POSIX shell.
 pub fn sh_quote(s: &str) -> String {
     if !s.is_empty()
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c))
     {
         return s.to_owned();
@@ -1052,7 +1068,14 @@ mod tests {
                 port: None
             }
         );
-        for bad in ["sut", "ssh://", "ssh://a b", "ssh://-oProxyCommand=x", "ssh://h:0", "ssh://h:x"] {
+        for bad in [
+            "sut",
+            "ssh://",
+            "ssh://a b",
+            "ssh://-oProxyCommand=x",
+            "ssh://h:0",
+            "ssh://h:x",
+        ] {
             assert!(HostSpec::parse(bad).is_err(), "{bad}");
         }
     }

@@ -612,10 +612,22 @@ mod tests {
         let again = Suite::from_toml("t.toml", Path::new("/x"), &s.to_toml()).unwrap();
         assert_eq!(s, again);
         for (bad, want) in [
-            ("[hosts]\nsut = \"sut\"", "[hosts] sut: \"sut\" is not a host"),
-            ("[hosts]\nsut = \"ssh://s\"", "[hosts] backend: a system under test on ssh://s"),
-            ("[hosts]\ngenerators = []", "[hosts] generators: the list is empty"),
-            ("[hosts]\nsutt = \"local\"", "unknown key \"sutt\" in [hosts]"),
+            (
+                "[hosts]\nsut = \"sut\"",
+                "[hosts] sut: \"sut\" is not a host",
+            ),
+            (
+                "[hosts]\nsut = \"ssh://s\"",
+                "[hosts] backend: a system under test on ssh://s",
+            ),
+            (
+                "[hosts]\ngenerators = []",
+                "[hosts] generators: the list is empty",
+            ),
+            (
+                "[hosts]\nsutt = \"local\"",
+                "unknown key \"sutt\" in [hosts]",
+            ),
         ] {
             let text = format!("{bad}\n[[scenario]]\nname = \"e\"\nbackend = {{ serve = \"echo --port {{port}}\" }}\n");
             let e = Suite::from_toml("t.toml", Path::new("/x"), &text)
