@@ -69,8 +69,7 @@ fn sample(pgid: u32, interval_ms: u64) -> Result<ExitCode> {
     let closed = Arc::new(AtomicBool::new(false));
     let flag = closed.clone();
     std::thread::spawn(move || {
-        let mut sink = Vec::new();
-        let _ = std::io::stdin().lock().read_until(0, &mut sink);
+        let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
         flag.store(true, Ordering::Relaxed);
     });
     let alive = move || group_alive(pgid);
