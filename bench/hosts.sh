@@ -35,10 +35,11 @@ cp "$TMP/run/hosts.json" "$OUT/hosts.json"
 # 2. Sampling cost on the SUT host.
 SSH="ssh -F $STATE/ssh_config -o BatchMode=yes"
 REMOTE_GB=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[0]["gatebench"])' "$OUT/hosts.json")
-$SSH sut "set -e; setsid $REMOTE_GB serve echo --host 0.0.0.0 --port 0 >/dev/null 2>&1 & e=\$!; sleep 0.5; \
+$SSH sut "set -e; setsid $REMOTE_GB serve echo --host 0.0.0.0 --port 0 >/dev/null 2>&1 & e=\$!; \
+  trap 'kill \$e 2>/dev/null' EXIT; sleep 0.5; \
   f=/tmp/gatebench-bench-stdin.\$\$; rm -f \$f; mkfifo \$f; exec 3<>\$f; rm -f \$f; \
   $REMOTE_GB host sample --pgid \$e --interval-ms 1000 <&3 >/tmp/gatebench-bench-samples.\$\$ & s=\$!; \
-  sleep $SECONDS_WANTED; stat=\$(cat /proc/\$s/stat); kill \$s; wait \$s 2>/dev/null || true; kill \$e; \
+  sleep $SECONDS_WANTED; stat=\$(cat /proc/\$s/stat); kill \$s; wait \$s 2>/dev/null || true; \
   lines=\$(wc -l </tmp/gatebench-bench-samples.\$\$); rm -f /tmp/gatebench-bench-samples.\$\$; \
   procs=\$(ls -d /proc/[0-9]* | wc -l); \
   echo \"\$stat\" | awk -v secs=$SECONDS_WANTED -v lines=\$lines -v procs=\$procs -v tck=\$(getconf CLK_TCK) \

@@ -40,14 +40,16 @@ use crate::sampler::Sample;
 pub const CONNECT_TIMEOUT_S: u32 = 5;
 
 /// The tools the remote commands use, checked on every host before any cell.
-pub const REMOTE_TOOLS: [&str; 8] = [
+pub const REMOTE_TOOLS: [&str; 10] = [
     "sh",
     "uname",
     "sha256sum",
+    "cut",
     "cat",
     "mkdir",
     "chmod",
     "mv",
+    "rm",
     "sleep",
 ];
 
@@ -403,12 +405,17 @@ impl SshHost {
         let present = String::from_utf8_lossy(&out.stdout).trim() == "present";
         if !present {
             let bytes = std::fs::read(exe).map_err(|e| RunnerError::io("read", exe, e))?;
+            // Other builds copied there before are removed (one build kept per host: a debug
+            // build is over 100 MB).
             let copy = format!(
                 "set -e; mkdir -p {d}; t={d}/.gatebench.$$; cat > \"$t\"; chmod 755 \"$t\"; \
                  [ \"$(sha256sum < \"$t\" | cut -d' ' -f1)\" = {hash} ] || {{ rm -f \"$t\"; \
-                 echo 'the copy does not have the expected SHA-256' >&2; exit 1; }}; mv \"$t\" {f}",
+                 echo 'the copy does not have the expected SHA-256' >&2; exit 1; }}; mv \"$t\" {f}; \
+                 for o in {c}/*; do case \"${{o##*/}}\" in {hash}|cells) ;; \
+                 [0-9a-f]*) if [ -f \"$o/gatebench\" ]; then rm -rf \"$o\"; fi ;; esac; done",
                 d = sh_quote(&dir),
-                f = sh_quote(&path)
+                f = sh_quote(&path),
+                c = sh_quote(&h.cache)
             );
             let out = h.run(&copy, Some(&bytes)).map_err(&err)?;
             if !out.status.success() {
