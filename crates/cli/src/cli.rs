@@ -23,6 +23,10 @@ pub enum Command {
     Run(crate::cmd::run::RunArgs),
     /// Re-render a results directory: its summaries, report.html and the SVG plots.
     Report(crate::cmd::report::ReportArgs),
+    /// Merge the JSON records of a run's shards (`load --shard I/N`) into one record.
+    Merge(crate::cmd::merge::MergeArgs),
+    /// Print a Kubernetes Indexed Job that runs `gatebench load` as N shards, one pod each.
+    K8s(crate::cmd::k8s::K8sArgs),
     /// Compare results directories (two versions, or a history against a baseline), with
     /// significance tests; a CI gate with --fail-on-regression.
     Compare(crate::cmd::compare::CompareArgs),
@@ -122,6 +126,15 @@ pub struct LoadArgs {
     /// No live progress line on stderr.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+    /// Run shard I of N (0-based: 0/2 and 1/2 make one run): this process takes its share of
+    /// -c, -R and -n, and its record says so, for `gatebench merge`.
+    #[arg(long, value_name = "I/N", value_parser = parse_shard, help_heading = "Shards")]
+    pub shard: Option<(u32, u32)>,
+    /// Start the load (the warm-up, after the probe) at this instant: RFC 3339 UTC
+    /// (2026-11-25T16:00:00Z), Unix seconds (1795622400), or +DURATION from now (+5s).
+    /// An instant more than a second past is refused.
+    #[arg(long, value_name = "TIME", value_parser = parse_start_at, help_heading = "Shards")]
+    pub start_at: Option<std::time::SystemTime>,
 }
 
 /// `gatebench serve SERVICE`.
@@ -280,6 +293,61 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
         .map_err(|e| format!("`{}` is not a valid duration ({e})", s.trim()))
 }
 
+/// How far in the past a `--start-at` instant may be and still start the load at once: the
+/// shards' clocks and start-up differ by this much at most in a sane deployment.
+pub const START_AT_TOLERANCE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Parses `I/N` (0-based index, shard count): `0/2`, `1/2`.
+pub fn parse_shard(s: &str) -> Result<(u32, u32), String> {
+    let bad = || format!("`{s}` is not a shard; write I/N, e.g. 0/2 (I counts from 0)");
+    let (i, n) = s.split_once('/').ok_or_else(bad)?;
+    let i: u32 = i.trim().parse().map_err(|_| bad())?;
+    let n: u32 = n.trim().parse().map_err(|_| bad())?;
+    if n == 0 {
+        return Err(format!("`{s}`: a run has at least one shard"));
+    }
+    if i >= n {
+        return Err(format!(
+            "`{s}`: shard indices count from 0, so the last of {n} is {}",
+            n - 1
+        ));
+    }
+    Ok((i, n))
+}
+
+/// Parses a start instant: RFC 3339 in UTC, Unix seconds, or `+DURATION` from now. An instant
+/// more than [`START_AT_TOLERANCE`] in the past is refused.
+pub fn parse_start_at(s: &str) -> Result<std::time::SystemTime, String> {
+    use std::time::{Duration, SystemTime, UNIX_EPOCH};
+    let t = s.trim();
+    let now = SystemTime::now();
+    let at = if let Some(rel) = t.strip_prefix('+') {
+        now + parse_duration(rel)?
+    } else if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        let secs: f64 = t
+            .parse()
+            .map_err(|_| format!("`{t}` is not a number of Unix seconds"))?;
+        UNIX_EPOCH
+            + Duration::try_from_secs_f64(secs).map_err(|_| format!("`{t}` is out of range"))?
+    } else {
+        humantime::parse_rfc3339_weak(t).map_err(|e| {
+            format!(
+                "`{t}` is not an instant ({e}); give RFC 3339 UTC (2026-11-25T16:00:00Z), Unix \
+                 seconds, or +DURATION"
+            )
+        })?
+    };
+    if let Ok(ago) = now.duration_since(at) {
+        if ago > START_AT_TOLERANCE {
+            return Err(format!(
+                "`{t}` is {:.1} s in the past; give an instant to come",
+                ago.as_secs_f64()
+            ));
+        }
+    }
+    Ok(at)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -298,6 +366,33 @@ mod tests {
             e,
             "`1e20` is not a valid duration (durations are at most 100 days)"
         );
+    }
+
+    #[test]
+    fn shards_and_start_instants() {
+        assert_eq!(parse_shard("1/2"), Ok((1, 2)));
+        assert_eq!(parse_shard("0/1"), Ok((0, 1)));
+        assert!(parse_shard("2/2")
+            .unwrap_err()
+            .contains("the last of 2 is 1"));
+        assert!(parse_shard("0/0").is_err());
+        assert!(parse_shard("1").is_err());
+        let now = std::time::SystemTime::now();
+        let t = parse_start_at("+5s").unwrap();
+        let ahead = t.duration_since(now).unwrap().as_secs_f64();
+        assert!((4.0..6.0).contains(&ahead), "{ahead}");
+        assert_eq!(
+            parse_start_at("2090-01-01T00:00:00Z").unwrap(),
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(3_786_912_000)
+        );
+        assert_eq!(
+            parse_start_at("3786912000").unwrap(),
+            std::time::UNIX_EPOCH + std::time::Duration::from_secs(3_786_912_000)
+        );
+        let e = parse_start_at("2020-01-01T00:00:00Z").unwrap_err();
+        assert!(e.contains("in the past"), "{e}");
+        assert!(parse_start_at("1000").unwrap_err().contains("in the past"));
+        assert!(parse_start_at("tomorrow").is_err());
     }
 
     #[test]

@@ -64,6 +64,7 @@ fn phase(rps: f64, users: u32) -> PhaseReport {
         latency_uncorrected: None,
         concurrency: f64::from(users),
         connections: Default::default(),
+        histograms: None,
     }
 }
 

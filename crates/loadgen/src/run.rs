@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use gatebench_model::{
-    ConnectionStats, LoadReport, Outcome, PhaseReport, SelfCheck, ToolInfo, SCHEMA_VERSION,
+    histogram, ConnectionStats, LoadReport, Outcome, PhaseHistograms, PhaseReport, SelfCheck,
+    ToolInfo, SCHEMA_VERSION,
 };
 
 use crate::config::{Arrival, LoadConfig};
@@ -555,6 +556,8 @@ fn build(
         },
         target_warnings,
         valid,
+        shard: None,
+        merged: None,
     };
     RunOutput {
         report,
@@ -648,6 +651,26 @@ fn phase_report(
             tls_handshake_time: (!s.tls_handshake.is_empty()).then(|| summarize(&s.tls_handshake)),
             max_streams_in_use: http2.then_some(s.conns.max_streams),
         },
+        histograms: Some(phase_histograms(s, censored, open)),
+    }
+}
+
+/// The phase's histograms as the record carries them: lossless, so shards' records merge
+/// exactly (`gatebench_model::merge`).
+fn phase_histograms(s: &PhaseStats, censored: &Censored, open: bool) -> PhaseHistograms {
+    let some = |h: &LatencyHistogram| (!h.is_empty()).then(|| histogram::encode(h));
+    PhaseHistograms {
+        answered: histogram::encode(&s.latency),
+        censored: some(&censored.latency),
+        answered_uncorrected: open.then(|| histogram::encode(&s.latency_uncorrected)),
+        censored_uncorrected: if open {
+            some(&censored.latency_uncorrected)
+        } else {
+            None
+        },
+        connect_time: some(&s.connect_time),
+        tls_handshake: some(&s.tls_handshake),
+        send_lag: if open { some(&s.send_lag) } else { None },
     }
 }
 

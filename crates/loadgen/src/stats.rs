@@ -15,19 +15,13 @@
 
 use std::time::Duration;
 
-use gatebench_model::{LatencySummary, OutcomeCounts, Percentile, PERCENTILES};
+// The summaries and the histogram type are the model's, so that a merge of shards' records
+// computes them exactly as a run does.
+pub use gatebench_model::histogram::{
+    new_histogram, summarize, summarize_censored, LatencyHistogram, HIGHEST_NS,
+};
+use gatebench_model::OutcomeCounts;
 use hdrhistogram::Histogram;
-
-/// Highest trackable latency: one hour, in nanoseconds.
-const HIGHEST_NS: u64 = 3_600_000_000_000;
-
-/// A latency histogram in nanoseconds.
-pub type LatencyHistogram = Histogram<u64>;
-
-/// A new empty latency histogram with gatebench's bounds.
-pub fn new_histogram() -> LatencyHistogram {
-    Histogram::new_with_bounds(1, HIGHEST_NS, 3).expect("constant bounds are valid")
-}
 
 /// A new empty histogram that grows as values arrive: for figures that are usually empty
 /// (timeouts, cut-off requests), so a healthy run does not pay a full histogram's memory for
@@ -65,80 +59,6 @@ pub fn longer_than_all(h: &LatencyHistogram, than: &LatencyHistogram) -> Latency
         }
     }
     out
-}
-
-/// Summarises `answered` latencies together with `censored` ones (requests that never got an
-/// answer, at the time they had waited, which is a lower bound of their latency). A percentile
-/// is marked as a lower bound when it falls on censored values: when fewer answered values than
-/// the percentile's rank lie at or below it, some censored value below it could really be
-/// above it, so the true percentile is at least, not exactly, that value.
-pub fn summarize_censored(
-    answered: &LatencyHistogram,
-    censored: &LatencyHistogram,
-) -> LatencySummary {
-    if censored.is_empty() {
-        return summarize(answered);
-    }
-    let mut all = new_histogram();
-    add(&mut all, answered);
-    add(&mut all, censored);
-    let mut s = summarize(&all);
-    s.censored = censored.len();
-    let n = all.len();
-    for pt in &mut s.percentiles {
-        let ns = (pt.ms * 1e6).round() as u64;
-        let rank = if pt.p >= 100.0 {
-            n
-        } else {
-            ((pt.p / 100.0) * n as f64).ceil().max(1.0) as u64
-        };
-        let answered_below = if answered.is_empty() {
-            0
-        } else {
-            answered.count_between(0, ns)
-        };
-        pt.lower_bound = answered_below < rank;
-    }
-    s
-}
-
-/// Summarises a histogram in milliseconds.
-pub fn summarize(h: &LatencyHistogram) -> LatencySummary {
-    let ms = |ns: u64| ns as f64 / 1e6;
-    if h.is_empty() {
-        return LatencySummary {
-            count: 0,
-            percentiles: PERCENTILES
-                .iter()
-                .map(|p| Percentile {
-                    p: *p,
-                    ms: 0.0,
-                    lower_bound: false,
-                })
-                .collect(),
-            ..LatencySummary::default()
-        };
-    }
-    LatencySummary {
-        count: h.len(),
-        censored: 0,
-        min_ms: ms(h.min()),
-        mean_ms: h.mean() / 1e6,
-        stdev_ms: h.stdev() / 1e6,
-        max_ms: ms(h.max()),
-        percentiles: PERCENTILES
-            .iter()
-            .map(|p| Percentile {
-                p: *p,
-                ms: ms(if *p >= 100.0 {
-                    h.max()
-                } else {
-                    h.value_at_quantile(p / 100.0)
-                }),
-                lower_bound: false,
-            })
-            .collect(),
-    }
 }
 
 /// Connection lifecycle counters.

@@ -2,24 +2,32 @@
 //! disk and read back by reports and comparisons.
 //!
 //! This crate owns the record types and their JSON shape (the committed schema lives in
-//! `schema/load-report.schema.json` at the repository root) and nothing else: no I/O, no
-//! measuring, no rendering. Every type derives `serde` so that a results directory written by
-//! one version can be read, or refused with a clear message, by another.
+//! `schema/load-report.schema.json` at the repository root), the latency histograms a record
+//! carries and the summaries computed from them, and the merge of the records of several load
+//! generators into one; nothing else: no I/O, no measuring, no rendering. Every type derives
+//! `serde` so that a results directory written by one version can be read, or refused with a
+//! clear message, by another.
 //!
 //! # Layout
 //! - [`outcome`]: the classes every scheduled request ends in.
 //! - [`latency`]: latency summaries (mean, stddev, percentile spectrum).
+//! - [`histogram`]: HdrHistograms as a record carries them (V2 compressed, base64), and the
+//!   summaries computed from them.
 //! - [`load`]: the record of one `gatebench load` run (one suite cell).
 //! - [`suite`]: the records of a suite run: manifest, environment, one record per cell.
+//! - [`merge`]: shards of one load run (`gatebench load --shard I/N`) merged into one record.
 
+pub mod histogram;
 pub mod latency;
 pub mod load;
+pub mod merge;
 pub mod outcome;
 pub mod suite;
 
 pub use latency::{LatencySummary, Percentile, PERCENTILES};
 pub use load::{
-    ConnectionStats, LoadConfigRecord, LoadReport, Model, PhaseReport, SelfCheck, ToolInfo,
+    ConnectionStats, LoadConfigRecord, LoadReport, MergeInfo, MergedShard, Model, PhaseHistograms,
+    PhaseReport, SelfCheck, ShardInfo, ToolInfo,
 };
 pub use outcome::{Outcome, OutcomeCounts};
 pub use suite::{

@@ -129,6 +129,100 @@ pub struct PhaseReport {
     pub concurrency: f64,
     /// Connection lifecycle figures.
     pub connections: ConnectionStats,
+    /// The histograms behind this phase's latency figures, lossless, so that the records of
+    /// several shards merge exactly (`gatebench merge`). Absent in records written before
+    /// gatebench carried them; such records do not merge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histograms: Option<PhaseHistograms>,
+}
+
+/// A phase's HdrHistograms (nanoseconds, three significant digits), each in HdrHistogram's V2
+/// compressed encoding, base64 (see [`crate::histogram`]). A histogram with no value is left
+/// out, except `answered`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseHistograms {
+    /// Latency of the answered requests (corrected for coordinated omission in the open
+    /// model): what `latency_answered` summarises, or `latency` when nothing is censored.
+    pub answered: String,
+    /// The censored values (requests that never got an answer, at the time they had waited):
+    /// with `answered`, what `latency` summarises.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub censored: Option<String>,
+    /// Open model: `answered` measured from the actual send.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_uncorrected: Option<String>,
+    /// Open model: `censored` measured from the actual send.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub censored_uncorrected: Option<String>,
+    /// Connection establishment times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_time: Option<String>,
+    /// TLS handshake times.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tls_handshake: Option<String>,
+    /// Open model: how late the generator sent against its schedule in this phase (the
+    /// self-check's `send_lag` summarises both phases together).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_lag: Option<String>,
+}
+
+/// This record is one shard of a run split across several load generators
+/// (`gatebench load --shard I/N`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ShardInfo {
+    /// This shard's index, 0-based (`--shard 0/2` and `--shard 1/2` make one run).
+    pub index: u32,
+    /// How many shards the run has.
+    pub count: u32,
+    /// The whole run's connections (`-c`); this shard's share is `config.connections`.
+    pub connections_total: u32,
+    /// The whole run's rate (`-R`, open model); this shard's share is `config.rate`.
+    pub rate_total: Option<f64>,
+    /// The whole run's request count (`-n`); this shard's share is `config.requests`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_total: Option<u64>,
+    /// The agreed start instant (`--start-at`), Unix milliseconds, when one was given.
+    pub start_at_unix_ms: Option<u64>,
+}
+
+impl ShardInfo {
+    /// Shard `index`'s share of `total` among `count` shards: `total / count`, and one more for
+    /// each of the lowest `total % count` indices, so the shares add up to `total`.
+    pub fn share(total: u64, index: u32, count: u32) -> u64 {
+        let (n, i) = (u64::from(count.max(1)), u64::from(index));
+        total / n + u64::from(i < total % n)
+    }
+}
+
+/// This record is the merge of the records of a run's shards (`gatebench merge`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MergeInfo {
+    /// How many shards the run has (all of them are merged).
+    pub count: u32,
+    /// Latest shard start minus earliest, milliseconds: how far from one instant the shards
+    /// started.
+    pub start_skew_ms: f64,
+    /// Each shard, by index.
+    pub shards: Vec<MergedShard>,
+}
+
+/// One shard of a merged record, as its own record said it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MergedShard {
+    /// The shard's index.
+    pub index: u32,
+    /// When it started, Unix milliseconds.
+    pub started_at_unix_ms: u64,
+    /// Its connections.
+    pub connections: u32,
+    /// Its rate (open model).
+    pub rate: Option<f64>,
+    /// Requests scheduled in its measurement.
+    pub requests: u64,
+    /// Whether its generator kept up (its own self-check).
+    pub valid: bool,
+    /// Its self-check.
+    pub self_check: SelfCheck,
 }
 
 /// The generator's view of itself: was it, rather than the target, the bottleneck?
@@ -172,4 +266,10 @@ pub struct LoadReport {
     pub target_warnings: Vec<String>,
     /// False when the generator was the bottleneck (see `self_check.warnings`).
     pub valid: bool,
+    /// Set when this record is one shard of a run (`--shard I/N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardInfo>,
+    /// Set when this record merges the records of a run's shards (`gatebench merge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<MergeInfo>,
 }

@@ -6,14 +6,14 @@
 //! Pure functions of the files' contents; the caller reads them. Results directories written
 //! before `timeline.csv` existed still plot: throughput and p99 per second then come from the
 //! interval log, without error counts. Lines that do not parse are skipped, not fatal: a plot
-//! with a gap is better than no report. The CSV files are read with the `csv` crate into row
-//! types by column position after the header line, so a column added at the end (as
-//! `samples.csv` gained `threads`, `fds`, …) changes nothing here.
+//! with a gap is better than no report. The CSV files are read into their row types, which
+//! `gatebench-results` owns (by column position after the header line, so a column added at
+//! the end, as `samples.csv` gained `threads`, `fds`, …, changes nothing here).
 
+use gatebench_results::rows::{read_rows, SampleRow, TimelineRow};
 use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
-use serde::Deserialize;
 
 /// One second of the SUT's resource use (`samples.csv`).
 #[derive(Clone, Debug, PartialEq)]
@@ -70,55 +70,9 @@ pub struct HlogData {
     pub uncorrected: Option<Spectrum>,
 }
 
-/// A line of `samples.csv`, by position: `t_s,window,cpu_percent,rss_mib`, then columns the
-/// plots do not use (threads, fds, …), ignored.
-#[derive(Deserialize)]
-struct SampleRow {
-    #[serde(deserialize_with = "trimmed_f64")]
-    t_s: f64,
-    window: String,
-    #[serde(deserialize_with = "trimmed_f64")]
-    cpu_percent: f64,
-    #[serde(deserialize_with = "trimmed_f64")]
-    rss_mib: f64,
-}
-
-/// A line of `timeline.csv`, by position: `t_s,window,responses,errors,rps,p99_ms`. The counts
-/// may be empty or unreadable (then `None`); the times and rates may not.
-#[derive(Deserialize)]
-struct TimelineRow {
-    t_s: f64,
-    window: String,
-    #[serde(deserialize_with = "csv::invalid_option")]
-    responses: Option<u64>,
-    #[serde(deserialize_with = "csv::invalid_option")]
-    errors: Option<u64>,
-    rps: f64,
-    p99_ms: f64,
-}
-
-/// A number that may have blanks around it (`samples.csv` has always been read so).
-fn trimmed_f64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    let s = String::deserialize(d)?;
-    s.trim().parse().map_err(serde::de::Error::custom)
-}
-
-/// The lines of a CSV file after its header that deserialize into `T` by position, in order;
-/// the others (short, broken, unreadable) are skipped.
-fn rows<T: for<'de> Deserialize<'de>>(text: &str) -> Vec<T> {
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(true)
-        .flexible(true)
-        .from_reader(text.as_bytes());
-    reader
-        .records()
-        .filter_map(|record| record.ok()?.deserialize(None).ok())
-        .collect()
-}
-
 /// Reads `samples.csv`.
 pub fn parse_samples(text: &str) -> Vec<ResourcePoint> {
-    rows(text)
+    read_rows(text)
         .into_iter()
         .map(|r: SampleRow| ResourcePoint {
             t_s: r.t_s,
@@ -131,7 +85,7 @@ pub fn parse_samples(text: &str) -> Vec<ResourcePoint> {
 
 /// Reads `timeline.csv` (`t_s,window,responses,errors,rps,p99_ms`).
 pub fn parse_timeline(text: &str) -> Vec<IntervalPoint> {
-    rows(text)
+    read_rows(text)
         .into_iter()
         .map(|r: TimelineRow| {
             // rps is responses over the interval's true length (the generator divides by it),

@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use gatebench_model::{CellRecord, CellStatus, Environment, LatencySummary, Outcome, RunManifest};
+use gatebench_results::paths;
 
 use crate::cellfiles::{IntervalPoint, ResourcePoint, Spectrum};
 use crate::fmt::{count, rate};
@@ -175,9 +176,10 @@ pub fn render(input: &ReportInput<'_>) -> Rendered {
     let _ = writeln!(
         h,
         "<p class=\"note\" id=\"plot-check\">Plot self-check: not run (scripts disabled).</p>\n\
-         <p class=\"note\">Written by gatebench {}. Plots are also in <code>plots/</code> beside \
+         <p class=\"note\">Written by gatebench {}. Plots are also in <code>{}/</code> beside \
          this file.</p>\n<script>{CHECK_SCRIPT}</script>\n</body>\n</html>",
-        esc(env!("CARGO_PKG_VERSION"))
+        esc(env!("CARGO_PKG_VERSION")),
+        paths::PLOTS_DIR
     );
     Rendered { html: h, svgs }
 }
@@ -498,8 +500,8 @@ fn throughput_charts(h: &mut String, svgs: &mut Vec<(String, String)>, cells: &[
 fn figure(h: &mut String, svg_text: &str, file: &str) {
     let _ = writeln!(
         h,
-        "<figure>{svg_text}<figcaption class=\"note\">plots/{}</figcaption></figure>",
-        esc(file)
+        "<figure>{svg_text}<figcaption class=\"note\">{}</figcaption></figure>",
+        esc(&paths::plot(file))
     );
 }
 

@@ -11,7 +11,7 @@ use std::fmt::Write;
 use gatebench_model::{
     CellRecord, CellStatus, Outcome, PhaseReport, ResourceSummary, SCHEMA_VERSION,
 };
-use serde::Serialize;
+use gatebench_results::rows::SummaryCsvRow;
 
 /// The columns of the summary tables: seed 004's nine, then SUT CPU, SUT memory, flags.
 pub const COLUMNS: [&str; 12] = [
@@ -286,48 +286,29 @@ pub fn markdown(suite: &str, records: &[CellRecord], missing: usize) -> String {
     out
 }
 
-/// A line of `summary.csv` / `warmup.csv`: a [`Row`]'s values in [`COLUMNS`] order, then its
-/// cell id. The values are the formatted ones the tables show, so every output agrees to the
-/// digit.
-#[derive(Serialize)]
-struct CsvRow<'a> {
-    scenario_name: &'a str,
-    users: &'a str,
-    size_bytes: &'a str,
-    delay_ms: &'a str,
-    error_percent: &'a str,
-    throughput_rps: &'a str,
-    mean_ms: &'a str,
-    stdev_ms: &'a str,
-    p99_ms: &'a str,
-    sut_cpu_percent: &'a str,
-    sut_memory_mib: &'a str,
-    flags: &'a str,
-    cell: &'a str,
-}
-
-impl<'a> CsvRow<'a> {
-    fn new(row: &'a Row) -> Self {
-        let values: &'a [String; COLUMNS.len()] = row
-            .values
-            .as_slice()
-            .try_into()
-            .expect("rows() gives one value per column");
-        CsvRow {
-            scenario_name: &values[0],
-            users: &values[1],
-            size_bytes: &values[2],
-            delay_ms: &values[3],
-            error_percent: &values[4],
-            throughput_rps: &values[5],
-            mean_ms: &values[6],
-            stdev_ms: &values[7],
-            p99_ms: &values[8],
-            sut_cpu_percent: &values[9],
-            sut_memory_mib: &values[10],
-            flags: &values[11],
-            cell: &row.id,
-        }
+/// A line of `summary.csv` / `warmup.csv` from a [`Row`]: its values in [`COLUMNS`] order,
+/// then its cell id. The values are the formatted ones the tables show, so every output agrees
+/// to the digit.
+fn csv_row(row: &Row) -> SummaryCsvRow<'_> {
+    let values: &[String; COLUMNS.len()] = row
+        .values
+        .as_slice()
+        .try_into()
+        .expect("rows() gives one value per column");
+    SummaryCsvRow {
+        scenario_name: &values[0],
+        users: &values[1],
+        size_bytes: &values[2],
+        delay_ms: &values[3],
+        error_percent: &values[4],
+        throughput_rps: &values[5],
+        mean_ms: &values[6],
+        stdev_ms: &values[7],
+        p99_ms: &values[8],
+        sut_cpu_percent: &values[9],
+        sut_memory_mib: &values[10],
+        flags: &values[11],
+        cell: &row.id,
     }
 }
 
@@ -342,7 +323,7 @@ pub fn csv(records: &[CellRecord], phase: Phase) -> String {
     w.write_record(COLUMNS.iter().chain(&["Cell"]))
         .expect("writing to memory cannot fail");
     for row in rows(records, phase) {
-        w.serialize(CsvRow::new(&row))
+        w.serialize(csv_row(&row))
             .expect("string fields always serialize");
     }
     let bytes = w.into_inner().expect("flushing to memory cannot fail");
@@ -439,6 +420,7 @@ mod tests {
             latency_uncorrected: None,
             concurrency: 0.0,
             connections: Default::default(),
+            histograms: None,
         }
     }
 

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use gatebench_loadgen::{Arrival, IntervalView, LoadConfig, LoadSpec, RequestBody, StopRule};
 use gatebench_model::{CellParams, CellRecord, CellStatus, ProcessRecord, SCHEMA_VERSION};
+use gatebench_results::rows::{to_csv, TimelineRow};
 
 use crate::driver::{apply_protocol, wait_ready, Driver, ReadyCheck};
 use crate::error::RunnerError;
@@ -26,7 +27,6 @@ use crate::launch::{Guard, Launcher, ProcessSpec, RemoteAt};
 use crate::matrix::Cell;
 use crate::pin::{self, Placement};
 use crate::placeholder;
-use crate::rows::{self, Fixed, TimelineRow};
 use crate::sampler::{Sample, Sampler, Window, Windows};
 use crate::suite::{Intensity, Program, Protocol, Scenario, Suite};
 
@@ -411,12 +411,12 @@ fn lifecycle(
             return;
         }
         timeline.push(TimelineRow {
-            t_s: Fixed(load_start_s + v.elapsed.as_secs_f64(), 3),
-            window: if v.warmup { "warmup" } else { "measurement" },
-            responses: v.responses,
-            errors: v.errors,
-            rps: Fixed(v.rps, 1),
-            p99_ms: Fixed(v.p99_ms, 3),
+            t_s: load_start_s + v.elapsed.as_secs_f64(),
+            window: if v.warmup { "warmup" } else { "measurement" }.to_owned(),
+            responses: Some(v.responses),
+            errors: Some(v.errors),
+            rps: v.rps,
+            p99_ms: v.p99_ms,
         });
         events(CellEvent::Interval(v));
     };
@@ -434,7 +434,7 @@ fn lifecycle(
     out.record.sut_warmup = windows.summarize(&samples, Window::Warmup);
     out.record.sut_measurement = windows.summarize(&samples, Window::Measurement);
     out.samples_csv = Some(windows.csv(&samples));
-    out.timeline_csv = Some(rows::to_csv(rows::TIMELINE_HEADER, timeline));
+    out.timeline_csv = Some(to_csv(TimelineRow::HEADER, timeline));
     out.record.load = Some(report);
     // A remote log carries the host's wall clock (JVM `time` decorations): its cell start is
     // ours plus the host's measured clock offset.

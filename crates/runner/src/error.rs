@@ -37,14 +37,9 @@ pub enum RunnerError {
         #[source]
         source: io::Error,
     },
-    /// A directory given to `report` is not a results directory, or is of another version.
-    #[error("{}: {message}", path.display())]
-    Results {
-        /// The directory.
-        path: PathBuf,
-        /// What is wrong with it.
-        message: String,
-    },
+    /// A results directory could not be written or read.
+    #[error(transparent)]
+    Results(#[from] gatebench_results::ResultsError),
     /// The matrix expands to more cells than a run may have.
     #[error(
         "the matrix expands to {} cells (scenarios × protocols × users or rates × sizes \
@@ -177,24 +172,6 @@ pub enum RunnerError {
         name: String,
         /// How it ended (`exited with status 1`, `was killed by signal 9`).
         how: String,
-    },
-    /// A results file was written with another schema version.
-    #[error(
-        "{file} has schema version {found}, this gatebench reads version {}; \
-         use the gatebench that wrote it",
-        gatebench_model::SCHEMA_VERSION
-    )]
-    SchemaVersion {
-        /// The file, relative to the results directory.
-        file: String,
-        /// The version it has.
-        found: u64,
-    },
-    /// A results file has no schema version.
-    #[error("{file} has no schema_version")]
-    NoSchemaVersion {
-        /// The file, relative to the results directory.
-        file: String,
     },
     /// A command line has a `}` that closes nothing.
     #[error("unmatched `}}` (write `}}}}` for a literal brace)")]

@@ -24,8 +24,8 @@
 //! - [`gc`]: the SUT's GC log (JVM unified logging, Go gctrace), cut to the same windows.
 //! - [`cell`]: the lifecycle of one cell.
 //! - [`run`](mod@run): the whole run, setup commands, progress for an observer.
-//! - `rows`: the row types of `samples.csv` and `timeline.csv`.
-//! - [`results`]: the results directory: atomic writes, environment, reading back.
+//! - [`results`]: the environment and default directory name; the results directory itself
+//!   (`gatebench-results`) re-exported.
 //! - [`error`]: the one error type, [`RunnerError`].
 
 pub mod cell;
@@ -38,7 +38,6 @@ pub mod matrix;
 pub mod pin;
 pub mod placeholder;
 pub mod results;
-mod rows;
 pub mod run;
 pub mod sampler;
 pub mod suite;

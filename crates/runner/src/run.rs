@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use gatebench_model::{CellRecord, RunManifest, ToolInfo, SCHEMA_VERSION};
+use gatebench_results::paths;
 
 use crate::cell::{run_cell, CellContext, CellEvent};
 use crate::driver::Driver;
@@ -101,8 +102,8 @@ impl RunSummary {
 
 /// Writes the directory's fixed files: `suite.toml` (resolved), `environment.json`, `run.json`.
 pub fn prepare(suite: &Suite, plan: &Plan, results: &ResultsDir) -> Result<(), RunnerError> {
-    results.write("suite.toml", suite.to_toml().as_bytes())?;
-    results.write_json("environment.json", &environment())?;
+    results.write(paths::SUITE_TOML, suite.to_toml().as_bytes())?;
+    results.write_json(paths::ENVIRONMENT_JSON, &environment())?;
     let manifest = RunManifest {
         schema_version: SCHEMA_VERSION,
         kind: RunManifest::KIND.to_owned(),
@@ -117,7 +118,7 @@ pub fn prepare(suite: &Suite, plan: &Plan, results: &ResultsDir) -> Result<(), R
         planned_cells: plan.cells.iter().map(|c| c.id.clone()).collect(),
         estimated_s: plan.estimate.as_secs_f64(),
     };
-    results.write_json("run.json", &manifest)
+    Ok(results.write_json(paths::RUN_JSON, &manifest)?)
 }
 
 /// Runs the planned cells. Call [`prepare`] first.
@@ -187,7 +188,7 @@ pub fn run_suite(
             .map_err(|e| {
                 RunnerError::io(
                     "write",
-                    results.path().join("summary.md"),
+                    results.join(paths::SUMMARY_MD),
                     std::io::Error::other(e),
                 )
             })?;
@@ -213,7 +214,7 @@ fn run_setups(
             continue;
         }
         observer.setup_started(&sc.name, cmd);
-        let log = results.path().join(format!("setup-{}.log", sc.name));
+        let log = results.join(&paths::setup_log(&sc.name));
         let values = [
             ("suite_dir", suite.base_dir.display().to_string()),
             ("workdir", sc.workdir.display().to_string()),
@@ -246,16 +247,16 @@ fn write_cell(
     samples: Option<&str>,
     timeline: Option<&str>,
 ) -> Result<(), RunnerError> {
-    let rel = |f: &str| format!("cells/{id}/{f}");
+    let rel = |f: &str| paths::cell_file(id, f);
     if !hlog.is_empty() {
-        results.write(&rel("latency.hlog"), hlog)?;
+        results.write(&rel(paths::LATENCY_HLOG), hlog)?;
     }
     if let Some(s) = samples {
-        results.write(&rel("samples.csv"), s.as_bytes())?;
+        results.write(&rel(paths::SAMPLES_CSV), s.as_bytes())?;
     }
     if let Some(t) = timeline {
-        results.write(&rel("timeline.csv"), t.as_bytes())?;
+        results.write(&rel(paths::TIMELINE_CSV), t.as_bytes())?;
     }
     // The record last: a cell directory with a record.json is complete.
-    results.write_json(&rel("record.json"), record)
+    Ok(results.write_json(&rel(paths::RECORD_JSON), record)?)
 }

@@ -14,10 +14,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use gatebench_model::ResourceSummary;
+use gatebench_results::rows::{to_csv, SampleRow};
 use procfs::process::Process;
 use procfs::{Current, LoadAverage};
-
-use crate::rows::{self, Fixed, SampleRow};
 
 /// One sample: the interval `(t_s - interval_s, t_s]`.
 #[derive(Clone, Debug, PartialEq)]
@@ -114,17 +113,17 @@ impl Windows {
 
     /// `samples.csv`: one line per sample with its window.
     pub fn csv(&self, samples: &[Sample]) -> String {
-        rows::to_csv(
-            rows::SAMPLES_HEADER,
+        to_csv(
+            SampleRow::HEADER,
             samples.iter().map(|s| SampleRow {
-                t_s: Fixed(s.t_s, 3),
-                window: self.of(s).name(),
-                cpu_percent: Fixed(s.cpu_percent, 1),
-                rss_mib: Fixed(s.rss_kib as f64 / 1024.0, 2),
-                threads: s.threads,
-                fds: s.fds,
-                processes: s.processes,
-                loadavg_1m: Fixed(s.loadavg_1m, 2),
+                t_s: s.t_s,
+                window: self.of(s).name().to_owned(),
+                cpu_percent: s.cpu_percent,
+                rss_mib: s.rss_kib as f64 / 1024.0,
+                threads: Some(s.threads),
+                fds: Some(s.fds),
+                processes: Some(s.processes),
+                loadavg_1m: Some(s.loadavg_1m),
             }),
         )
     }

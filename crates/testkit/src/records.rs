@@ -80,6 +80,8 @@ pub fn load_report(
         },
         target_warnings: vec![],
         valid,
+        shard: None,
+        merged: None,
     }
 }
 

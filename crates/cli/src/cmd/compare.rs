@@ -195,7 +195,7 @@ fn emit(path: &Path, text: &str) -> Result<()> {
 
 /// One results directory read back, with its environment when it has one.
 fn read_dir(dir: &Path) -> Result<(Vec<CellRecord>, Option<Environment>)> {
-    let r = gatebench_runner::results::read(dir)?;
+    let r = gatebench_results::read(dir)?;
     if !r.missing.is_empty() {
         eprintln!(
             "gatebench: warning: {} is incomplete: {} of {} planned cells have no record",
@@ -204,14 +204,7 @@ fn read_dir(dir: &Path) -> Result<(Vec<CellRecord>, Option<Environment>)> {
             r.manifest.planned_cells.len()
         );
     }
-    let env_path = dir.join("environment.json");
-    let env = match std::fs::read_to_string(&env_path) {
-        Ok(text) => Some(
-            serde_json::from_str::<Environment>(&text)
-                .with_context(|| format!("reading {}", env_path.display()))?,
-        ),
-        Err(_) => None,
-    };
+    let env = gatebench_results::read_environment(dir)?;
     Ok((r.records, env))
 }
 

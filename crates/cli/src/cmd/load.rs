@@ -8,21 +8,30 @@ use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 use gatebench_loadgen::{
     Arrival, IntervalView, LoadConfig, LoadSpec, Protocol, RequestBody, RunOptions, StopRule,
     TlsOptions,
 };
+use gatebench_model::ShardInfo;
 
-use crate::cli::LoadArgs;
+use crate::cli::{LoadArgs, START_AT_TOLERANCE};
 use crate::signal;
 
 /// Runs the subcommand.
 pub fn run(args: LoadArgs) -> Result<ExitCode> {
     let config = LoadConfig::try_new(spec(&args)?)?;
+    let shard = args.shard.map(|(index, count)| ShardInfo {
+        index,
+        count,
+        connections_total: args.connections,
+        rate_total: args.rate,
+        requests_total: args.requests,
+        start_at_unix_ms: args.start_at.map(unix_ms),
+    });
     // Enough file descriptors for -c, checked before anything touches the network.
     gatebench_loadgen::limits::ensure_fd_limit(u64::from(config.connections))?;
     // Open outputs first: a typo in a path must not cost a whole run.
@@ -40,9 +49,12 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
     }
     let text_to_stderr = matches!(json_out, Some(Output::Stdout));
     let live = !args.quiet && std::io::stderr().is_terminal();
-    eprintln!("{}", banner(&config));
+    eprintln!("{}", banner(&config, shard.as_ref()));
 
     let stop = signal::interrupt_flag();
+    if let Some(at) = args.start_at {
+        wait_until(at, &stop)?;
+    }
     let mut progress = |v: &IntervalView| {
         if live {
             eprint!(
@@ -63,6 +75,8 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
             stop: Some(stop.clone()),
         },
     )?;
+    let mut output = output;
+    output.report.shard = shard;
     if live {
         eprint!("\r\x1b[2K");
     }
@@ -91,7 +105,68 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
     })
 }
 
-fn spec(args: &LoadArgs) -> Result<LoadSpec> {
+/// Waits until the wall clock reaches `at` (`--start-at`), or Ctrl-C. Refuses an instant that
+/// has passed by more than the tolerance by now (a slow probe, a late start).
+fn wait_until(at: SystemTime, stop: &AtomicBool) -> Result<()> {
+    if let Ok(ago) = SystemTime::now().duration_since(at) {
+        if ago > START_AT_TOLERANCE {
+            anyhow::bail!(
+                "--start-at: the instant passed {:.1} s ago, before the load could start",
+                ago.as_secs_f64()
+            );
+        }
+    }
+    // Short sleeps against the wall clock: the instant is agreed between machines, so it is
+    // the wall clock (not a monotonic one) that must reach it, and Ctrl-C must not wait.
+    while let Ok(left) = at.duration_since(SystemTime::now()) {
+        if stop.load(Ordering::Relaxed) {
+            anyhow::bail!("interrupted while waiting for --start-at");
+        }
+        std::thread::sleep(left.min(Duration::from_millis(50)));
+    }
+    Ok(())
+}
+
+fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Shard `index` of `count`'s share of the run: its connections (`-c` divided, remainders to
+/// the lowest indices), its rate and its request count (both in proportion to its
+/// connections, as the load generator divides them among its own workers).
+fn apply_shard(s: &mut LoadSpec, args: &LoadArgs, index: u32, count: u32) -> Result<()> {
+    let total = u64::from(args.connections);
+    let conns = ShardInfo::share(total, index, count);
+    if conns == 0 {
+        anyhow::bail!(
+            "--shard {index}/{count}: -c {total} leaves shard {index} without a connection; \
+             give at least {count} connections (one per shard)"
+        );
+    }
+    s.connections = conns as u32;
+    if let Arrival::Open { rate } = s.arrival {
+        s.arrival = Arrival::Open {
+            rate: rate * conns as f64 / total as f64,
+        };
+    }
+    if let Some(n) = s.stop.requests {
+        // Each shard's share of n in proportion to its connections; what rounding leaves goes
+        // to the lowest indices, one each.
+        let shares: Vec<u64> = (0..count)
+            .map(|i| n * ShardInfo::share(total, i, count) / total)
+            .collect();
+        let left = n - shares.iter().sum::<u64>();
+        let mine = shares[index as usize] + u64::from(u64::from(index) < left);
+        if mine == 0 {
+            anyhow::bail!("--shard {index}/{count}: -n {n} leaves shard {index} without a request");
+        }
+        s.stop.requests = Some(mine);
+    }
+    Ok(())
+}
+
+pub(crate) fn spec(args: &LoadArgs) -> Result<LoadSpec> {
     let mut s = LoadSpec::new(args.url.clone());
     s.method = args.method.clone();
     s.headers = args.headers.clone();
@@ -145,10 +220,13 @@ fn spec(args: &LoadArgs) -> Result<LoadSpec> {
         sni: args.sni.clone(),
         no_resume: args.no_tls_resume,
     };
+    if let Some((index, count)) = args.shard {
+        apply_shard(&mut s, args, index, count)?;
+    }
     Ok(s)
 }
 
-fn banner(c: &LoadConfig) -> String {
+fn banner(c: &LoadConfig, shard: Option<&ShardInfo>) -> String {
     let stop = match (c.stop.duration, c.stop.requests) {
         (Some(d), Some(n)) => format!("{} or {n} requests", humantime::format_duration(d)),
         (Some(d), None) => humantime::format_duration(d).to_string(),
@@ -169,8 +247,17 @@ fn banner(c: &LoadConfig) -> String {
     } else {
         String::new()
     };
+    let shard = shard.map_or(String::new(), |s| {
+        format!(
+            "; shard {}/{} of -c {}{}",
+            s.index,
+            s.count,
+            s.connections_total,
+            s.rate_total.map_or(String::new(), |r| format!(" -R {r}"))
+        )
+    });
     format!(
-        "Running {stop}{warm} @ {} ({model}, {}, {} connections{streams}, {} threads)",
+        "Running {stop}{warm} @ {} ({model}, {}, {} connections{streams}, {} threads{shard})",
         c.target.url,
         c.protocol.name(c.target.tls),
         c.connections,

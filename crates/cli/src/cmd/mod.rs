@@ -2,7 +2,9 @@
 
 pub mod compare;
 pub mod host;
+pub mod k8s;
 pub mod load;
+pub mod merge;
 pub mod report;
 pub mod run;
 pub mod serve;

@@ -8,13 +8,13 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use gatebench_model::{CellRecord, Environment};
 use gatebench_report::cellfiles;
 use gatebench_report::html::{self, CellData, ReportInput};
 use gatebench_report::summary::{self, Phase};
-use gatebench_runner::{ResultsDir, RunnerError};
+use gatebench_results::{self as results, paths, ResultsDir, ResultsError};
 
 /// `gatebench report DIR`.
 #[derive(Debug, Args)]
@@ -31,7 +31,7 @@ pub struct ReportArgs {
 
 /// Runs the subcommand.
 pub fn run(args: ReportArgs) -> Result<ExitCode> {
-    let r = gatebench_runner::results::read(&args.dir)?;
+    let r = results::read(&args.dir)?;
     let dir = ResultsDir::open(&args.dir);
     write_summaries(&dir, &r.manifest.suite, &r.records, r.missing.len())?;
     let page = write_report(&args.dir)?;
@@ -61,21 +61,20 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
 /// is missing or unreadable leaves its plot out (or falls back: the latency spectrum to the
 /// record's percentiles, the time series to the interval log), never the whole report.
 pub fn write_report(root: &Path) -> Result<PathBuf> {
-    let r = gatebench_runner::results::read(root)?;
-    let env: Option<Environment> = std::fs::read_to_string(root.join("environment.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok());
+    let r = results::read(root)?;
+    // The report renders without an environment rather than not at all.
+    let env: Option<Environment> = results::read_environment(root).ok().flatten();
     let mut cells = Vec::with_capacity(r.records.len());
     for rec in &r.records {
-        let dir = root.join("cells").join(&rec.cell.id);
+        let dir = root.join(paths::cell_dir(&rec.cell.id));
         let mut c = CellData::new(rec);
-        if let Ok(t) = std::fs::read_to_string(dir.join("samples.csv")) {
+        if let Ok(t) = std::fs::read_to_string(dir.join(paths::SAMPLES_CSV)) {
             c.samples = cellfiles::parse_samples(&t);
         }
-        if let Ok(t) = std::fs::read_to_string(dir.join("timeline.csv")) {
+        if let Ok(t) = std::fs::read_to_string(dir.join(paths::TIMELINE_CSV)) {
             c.timeline = cellfiles::parse_timeline(&t);
         }
-        if let Ok(bytes) = std::fs::read(dir.join("latency.hlog")) {
+        if let Ok(bytes) = std::fs::read(dir.join(paths::LATENCY_HLOG)) {
             let warmup = rec
                 .load
                 .as_ref()
@@ -103,13 +102,12 @@ pub fn write_report(root: &Path) -> Result<PathBuf> {
         missing: r.missing.len(),
     });
     let dir = ResultsDir::open(root);
-    let plots = root.join("plots");
-    std::fs::create_dir_all(&plots).with_context(|| format!("creating {}", plots.display()))?;
+    dir.create_dir(paths::PLOTS_DIR)?;
     for (name, svg) in &rendered.svgs {
-        dir.write(&format!("plots/{name}"), svg.as_bytes())?;
+        dir.write(&paths::plot(name), svg.as_bytes())?;
     }
-    dir.write("report.html", rendered.html.as_bytes())?;
-    Ok(root.join("report.html"))
+    dir.write(paths::REPORT_HTML, rendered.html.as_bytes())?;
+    Ok(dir.join(paths::REPORT_HTML))
 }
 
 /// Writes `summary.md`, `summary.csv`, `warmup.csv` and `summary.json` (each atomically).
@@ -118,21 +116,21 @@ pub fn write_summaries(
     suite: &str,
     records: &[CellRecord],
     missing: usize,
-) -> Result<(), RunnerError> {
+) -> Result<(), ResultsError> {
     dir.write(
-        "summary.md",
+        paths::SUMMARY_MD,
         summary::markdown(suite, records, missing).as_bytes(),
     )?;
     dir.write(
-        "summary.csv",
+        paths::SUMMARY_CSV,
         summary::csv(records, Phase::Measurement).as_bytes(),
     )?;
     dir.write(
-        "warmup.csv",
+        paths::WARMUP_CSV,
         summary::csv(records, Phase::Warmup).as_bytes(),
     )?;
     dir.write(
-        "summary.json",
+        paths::SUMMARY_JSON,
         summary::json(suite, records, missing).as_bytes(),
     )
 }

@@ -126,6 +126,38 @@ fn open_model_record_with_warmup_matches_schema() {
     Schema::load().assert_valid(&record);
 }
 
+/// A shard's record (`--shard I/N`) and the merge of two of them match the schema, and the
+/// merged record still carries its histograms.
+#[test]
+fn shard_and_merged_records_match_schema() {
+    let schema = Schema::load();
+    let record: gatebench_model::LoadReport =
+        serde_json::from_value(closed_record().clone()).expect("the record reads back");
+    assert!(
+        record.measurement.histograms.is_some(),
+        "a run carries its histograms"
+    );
+    let shards: Vec<_> = (0..2)
+        .map(|index| {
+            let mut r = record.clone();
+            r.shard = Some(gatebench_model::ShardInfo {
+                index,
+                count: 2,
+                connections_total: 4,
+                rate_total: None,
+                requests_total: None,
+                start_at_unix_ms: Some(1_795_000_000_000),
+            });
+            r
+        })
+        .collect();
+    schema.assert_valid(&serde_json::to_value(&shards[1]).unwrap());
+    let merged = gatebench_model::merge::merge(&shards).expect("two shards of one run merge");
+    assert_eq!(merged.measurement.requests, 2 * record.measurement.requests);
+    assert!(merged.measurement.histograms.is_some());
+    schema.assert_valid(&serde_json::to_value(&merged).unwrap());
+}
+
 #[test]
 fn schema_rejects_unknown_fields() {
     let schema = Schema::load();

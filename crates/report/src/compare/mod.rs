@@ -841,6 +841,7 @@ pub(crate) mod tests {
             latency_uncorrected: None,
             concurrency: users as f64,
             connections: Default::default(),
+            histograms: None,
         };
         records::cell_record(
             records::cell_params(scenario, scenario, 0, users, 50, repeat),

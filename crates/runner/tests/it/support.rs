@@ -190,6 +190,7 @@ pub fn report(config: &LoadConfig) -> LoadReport {
             latency_uncorrected: None,
             concurrency: 1.0,
             connections: Default::default(),
+            histograms: None,
         }
     };
     LoadReport {
@@ -212,6 +213,8 @@ pub fn report(config: &LoadConfig) -> LoadReport {
         },
         target_warnings: vec![],
         valid: true,
+        shard: None,
+        merged: None,
     }
 }
 

@@ -1,0 +1,185 @@
+//! A results directory on disk: created empty, written file by file and atomically (to a
+//! temporary name, then renamed), so Ctrl-C or a crash loses at most the cell in progress and
+//! never leaves a half-written file; read back ([`read`]) refusing a directory that is not a
+//! results directory or is of another schema version, and saying which planned cells have no
+//! record.
+
+use std::path::{Path, PathBuf};
+
+use gatebench_model::{CellRecord, Environment, RunManifest, SCHEMA_VERSION};
+use serde::Serialize;
+
+use crate::error::ResultsError;
+use crate::paths;
+
+/// A results directory being written or read.
+#[derive(Clone, Debug)]
+pub struct ResultsDir {
+    root: PathBuf,
+}
+
+impl ResultsDir {
+    /// Creates `root` (and `cells/`). Refuses a directory that exists and is not empty, so
+    /// two runs never mix.
+    pub fn create(root: &Path) -> Result<ResultsDir, ResultsError> {
+        if root.exists() {
+            let nonempty = std::fs::read_dir(root)
+                .map_err(|e| ResultsError::io("read", root, e))?
+                .next()
+                .is_some();
+            if nonempty {
+                return Err(ResultsError::Results {
+                    path: root.to_path_buf(),
+                    message: "exists and is not empty; choose another --out directory".into(),
+                });
+            }
+        }
+        let cells = root.join(paths::CELLS_DIR);
+        std::fs::create_dir_all(&cells).map_err(|e| ResultsError::io("create", &cells, e))?;
+        Ok(ResultsDir {
+            root: root.to_path_buf(),
+        })
+    }
+
+    /// Opens an existing directory for rewriting its summaries (no checks; see [`read`]).
+    pub fn open(root: &Path) -> ResultsDir {
+        ResultsDir {
+            root: root.to_path_buf(),
+        }
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+
+    /// The absolute path of `rel` (a name from [`paths`]).
+    pub fn join(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    /// The directory of cell `id` (created when missing).
+    pub fn cell_dir(&self, id: &str) -> Result<PathBuf, ResultsError> {
+        let d = self.root.join(paths::cell_dir(id));
+        std::fs::create_dir_all(&d).map_err(|e| ResultsError::io("create", &d, e))?;
+        Ok(d)
+    }
+
+    /// Creates the subdirectory `rel` (such as [`paths::PLOTS_DIR`]) when missing.
+    pub fn create_dir(&self, rel: &str) -> Result<PathBuf, ResultsError> {
+        let d = self.root.join(rel);
+        std::fs::create_dir_all(&d).map_err(|e| ResultsError::io("create", &d, e))?;
+        Ok(d)
+    }
+
+    /// Writes `rel` (relative to the directory) atomically.
+    pub fn write(&self, rel: &str, data: &[u8]) -> Result<(), ResultsError> {
+        write_atomic(&self.root.join(rel), data)
+    }
+
+    /// Writes a value as pretty JSON with a final newline, atomically: how every JSON file of
+    /// the directory is written (`run.json`, `environment.json`, `record.json`).
+    pub fn write_json<T: Serialize>(&self, rel: &str, v: &T) -> Result<(), ResultsError> {
+        let mut s = serde_json::to_string_pretty(v).expect("records always serialize");
+        s.push('\n');
+        self.write(rel, s.as_bytes())
+    }
+}
+
+/// Writes `path` through a temporary file in the same directory and a rename.
+pub fn write_atomic(path: &Path, data: &[u8]) -> Result<(), ResultsError> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    std::fs::write(&tmp, data).map_err(|e| ResultsError::io("write", &tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| ResultsError::io("write", path, e))
+}
+
+/// A results directory read back.
+#[derive(Debug)]
+pub struct RunResults {
+    /// `run.json`.
+    pub manifest: RunManifest,
+    /// The cells that have a record, in run order.
+    pub records: Vec<CellRecord>,
+    /// Planned cells without a record (the run was interrupted or is still going).
+    pub missing: Vec<String>,
+}
+
+/// Reads a results directory (`run.json` and every planned cell's `record.json`), refusing
+/// one that is not a results directory or is of another schema version.
+pub fn read(root: &Path) -> Result<RunResults, ResultsError> {
+    let bad = |message: String| ResultsError::Results {
+        path: root.to_path_buf(),
+        message,
+    };
+    if !root.is_dir() {
+        return Err(bad("no such directory".into()));
+    }
+    let text = std::fs::read_to_string(root.join(paths::RUN_JSON)).map_err(|_| {
+        bad("not a gatebench results directory (no run.json; `gatebench run` writes one)".into())
+    })?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| bad(format!("run.json is not valid JSON ({e})")))?;
+    if value.get("kind").and_then(|k| k.as_str()) != Some(RunManifest::KIND) {
+        return Err(bad(
+            "not a gatebench results directory (run.json is of another kind)".into(),
+        ));
+    }
+    check_version(&value, paths::RUN_JSON).map_err(|e| bad(e.to_string()))?;
+    let manifest: RunManifest =
+        serde_json::from_value(value).map_err(|e| bad(format!("run.json: {e}")))?;
+    let mut records = Vec::new();
+    let mut missing = Vec::new();
+    for id in &manifest.planned_cells {
+        let rel = paths::cell_file(id, paths::RECORD_JSON);
+        let Ok(text) = std::fs::read_to_string(root.join(&rel)) else {
+            missing.push(id.clone());
+            continue;
+        };
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| bad(format!("{rel} is not valid JSON ({e})")))?;
+        check_version(&value, &rel).map_err(|e| bad(e.to_string()))?;
+        let r: CellRecord =
+            serde_json::from_value(value).map_err(|e| bad(format!("{rel}: {e}")))?;
+        records.push(r);
+    }
+    Ok(RunResults {
+        manifest,
+        records,
+        missing,
+    })
+}
+
+/// Reads `environment.json`: `Ok(None)` when the directory has none (it is optional for a
+/// reader), an error when it is there and does not read.
+pub fn read_environment(root: &Path) -> Result<Option<Environment>, ResultsError> {
+    let path = root.join(paths::ENVIRONMENT_JSON);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(ResultsError::io("read", path, e)),
+    };
+    serde_json::from_str(&text)
+        .map(Some)
+        .map_err(|e| ResultsError::Results {
+            path: root.to_path_buf(),
+            message: format!("{}: {e}", paths::ENVIRONMENT_JSON),
+        })
+}
+
+/// Checks that a results file has this build's schema version.
+fn check_version(v: &serde_json::Value, file: &str) -> Result<(), ResultsError> {
+    match v.get("schema_version").and_then(|s| s.as_u64()) {
+        Some(n) if n == u64::from(SCHEMA_VERSION) => Ok(()),
+        Some(found) => Err(ResultsError::SchemaVersion {
+            file: file.to_owned(),
+            found,
+        }),
+        None => Err(ResultsError::NoSchemaVersion {
+            file: file.to_owned(),
+        }),
+    }
+}
