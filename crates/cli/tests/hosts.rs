@@ -81,7 +81,7 @@ fn assert_nothing_left(marker: &str, when: &str) {
     // Stopping is synchronous, but give the kernel a moment to reap.
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let left: Vec<String> = ["sut", "backend"]
+        let left: Vec<String> = ["sut", "backend", "gen1", "gen2"]
             .iter()
             .flat_map(|h| remote_leftovers(h, marker))
             .collect();
@@ -336,7 +336,61 @@ sut = { command = "exec sleep 31.5" }
     assert_eq!(status.code(), Some(130));
     assert_nothing_left("sleep 31.5", "after Ctrl-C");
 
-    // 4. Bad hosts: one line naming the host, exit 2, before any cell, no results directory.
+    // 4. A cell's load split across two generator hosts, merged; then a dead shard (one user
+    //    cannot be split in two: shard 1/2 is refused) fails its cell with the shard's own
+    //    message and the other shard is stopped on its host.
+    let gens = format!("{hosts}\ngenerators = [\"ssh://gen1\", \"ssh://gen2\"]");
+    let s = suite(&dir, "shards", &gens, PASSTHROUGH, "2s");
+    let out_dir = dir.join("out-shards");
+    let out = gatebench()
+        .arg("run")
+        .arg(&s)
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out_dir.join("cells/passthrough_u4_s100_d0_r1/record.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let shards = record["load"]["merged"]["shards"].as_array().unwrap();
+    assert_eq!(shards.len(), 2, "{record}");
+    assert_eq!(record["load"]["config"]["connections"], 4, "{record}");
+    assert!(
+        record["load"]["measurement"]["outcomes"]["ok"]
+            .as_u64()
+            .unwrap_or(0)
+            > 0,
+        "{record}"
+    );
+    assert!(
+        record["sut_measurement"]["samples"].as_u64().unwrap_or(0) >= 1,
+        "{record}"
+    );
+    assert_nothing_left("sleep 31.5", "after a sharded cell");
+    let one_user = suite(&dir, "dead-shard", &gens, PASSTHROUGH, "2s");
+    let text_suite = std::fs::read_to_string(&one_user)
+        .unwrap()
+        .replace("users = [4]", "users = [1]");
+    std::fs::write(&one_user, text_suite).unwrap();
+    let out = gatebench()
+        .arg("run")
+        .arg(&one_user)
+        .arg("--out")
+        .arg(dir.join("out-dead"))
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("shard 1/2 on ssh://gen2 exited with status 2"),
+        "{stdout}"
+    );
+    assert_nothing_left("sleep 31.5", "after a dead shard");
+
+    // 5. Bad hosts: one line naming the host, exit 2, before any cell, no results directory.
     refused(
         &dir,
         "unreachable",

@@ -420,7 +420,28 @@ fn lifecycle(
         });
         events(CellEvent::Interval(v));
     };
-    let report = driver.load(config, &mut out.hlog, &mut on_interval, ctx.stop.clone());
+    let mut load_start_s = load_start_s;
+    let report = if ctx.hosts.generators.is_empty() {
+        driver.load(config, &mut out.hlog, &mut on_interval, ctx.stop.clone())
+    } else {
+        // Split across the generator hosts; the load starts at the shards' common instant.
+        let url = config.record().url.clone();
+        let args = shard_args(ctx.suite, sc, cell, &url);
+        let l = &ctx.suite.load;
+        let deadline = ctx.suite.warmup + ctx.suite.duration + l.timeout + Duration::from_secs(30);
+        let cell_start_unix = out.record.started_at_unix_ms as f64 / 1e3;
+        crate::shards::run(
+            &ctx.hosts.generators,
+            &args,
+            deadline,
+            ctx.cell_dir,
+            ctx.stop,
+        )
+        .map(|sharded| {
+            load_start_s = sharded.start_unix_s - cell_start_unix;
+            sharded.report
+        })
+    };
     if let Some(cpus) = restore {
         let _ = pin::pin_current_thread(&cpus);
     }
@@ -803,6 +824,56 @@ fn process_spec(
         },
         check,
     ))
+}
+
+/// The `gatebench load` arguments of a cell's load, for its shards on generator hosts (the
+/// same load [`load_config`] builds, as a command line; `--shard` and `--start-at` are added
+/// per shard).
+fn shard_args(suite: &Suite, sc: &Scenario, cell: &Cell, url: &str) -> Vec<String> {
+    let l = &suite.load;
+    let d = |d: Duration| humantime::format_duration(d).to_string();
+    let mut a: Vec<String> = vec![url.to_owned()];
+    let mut push = |k: &str, v: String| {
+        a.push(k.to_owned());
+        a.push(v);
+    };
+    match cell.intensity {
+        Intensity::Users(u) => push("-c", u.to_string()),
+        Intensity::Rate(r) => {
+            push("-c", l.connections.to_string());
+            push("-R", r.to_string());
+        }
+    }
+    push("-d", d(suite.duration));
+    if !suite.warmup.is_zero() {
+        push("--warmup", d(suite.warmup));
+    }
+    push("-m", l.method.clone());
+    for h in &l.headers {
+        push("-H", h.clone());
+    }
+    let has_body = !matches!(l.method.as_str(), "GET" | "HEAD" | "DELETE" | "OPTIONS");
+    if has_body {
+        push("--payload-size", cell.size.to_string());
+    }
+    push("--timeout", d(l.timeout));
+    push("--connect-timeout", d(l.connect_timeout));
+    if let Some(t) = l.threads {
+        push("-t", t.to_string());
+    }
+    if !l.keepalive {
+        a.push("--no-keepalive".into());
+    }
+    if sc.verify && has_body {
+        a.push("--verify".into());
+    }
+    match cell.protocol {
+        Protocol::H1c => {}
+        Protocol::H1 => a.push("-k".into()),
+        Protocol::H2 => a.extend(["--http2".into(), "-k".into()]),
+        Protocol::H2c => a.push("--h2c".into()),
+    }
+    a
 }
 
 /// Builds the load of a cell, through [`apply_protocol`].

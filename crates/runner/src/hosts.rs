@@ -18,7 +18,7 @@
 //!   its lines streamed back over the ssh channel.
 //!
 //! It does not decide which process runs where (the suite's `[hosts]` table and
-//! [`crate::cell`] do), nor split load across generators.
+//! [`crate::cell`] do). Splitting a cell's load across generator hosts is [`crate::shards`].
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, ToSocketAddrs};
@@ -132,7 +132,7 @@ pub struct Hosts {
     pub sut: HostSpec,
     /// Where back-ends run.
     pub backend: HostSpec,
-    /// Where the load generator runs (only `local` in this build).
+    /// Where the load generator runs: `[local]`, or ssh hosts a cell's load is split across.
     pub generators: Vec<HostSpec>,
     /// The ssh client configuration (`ssh -F`); `None` = the user's own.
     pub ssh_config: Option<PathBuf>,
@@ -209,13 +209,19 @@ pub struct HostPlan {
     pub sut: Option<Arc<SshHost>>,
     /// The back-ends' host; `None` = local.
     pub backend: Option<Arc<SshHost>>,
+    /// The generator hosts a cell's load is split across; empty = the load is made here.
+    pub generators: Vec<Arc<SshHost>>,
 }
 
 impl HostPlan {
     /// Every remote host once, for reports.
     pub fn reports(&self) -> Vec<HostReport> {
         let mut out: Vec<HostReport> = Vec::new();
-        for h in [&self.sut, &self.backend].into_iter().flatten() {
+        for h in [&self.sut, &self.backend]
+            .into_iter()
+            .flatten()
+            .chain(&self.generators)
+        {
             if !out.iter().any(|r| r.url == h.url) {
                 out.push(h.report.clone());
             }
@@ -233,16 +239,12 @@ pub fn prepare(
     fixed_ports: &[(&'static str, u16)],
     say: &mut dyn FnMut(&str),
 ) -> Result<HostPlan, RunnerError> {
-    if hosts.generators.iter().any(|g| !g.is_local()) {
+    let remote_generators = hosts.generators.iter().filter(|g| !g.is_local()).count();
+    if remote_generators > 0 && remote_generators < hosts.generators.len() {
         return Err(RunnerError::Host {
-            host: hosts
-                .generators
-                .iter()
-                .find(|g| !g.is_local())
-                .map(|g| g.name().to_owned())
-                .unwrap_or_default(),
-            message: "generators on other hosts are not supported by this build (the load \
-                      generator runs here; use generators = [\"local\"])"
+            host: "generators".into(),
+            message: "give [\"local\"] or only ssh:// hosts (a cell's load is split across \
+                      generator hosts, or made here)"
                 .into(),
         });
     }
@@ -258,7 +260,16 @@ pub fn prepare(
     let hash = sha256_file(exe)?;
     let mut plan = HostPlan::default();
     let mut ready: Vec<Arc<SshHost>> = Vec::new();
-    for (role, spec) in [("sut", &hosts.sut), ("backend", &hosts.backend)] {
+    let mut roles_of: Vec<(String, &HostSpec)> = vec![
+        ("sut".into(), &hosts.sut),
+        ("backend".into(), &hosts.backend),
+    ];
+    if remote_generators > 0 {
+        for (i, g) in hosts.generators.iter().enumerate() {
+            roles_of.push((format!("generator {}", i + 1), g));
+        }
+    }
+    for (role, spec) in roles_of.iter().map(|(r, s)| (r.as_str(), *s)) {
         let HostSpec::Ssh {
             url,
             destination,
@@ -268,10 +279,10 @@ pub fn prepare(
             continue;
         };
         // Roles shared by one host are named together in its report.
-        let roles: Vec<&str> = [("sut", &hosts.sut), ("backend", &hosts.backend)]
-            .into_iter()
+        let roles: Vec<&str> = roles_of
+            .iter()
             .filter(|(_, s)| s.name() == url)
-            .map(|(r, _)| r)
+            .map(|(r, _)| r.as_str())
             .collect();
         let h = match ready.iter().find(|h| &h.url == url) {
             Some(h) => h.clone(),
@@ -300,7 +311,8 @@ pub fn prepare(
         }
         match role {
             "sut" => plan.sut = Some(h),
-            _ => plan.backend = Some(h),
+            "backend" => plan.backend = Some(h),
+            _ => plan.generators.push(h),
         }
     }
     Ok(plan)
@@ -809,6 +821,32 @@ pub struct RemoteProcess {
     stopped: Option<String>,
 }
 
+impl RemoteProcess {
+    /// The host it runs on.
+    pub fn host(&self) -> &Arc<SshHost> {
+        &self.host
+    }
+
+    /// `Some(exit code)` once it has ended (its ssh session gives the remote status; 255 is
+    /// ssh's own failure).
+    pub fn try_status(&mut self) -> Option<i32> {
+        self.child
+            .try_wait()
+            .ok()
+            .flatten()
+            .map(|s| s.code().unwrap_or(-1))
+    }
+
+    /// What it printed on stderr (read once it has ended).
+    pub fn take_stderr(&mut self) -> String {
+        let mut out = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = e.read_to_string(&mut out);
+        }
+        out
+    }
+}
+
 impl Running for RemoteProcess {
     fn pid(&self) -> u32 {
         self.pid
@@ -922,7 +960,7 @@ impl RemoteSampler {
 }
 
 /// Like [`SshHost::spawn`], but the process's stdout (after its PID) comes back as lines.
-fn spawn_with_lines(
+pub(crate) fn spawn_with_lines(
     host: &Arc<SshHost>,
     argv: &[String],
     dir: &str,

@@ -19,6 +19,7 @@
 //! - [`driver`]: the [`driver::Driver`] seam: readiness, verification, the load; protocols.
 //! - [`hosts`]: `local` and `ssh://` hosts: preflight, the binary copy, remote processes and
 //!   sampling, the clock offset.
+//! - [`shards`]: a cell's load split across generator hosts and merged.
 //! - [`pin`]: CPU placement of the SUT and the generator.
 //! - [`sampler`]: `/proc` sampling and cutting samples to the load's windows.
 //! - [`gc`]: the SUT's GC log (JVM unified logging, Go gctrace), cut to the same windows.
@@ -40,6 +41,7 @@ pub mod placeholder;
 pub mod results;
 pub mod run;
 pub mod sampler;
+pub mod shards;
 pub mod suite;
 
 pub use error::RunnerError;
