@@ -221,8 +221,13 @@ fn suites_run_across_the_testbed_hosts_and_leave_nothing_behind() {
         "sut = \"ssh://sut\"\nbackend = \"ssh://backend\"\nssh_config = \"{STATE}/ssh_config\""
     );
 
-    // 1. A cell with the SUT and the back-end each on its host.
-    let s = suite(&dir, "ok", &hosts, PASSTHROUGH, "2s");
+    // 1. A cell with the SUT and the back-end each on its host; the scenario's setup runs on
+    //    the SUT's host (its eth0 has the SUT's address).
+    let with_setup = PASSTHROUGH.replace(
+        "name = \"passthrough\"",
+        "name = \"passthrough\"\nsetup = \"ip -4 -o addr show dev eth0\"",
+    );
+    let s = suite(&dir, "ok", &hosts, &with_setup, "2s");
     let out_dir = dir.join("out-ok");
     let out = gatebench()
         .arg("run")
@@ -261,6 +266,8 @@ fn suites_run_across_the_testbed_hosts_and_leave_nothing_behind() {
         sut_log.contains("forwarding to http://10.77.0.30:"),
         "{sut_log}"
     );
+    let setup_log = std::fs::read_to_string(out_dir.join("setup-passthrough.log")).unwrap();
+    assert!(setup_log.contains("inet 10.77.0.20/24"), "{setup_log}");
     let hosts_json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out_dir.join("hosts.json")).unwrap())
             .unwrap();

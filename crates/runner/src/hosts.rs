@@ -664,6 +664,50 @@ impl SshHost {
         Ok((dir, ports))
     }
 
+    /// Runs a scenario's setup command on the host, in gatebench's cache directory there, its
+    /// output appended to `log` here. The error names the host and quotes the log's last line.
+    pub fn setup(&self, command: &str, log: &Path) -> Result<(), RunnerError> {
+        let out = self
+            .run(
+                &format!(
+                    "cd {} && exec sh -c {} 2>&1",
+                    sh_quote(&self.cache),
+                    sh_quote(command)
+                ),
+                None,
+            )
+            .map_err(|message| RunnerError::Host {
+                host: self.url.clone(),
+                message,
+            })?;
+        let mut text = out.stdout.clone();
+        text.extend_from_slice(&out.stderr);
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)
+            .and_then(|mut f| f.write_all(&text))
+            .map_err(|e| RunnerError::io("write", log, e))?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let name = log
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let last = String::from_utf8_lossy(&text)
+            .lines()
+            .map(str::trim)
+            .rev()
+            .find(|l| !l.is_empty())
+            .map(|l| format!(": {l}"))
+            .unwrap_or_default();
+        Err(RunnerError::Host {
+            host: self.url.clone(),
+            message: format!("`{command}` {} (see {name}){last}", out.status),
+        })
+    }
+
     /// Writes `data` to `path` on the host.
     pub fn put(&self, path: &str, data: &[u8]) -> Result<(), String> {
         let out = self.run(&format!("cat > {}", sh_quote(path)), Some(data))?;

@@ -131,7 +131,7 @@ pub fn run_suite(
     driver: &mut dyn Driver,
     observer: &mut dyn Observer,
 ) -> Result<RunSummary, RunnerError> {
-    let setup_failures = run_setups(suite, plan, results, launcher, observer);
+    let setup_failures = run_setups(suite, plan, results, &settings.hosts, launcher, observer);
     let per_cell = suite.warmup + suite.duration + CELL_OVERHEAD;
     let total = plan.cells.len();
     let mut records: Vec<CellRecord> = Vec::with_capacity(total);
@@ -204,6 +204,7 @@ fn run_setups(
     suite: &Suite,
     plan: &Plan,
     results: &ResultsDir,
+    hosts: &HostPlan,
     launcher: &mut dyn Launcher,
     observer: &mut dyn Observer,
 ) -> Vec<(usize, String)> {
@@ -215,10 +216,21 @@ fn run_setups(
         }
         observer.setup_started(&sc.name, cmd);
         let log = results.join(&paths::setup_log(&sc.name));
-        let values = [
-            ("suite_dir", suite.base_dir.display().to_string()),
-            ("workdir", sc.workdir.display().to_string()),
-        ];
+        // On the host of the scenario's SUT (or of its back-ends when it has none), in
+        // gatebench's cache directory there: it installs what runs there.
+        let remote = if sc.sut.is_some() {
+            hosts.sut.as_ref()
+        } else {
+            hosts.backend.as_ref()
+        };
+        let (suite_dir, workdir) = match remote {
+            Some(h) => (h.cache.clone(), h.cache.clone()),
+            None => (
+                suite.base_dir.display().to_string(),
+                sc.workdir.display().to_string(),
+            ),
+        };
+        let values = [("suite_dir", suite_dir), ("workdir", workdir)];
         let result = crate::placeholder::expand_strict(cmd, &|name| {
             values
                 .iter()
@@ -228,7 +240,10 @@ fn run_setups(
         .map_err(|e| RunnerError::SetupCommandLine {
             source: Box::new(e),
         })
-        .and_then(|cmd| launcher.setup(&cmd, &sc.workdir, &log))
+        .and_then(|cmd| match remote {
+            Some(h) => h.setup(&cmd, &log),
+            None => launcher.setup(&cmd, &sc.workdir, &log),
+        })
         // The observer and the cells' records get it as one line, causes included.
         .map_err(|e| e.chain());
         observer.setup_finished(&sc.name, &result);
