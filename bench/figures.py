@@ -28,7 +28,8 @@ Usage:
                                gives, a block names a file that is missing, the tables of a cited
                                summary differ from what bench/lib.sh prints from its raw .tsv
                                today (a soak summary: what soak_summary.py prints again from
-                               its committed run), or the prose cites a bench/results file (by path or as
+                               its committed run; a hosts summary: what hosts_summary.py prints
+                               from its committed run), or the prose cites a bench/results file (by path or as
                                `…THHMMSS`) that does not exist
 
 Only the Python standard library and bash (for bench/lib.sh's summarizers); run from anywhere
@@ -46,7 +47,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "bench", "results")
-DOCS = ["docs/benchmarks.md", "docs/proxy.md", "README.md"]
+DOCS = ["docs/benchmarks.md", "docs/proxy.md", "docs/hosts.md", "README.md"]
 
 BEGIN = re.compile(r"^<!-- figures:begin (.+?) -->$")
 END = "<!-- figures:end -->"
@@ -255,6 +256,17 @@ def check_tables_against_raw(name, problems, where):
             diff = "\n".join(difflib.unified_diff(written, derived, f"bench/results/{name}.md",
                                                    f"from bench/results/{name}/", lineterm="", n=0))
             problems.append(f"{where}: bench/results/{name}.md differs from its raw data:\n{diff}")
+        return
+    if name.startswith("hosts-"):
+        # bench/hosts.sh: the summary is what hosts_summary.py prints from the committed run.
+        run = os.path.join(RESULTS, name)
+        res = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "hosts_summary.py"), run],
+                             capture_output=True, text=True, check=False)
+        if res.returncode != 0:
+            raise FigureError(f"hosts_summary.py bench/results/{name} failed: {res.stderr.strip()}")
+        if res.stdout.splitlines() != read_result(name):
+            problems.append(f"{where}: bench/results/{name}.md differs from what "
+                            f"bench/hosts_summary.py prints from bench/results/{name}/")
         return
     derived = derived_tables(name)
     if derived is None:

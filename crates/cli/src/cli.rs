@@ -36,6 +36,9 @@ pub enum Command {
     /// through the intermediary, interleaved; the latency it adds per percentile with
     /// confidence intervals, and its CPU per request.
     Cost(crate::cmd::cost::CostArgs),
+    /// What the runner runs on a remote host over ssh (sampling, free ports, its clock).
+    #[command(hide = true)]
+    Host(crate::cmd::host::HostArgs),
 }
 
 /// `gatebench load URL`.

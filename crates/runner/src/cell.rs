@@ -9,7 +9,7 @@
 //! are stopped on every path out of here, panics included.
 
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, TcpListener};
+use std::net::{IpAddr, SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -22,7 +22,8 @@ use gatebench_results::rows::{to_csv, TimelineRow};
 use crate::driver::{apply_protocol, wait_ready, Driver, ReadyCheck};
 use crate::error::RunnerError;
 use crate::gc::{self, GcClock, GcFormat, GcWindow};
-use crate::launch::{Guard, Launcher, ProcessSpec};
+use crate::hosts::{HostPlan, RemoteSampler, SshHost};
+use crate::launch::{Guard, Launcher, ProcessSpec, RemoteAt};
 use crate::matrix::Cell;
 use crate::pin::{self, Placement};
 use crate::placeholder;
@@ -86,6 +87,8 @@ pub struct CellContext<'a> {
     pub setup_failure: Option<&'a str>,
     /// Position of the cell in the run, 1-based.
     pub order: u32,
+    /// The remote hosts of the SUT and the back-ends, ready (empty: all here).
+    pub hosts: &'a HostPlan,
 }
 
 /// The result of a cell.
@@ -110,6 +113,8 @@ pub struct CellOutput {
 struct GcInputs {
     format: GcFormat,
     path: PathBuf,
+    /// The log is on this remote host (fetched over ssh once the SUT stopped).
+    remote: Option<Arc<SshHost>>,
     clock: GcClock,
     windows: Windows,
 }
@@ -179,6 +184,7 @@ pub fn run_cell(
         .take()
         .filter(|_| out.record.status == CellStatus::Ok)
     {
+        let g = fetch_remote_gc_log(g, ctx.cell_dir);
         read_gc_log(&g, &cell.id, &mut out.record);
     }
     out.interrupted = ctx.stop.load(Ordering::Relaxed);
@@ -208,16 +214,19 @@ fn lifecycle(
     // Ports: bound together (so they differ), released just before the processes start. Another
     // program could take one in between; the readiness check then fails the cell clearly.
     let n_backends = sc.backend.as_ref().map_or(0, |b| b.count) as usize;
-    let ports = free_ports(n_backends + usize::from(sc.sut.is_some()))
-        .map_err(|source| RunnerError::FreePorts { source })?;
-    let (backend_ports, sut_port) = ports.split_at(n_backends);
-    let sut_port = sut_port.first().copied();
+    let hosts = pick_ports(ctx, cell, sc, n_backends)?;
+    let (backend_ports, sut_port) = (hosts.backend_ports.as_slice(), hosts.sut_port);
     let target_port = sut_port
         .or(backend_ports.first().copied())
         .expect("a scenario has a sut or a backend");
 
     // The load first: a protocol this build cannot speak fails before anything starts.
-    let config = load_config(ctx.suite, sc, cell, target_port)?;
+    let target_addr = if sc.sut.is_some() {
+        hosts.sut.addr
+    } else {
+        hosts.backend.addr
+    };
+    let config = load_config(ctx.suite, sc, cell, target_addr, target_port)?;
 
     let backend_protocol = sc
         .backend
@@ -227,12 +236,21 @@ fn lifecycle(
     let common = Common {
         cell,
         backend_ports,
+        backend_addr: hosts.backend.addr,
         backend_protocol,
         cell_dir: ctx.cell_dir,
         suite_dir: &ctx.suite.base_dir,
         workdir: &sc.workdir,
     };
-    render_templates(sc, &common, target_port)?;
+    let target_place = if sc.sut.is_some() {
+        &hosts.sut
+    } else {
+        &hosts.backend
+    };
+    render_templates(sc, &common, target_port, target_place)?;
+    for place in [&hosts.sut, &hosts.backend] {
+        copy_templates(sc, ctx.cell_dir, place)?;
+    }
 
     let target_is_backend = sc.sut.is_none();
     let mut checks = Vec::new();
@@ -244,8 +262,17 @@ fn lifecycle(
             } else {
                 ctx.placement.others.clone()
             };
-            let (spec, check) =
-                process_spec(ctx, sc, &common, &name, b, *port, backend_protocol, cpus)?;
+            let (spec, check) = process_spec(
+                ctx,
+                sc,
+                &common,
+                &name,
+                b,
+                *port,
+                backend_protocol,
+                cpus,
+                &hosts.backend,
+            )?;
             specs.push(spec);
             checks.push((name, check));
         }
@@ -262,6 +289,7 @@ fn lifecycle(
             port,
             proto,
             ctx.placement.sut.clone(),
+            &hosts.sut,
         )?;
         specs.push(spec);
         checks.push(("sut".to_owned(), check));
@@ -279,12 +307,18 @@ fn lifecycle(
                         .as_ref()
                         .and_then(|s| s.protocol)
                         .unwrap_or(cell.protocol);
-                    PathBuf::from(common.expand(p, Some(target_port), proto).map_err(|e| {
-                        RunnerError::GcLogPath {
+                    let expanded = common
+                        .expand(p, Some(target_port), proto, target_place)
+                        .map_err(|e| RunnerError::GcLogPath {
                             source: Box::new(e),
-                        }
-                    })?)
+                        })?;
+                    // On a remote host the path is that host's (its cell directory).
+                    if let Some(r) = &target_place.remote {
+                        return Ok(Path::new(&r.dir).join(expanded));
+                    }
+                    PathBuf::from(expanded)
                 }
+                // The SUT's log comes back over ssh into the local cell directory.
                 None => ctx.cell_dir.join(format!("{gc_writer}.log")),
             };
             Ok(sc.workdir.join(path))
@@ -324,17 +358,32 @@ fn lifecycle(
         })?;
     }
 
-    events(CellEvent::Phase(Phase::Verifying));
-    driver.verify(&config)?;
-
+    // A remote sampler starts before the verification: its ssh session takes a moment to
+    // open, and its first samples (before the load) are cut away like local ones.
     let target_name = if target_is_backend {
         "backend-1"
     } else {
         "sut"
     };
     let target_pid = guard.get_mut(target_name).expect("the target runs").pid();
+    let mut early_sampler = match &target_place.remote {
+        None => None,
+        Some(r) => Some(AnySampler::Remote(RemoteSampler::start(
+            &r.host,
+            target_pid,
+            origin,
+            SAMPLE_PERIOD,
+            &r.dir,
+        )?)),
+    };
+    events(CellEvent::Phase(Phase::Verifying));
+    driver.verify(&config)?;
+
     let load_start_s = origin.elapsed().as_secs_f64();
-    let sampler = Sampler::start(target_pid, origin, SAMPLE_PERIOD);
+    let sampler = match early_sampler.take() {
+        Some(s) => s,
+        None => AnySampler::Local(Sampler::start(target_pid, origin, SAMPLE_PERIOD)),
+    };
     let restore = pin_generator(ctx.placement);
     events(CellEvent::Phase(if ctx.suite.warmup.is_zero() {
         Phase::Measuring
@@ -369,7 +418,29 @@ fn lifecycle(
         });
         events(CellEvent::Interval(v));
     };
-    let report = driver.load(config, &mut out.hlog, &mut on_interval, ctx.stop.clone());
+    let mut load_start_s = load_start_s;
+    let report = if ctx.hosts.generators.is_empty() {
+        driver.load(config, &mut out.hlog, &mut on_interval, ctx.stop.clone())
+    } else {
+        // Split across the generator hosts; the load starts at the shards' common instant.
+        let url = config.record().url.clone();
+        let args = shard_args(ctx.suite, sc, cell, &url);
+        let l = &ctx.suite.load;
+        let deadline = ctx.suite.warmup + ctx.suite.duration + l.timeout + Duration::from_secs(30);
+        let cell_start_unix = out.record.started_at_unix_ms as f64 / 1e3;
+        crate::shards::run(
+            &ctx.hosts.generators,
+            &args,
+            deadline,
+            ctx.cell_dir,
+            ctx.stop,
+        )
+        .map(|sharded| {
+            load_start_s = sharded.start_unix_s - cell_start_unix;
+            sharded.report
+        })
+        .map_err(|reason| RunnerError::Load { reason })
+    };
     if let Some(cpus) = restore {
         let _ = pin::pin_current_thread(&cpus);
     }
@@ -385,12 +456,24 @@ fn lifecycle(
     out.samples_csv = Some(windows.csv(&samples));
     out.timeline_csv = Some(to_csv(TimelineRow::HEADER, timeline));
     out.record.load = Some(report);
+    // A remote log carries the host's wall clock (JVM `time` decorations): its cell start is
+    // ours plus the host's measured clock offset.
+    let gc_remote = target_place
+        .remote
+        .as_ref()
+        .filter(|_| sc.gc.as_ref().is_some_and(|g| g.path.is_some()))
+        .map(|r| r.host.clone());
+    let offset = target_place
+        .remote
+        .as_ref()
+        .map_or(0.0, |r| r.host.report.clock_offset_s);
     out.gc = sc.gc.as_ref().zip(gc_path).map(|(g, path)| GcInputs {
         format: g.format,
         path,
+        remote: gc_remote,
         clock: GcClock {
             process_start_s: gc_writer_start_s,
-            cell_start_unix_s: out.record.started_at_unix_ms as f64 / 1e3,
+            cell_start_unix_s: out.record.started_at_unix_ms as f64 / 1e3 + offset,
         },
         windows,
     });
@@ -434,10 +517,169 @@ fn read_gc_log(g: &GcInputs, cell: &str, record: &mut CellRecord) {
     record.gc_measurement = Some(summary(GcWindow::Measurement));
 }
 
+/// Fetches a GC log written on a remote host into the local cell directory (`gc.log`), so it
+/// is read as a local one and kept with the results. A failure is warned about by the reader
+/// (the local copy is then missing).
+fn fetch_remote_gc_log(mut g: GcInputs, cell_dir: &Path) -> GcInputs {
+    if let Some(host) = g.remote.take() {
+        let local = cell_dir.join("gc.log");
+        match host.get(&g.path.display().to_string()) {
+            Ok(bytes) => {
+                let _ = std::fs::write(&local, bytes);
+            }
+            Err(e) => tracing::warn!(
+                "cannot fetch the GC log {} from {}: {e}",
+                g.path.display(),
+                host.url
+            ),
+        }
+        g.path = local;
+    }
+    g
+}
+
+/// The sampler of the target: here, or on its host.
+enum AnySampler {
+    Local(Sampler),
+    Remote(RemoteSampler),
+}
+
+impl AnySampler {
+    fn finish(self) -> Vec<Sample> {
+        match self {
+            AnySampler::Local(s) => s.finish(),
+            AnySampler::Remote(s) => s.finish(),
+        }
+    }
+}
+
+/// Where one role's processes run in a cell: the address others reach them by, and on a
+/// remote host, the cell's directory there.
+struct Place {
+    addr: IpAddr,
+    remote: Option<RemoteAt>,
+}
+
+/// The cell's ports and places.
+struct CellHosts {
+    backend_ports: Vec<u16>,
+    sut_port: Option<u16>,
+    backend: Place,
+    sut: Place,
+}
+
+/// Picks the cell's ports: a process table's fixed `port`, else ports free on the host the
+/// process runs on (here: bound together on 127.0.0.1 so they differ, released just before
+/// the processes start; on a remote host: by `gatebench host ports` there, which also creates
+/// the cell's directory on that host). Another program could take one in between; the
+/// readiness check then fails the cell clearly.
+fn pick_ports(
+    ctx: &CellContext<'_>,
+    cell: &Cell,
+    sc: &Scenario,
+    n_backends: usize,
+) -> Result<CellHosts, RunnerError> {
+    let backend_fixed = sc.backend.as_ref().and_then(|b| b.port);
+    let sut_fixed = sc.sut.as_ref().and_then(|s| s.port);
+    let need_b = if backend_fixed.is_some() {
+        0
+    } else {
+        n_backends
+    };
+    let need_s = usize::from(sc.sut.is_some() && sut_fixed.is_none());
+    let local = IpAddr::from([127, 0, 0, 1]);
+    let same_host = match (&ctx.hosts.backend, &ctx.hosts.sut) {
+        (None, None) => true,
+        (Some(b), Some(s)) => Arc::ptr_eq(b, s),
+        _ => false,
+    };
+    let pick = |host: &Option<Arc<SshHost>>, n: usize| -> Result<(Place, Vec<u16>), RunnerError> {
+        match host {
+            None => Ok((
+                Place {
+                    addr: local,
+                    remote: None,
+                },
+                free_ports(n).map_err(|source| RunnerError::FreePorts { source })?,
+            )),
+            Some(h) => {
+                let (dir, ports) =
+                    h.cell_setup(&cell.id, n)
+                        .map_err(|message| RunnerError::Host {
+                            host: h.url.clone(),
+                            message,
+                        })?;
+                Ok((
+                    Place {
+                        addr: h.address,
+                        remote: Some(RemoteAt {
+                            host: h.clone(),
+                            dir,
+                        }),
+                    },
+                    ports,
+                ))
+            }
+        }
+    };
+    let (backend, sut, mut b_ports, mut s_ports);
+    if same_host {
+        let (place, mut ports) = pick(&ctx.hosts.sut, need_b + need_s)?;
+        s_ports = ports.split_off(need_b);
+        b_ports = ports;
+        sut = Place {
+            addr: place.addr,
+            remote: place.remote.clone(),
+        };
+        backend = place;
+    } else {
+        (backend, b_ports) = pick(&ctx.hosts.backend, need_b)?;
+        (sut, s_ports) = pick(&ctx.hosts.sut, need_s)?;
+    }
+    if let Some(p) = backend_fixed {
+        b_ports = (0..n_backends as u16).map(|i| p + i).collect();
+    }
+    if let Some(p) = sut_fixed {
+        s_ports = vec![p];
+    }
+    Ok(CellHosts {
+        backend_ports: b_ports,
+        sut_port: if sc.sut.is_some() {
+            s_ports.first().copied()
+        } else {
+            None
+        },
+        backend,
+        sut,
+    })
+}
+
+/// Copies the rendered templates to a remote cell directory, where `{cell_dir}` points for
+/// processes on that host.
+fn copy_templates(sc: &Scenario, cell_dir: &Path, place: &Place) -> Result<(), RunnerError> {
+    let Some(r) = &place.remote else {
+        return Ok(());
+    };
+    for t in &sc.templates {
+        let name = t.file_name().unwrap_or(t.as_os_str());
+        let local = cell_dir.join(name);
+        let data = std::fs::read(&local).map_err(|e| RunnerError::io("read", &local, e))?;
+        let to = format!("{}/{}", r.dir, name.to_string_lossy());
+        r.host
+            .put(&to, &data)
+            .map_err(|message| RunnerError::Host {
+                host: r.host.url.clone(),
+                message: format!("cannot copy the template to {to}: {message}"),
+            })?;
+    }
+    Ok(())
+}
+
 /// Placeholder values shared by every process of a cell.
 struct Common<'a> {
     cell: &'a Cell,
     backend_ports: &'a [u16],
+    backend_addr: IpAddr,
     backend_protocol: Protocol,
     cell_dir: &'a Path,
     suite_dir: &'a Path,
@@ -445,12 +687,23 @@ struct Common<'a> {
 }
 
 impl Common<'_> {
-    fn values(&self, port: Option<u16>, protocol: Protocol) -> BTreeMap<&'static str, String> {
+    fn values(
+        &self,
+        port: Option<u16>,
+        protocol: Protocol,
+        place: &Place,
+    ) -> BTreeMap<&'static str, String> {
         let c = self.cell;
-        let url = |p: &u16| format!("{}://127.0.0.1:{p}", self.backend_protocol.scheme());
+        let url = |p: &u16| {
+            format!(
+                "{}://{}",
+                self.backend_protocol.scheme(),
+                SocketAddr::new(self.backend_addr, *p)
+            )
+        };
         let join = |v: Vec<String>| v.join(" ");
         let mut m = BTreeMap::new();
-        m.insert("host", "127.0.0.1".to_owned());
+        m.insert("host", place.addr.to_string());
         m.insert("scheme", protocol.scheme().to_owned());
         m.insert("protocol", protocol.name().to_owned());
         m.insert("protocol_flags", protocol.serve_flags().to_owned());
@@ -489,6 +742,11 @@ impl Common<'_> {
         m.insert("cell_dir", self.cell_dir.display().to_string());
         m.insert("suite_dir", self.suite_dir.display().to_string());
         m.insert("workdir", self.workdir.display().to_string());
+        // On a remote host the process runs in the cell's directory there.
+        if let Some(r) = &place.remote {
+            m.insert("cell_dir", r.dir.clone());
+            m.insert("workdir", r.dir.clone());
+        }
         m
     }
 
@@ -497,8 +755,9 @@ impl Common<'_> {
         text: &str,
         port: Option<u16>,
         protocol: Protocol,
+        place: &Place,
     ) -> Result<String, RunnerError> {
-        let values = self.values(port, protocol);
+        let values = self.values(port, protocol, place);
         placeholder::expand_strict(text, &|name| values.get(name).cloned())
     }
 }
@@ -513,10 +772,11 @@ fn process_spec(
     port: u16,
     protocol: Protocol,
     cpus: Option<Vec<usize>>,
+    place: &Place,
 ) -> Result<(ProcessSpec, ReadyCheck), RunnerError> {
     let ex = |s: &str| {
         common
-            .expand(s, Some(port), protocol)
+            .expand(s, Some(port), protocol, place)
             .map_err(|e| RunnerError::Command {
                 name: name.to_owned(),
                 source: Box::new(e),
@@ -525,16 +785,30 @@ fn process_spec(
     let (program, args) = match &t.program {
         Program::Serve(s) => {
             let line = ex(s)?;
-            let args = std::iter::once("serve".to_owned())
+            let mut args: Vec<String> = std::iter::once("serve".to_owned())
                 .chain(line.split_whitespace().map(str::to_owned))
                 .collect();
-            (ctx.exe.to_path_buf(), args)
+            match &place.remote {
+                None => (ctx.exe.to_path_buf(), args),
+                Some(r) => {
+                    // Reached over the network: listen on every address of the host (the
+                    // address the runner uses may be one it does not hold, behind NAT).
+                    if !args
+                        .iter()
+                        .any(|a| a == "--host" || a.starts_with("--host="))
+                    {
+                        args.insert(2.min(args.len()), "--host".into());
+                        args.insert(3.min(args.len()), "0.0.0.0".into());
+                    }
+                    (PathBuf::from(&r.host.exe), args)
+                }
+            }
         }
         Program::Command(c) => (PathBuf::from("sh"), vec!["-c".to_owned(), ex(c)?]),
     };
     let check = match &t.ready {
         Some(url) => ReadyCheck::Url(ex(url)?),
-        None => ReadyCheck::Port(SocketAddr::from(([127, 0, 0, 1], port))),
+        None => ReadyCheck::Port(SocketAddr::new(place.addr, port)),
     };
     Ok((
         ProcessSpec {
@@ -543,10 +817,62 @@ fn process_spec(
             args,
             workdir: Some(sc.workdir.clone()),
             log: Some(ctx.cell_dir.join(format!("{name}.log"))),
-            cpus,
+            // CPU placement is this machine's: a remote process keeps its host's default.
+            cpus: cpus.filter(|_| place.remote.is_none()),
+            remote: place.remote.clone(),
         },
         check,
     ))
+}
+
+/// The `gatebench load` arguments of a cell's load, for its shards on generator hosts (the
+/// same load [`load_config`] builds, as a command line; `--shard` and `--start-at` are added
+/// per shard).
+fn shard_args(suite: &Suite, sc: &Scenario, cell: &Cell, url: &str) -> Vec<String> {
+    let l = &suite.load;
+    let d = |d: Duration| humantime::format_duration(d).to_string();
+    let mut a: Vec<String> = vec![url.to_owned()];
+    let mut push = |k: &str, v: String| {
+        a.push(k.to_owned());
+        a.push(v);
+    };
+    match cell.intensity {
+        Intensity::Users(u) => push("-c", u.to_string()),
+        Intensity::Rate(r) => {
+            push("-c", l.connections.to_string());
+            push("-R", r.to_string());
+        }
+    }
+    push("-d", d(suite.duration));
+    if !suite.warmup.is_zero() {
+        push("--warmup", d(suite.warmup));
+    }
+    push("-m", l.method.clone());
+    for h in &l.headers {
+        push("-H", h.clone());
+    }
+    let has_body = !matches!(l.method.as_str(), "GET" | "HEAD" | "DELETE" | "OPTIONS");
+    if has_body {
+        push("--payload-size", cell.size.to_string());
+    }
+    push("--timeout", d(l.timeout));
+    push("--connect-timeout", d(l.connect_timeout));
+    if let Some(t) = l.threads {
+        push("-t", t.to_string());
+    }
+    if !l.keepalive {
+        a.push("--no-keepalive".into());
+    }
+    if sc.verify && has_body {
+        a.push("--verify".into());
+    }
+    match cell.protocol {
+        Protocol::H1c => {}
+        Protocol::H1 => a.push("-k".into()),
+        Protocol::H2 => a.extend(["--http2".into(), "-k".into()]),
+        Protocol::H2c => a.push("--h2c".into()),
+    }
+    a
 }
 
 /// Builds the load of a cell, through [`apply_protocol`].
@@ -554,10 +880,16 @@ fn load_config(
     suite: &Suite,
     sc: &Scenario,
     cell: &Cell,
+    addr: IpAddr,
     port: u16,
 ) -> Result<LoadConfig, RunnerError> {
     let l = &suite.load;
-    let url = format!("{}://127.0.0.1:{port}{}", cell.protocol.scheme(), sc.path);
+    let url = format!(
+        "{}://{}{}",
+        cell.protocol.scheme(),
+        SocketAddr::new(addr, port),
+        sc.path
+    );
     let mut spec = LoadSpec::new(url);
     spec.method = l.method.clone();
     spec.headers = l.headers.clone();
@@ -591,8 +923,13 @@ fn load_config(
 
 /// Renders the scenario's templates into the cell's directory; `{port}` in a template is the
 /// target's (the SUT's) port.
-fn render_templates(sc: &Scenario, common: &Common<'_>, port: u16) -> Result<(), RunnerError> {
-    let values = common.values(Some(port), common.cell.protocol);
+fn render_templates(
+    sc: &Scenario,
+    common: &Common<'_>,
+    port: u16,
+    place: &Place,
+) -> Result<(), RunnerError> {
+    let values = common.values(Some(port), common.cell.protocol, place);
     for t in &sc.templates {
         let src = sc.workdir.join(t);
         let text =

@@ -243,6 +243,15 @@ pub enum RunnerError {
         /// The name between the braces.
         name: String,
     },
+    /// A host of the suite's `[hosts]` cannot be used (unreachable, key refused, tools
+    /// missing, another system, a port in use), or a remote action on it failed.
+    #[error("{host}: {message}")]
+    Host {
+        /// The host as written (`ssh://sut`), with its role when known (`ssh://sut (sut)`).
+        host: String,
+        /// What is wrong, one line.
+        message: String,
+    },
     /// A cell's protocol and its target URL's scheme disagree.
     #[error(
         "protocol {protocol} needs a{} URL, got {url}",

@@ -21,6 +21,7 @@ use rustix::process::{
 use rustix::thread::sched_setaffinity;
 
 use crate::error::RunnerError;
+use crate::hosts::SshHost;
 
 /// How long a process may take to exit after SIGTERM before it is killed.
 pub const STOP_GRACE: Duration = Duration::from_secs(5);
@@ -40,7 +41,26 @@ pub struct ProcessSpec {
     pub log: Option<PathBuf>,
     /// CPUs to pin it to; `None` leaves its affinity alone.
     pub cpus: Option<Vec<usize>>,
+    /// The remote host it runs on, and its directory there; `None` = this machine.
+    pub remote: Option<RemoteAt>,
 }
+
+/// Where on a remote host a process runs.
+#[derive(Clone, Debug)]
+pub struct RemoteAt {
+    /// The host, ready (gatebench copied there).
+    pub host: std::sync::Arc<SshHost>,
+    /// The working directory there (the cell's directory on that host).
+    pub dir: String,
+}
+
+impl PartialEq for RemoteAt {
+    fn eq(&self, other: &Self) -> bool {
+        self.host.url == other.host.url && self.dir == other.dir
+    }
+}
+
+impl Eq for RemoteAt {}
 
 impl ProcessSpec {
     /// The command line as a list, for records.
@@ -80,6 +100,13 @@ pub struct SystemLauncher;
 impl Launcher for SystemLauncher {
     #[allow(unsafe_code)] // `pre_exec`, see the SAFETY comment below
     fn launch(&mut self, spec: &ProcessSpec) -> Result<Box<dyn Running>, RunnerError> {
+        if let Some(r) = &spec.remote {
+            // On its host, over ssh; stopped there by PID (crate::hosts).
+            let p = r
+                .host
+                .spawn(&spec.command_line(), &r.dir, spec.log.as_deref())?;
+            return Ok(Box::new(p));
+        }
         let mut cmd = Command::new(&spec.program);
         cmd.args(&spec.args).stdin(Stdio::null());
         if let Some(dir) = &spec.workdir {
@@ -340,6 +367,7 @@ mod tests {
             workdir: Some(dir.clone()),
             log: Some(dir.join("sut.log")),
             cpus: None,
+            remote: None,
         };
         let mut p = SystemLauncher.launch(&spec).unwrap();
         let pid = p.pid();
@@ -398,6 +426,7 @@ mod tests {
             workdir: None,
             log: None,
             cpus: None,
+            remote: None,
         };
         let e = SystemLauncher.launch(&spec).err().unwrap().chain();
         assert!(

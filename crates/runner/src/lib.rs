@@ -17,6 +17,9 @@
 //! - [`placeholder`]: `{port}`, `{upstream}`, … in command lines and templates.
 //! - [`launch`]: the [`launch::Launcher`] seam, real process groups, stop by PID, the guard.
 //! - [`driver`]: the [`driver::Driver`] seam: readiness, verification, the load; protocols.
+//! - [`hosts`]: `local` and `ssh://` hosts: preflight, the binary copy, remote processes and
+//!   sampling, the clock offset.
+//! - [`shards`]: a cell's load split across generator hosts and merged.
 //! - [`pin`]: CPU placement of the SUT and the generator.
 //! - [`sampler`]: `/proc` sampling and cutting samples to the load's windows.
 //! - [`gc`]: the SUT's GC log (JVM unified logging, Go gctrace), cut to the same windows.
@@ -30,6 +33,7 @@ pub mod cell;
 pub mod driver;
 pub mod error;
 pub mod gc;
+pub mod hosts;
 pub mod launch;
 pub mod matrix;
 pub mod pin;
@@ -37,6 +41,7 @@ pub mod placeholder;
 pub mod results;
 pub mod run;
 pub mod sampler;
+pub mod shards;
 pub mod suite;
 
 pub use error::RunnerError;

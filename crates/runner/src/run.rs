@@ -15,6 +15,7 @@ use gatebench_results::paths;
 use crate::cell::{run_cell, CellContext, CellEvent};
 use crate::driver::Driver;
 use crate::error::RunnerError;
+use crate::hosts::HostPlan;
 use crate::launch::Launcher;
 use crate::matrix::{Cell, Plan, CELL_OVERHEAD};
 use crate::pin::Placement;
@@ -76,6 +77,8 @@ pub struct RunSettings {
     pub stop: Arc<AtomicBool>,
     /// CPU placement.
     pub placement: Placement,
+    /// The remote hosts, ready ([`crate::hosts::prepare`]); the default runs everything here.
+    pub hosts: HostPlan,
 }
 
 /// What a run produced.
@@ -128,7 +131,7 @@ pub fn run_suite(
     driver: &mut dyn Driver,
     observer: &mut dyn Observer,
 ) -> Result<RunSummary, RunnerError> {
-    let setup_failures = run_setups(suite, plan, results, launcher, observer);
+    let setup_failures = run_setups(suite, plan, results, &settings.hosts, launcher, observer);
     let per_cell = suite.warmup + suite.duration + CELL_OVERHEAD;
     let total = plan.cells.len();
     let mut records: Vec<CellRecord> = Vec::with_capacity(total);
@@ -161,6 +164,7 @@ pub fn run_suite(
                 .find(|(s, _)| *s == cell.scenario)
                 .map(|(_, why)| why.as_str()),
             order: (i + 1) as u32,
+            hosts: &settings.hosts,
         };
         let out = run_cell(&ctx, cell, launcher, driver, &mut |e| {
             observer.cell_event(&progress(i), &e)
@@ -192,6 +196,7 @@ fn run_setups(
     suite: &Suite,
     plan: &Plan,
     results: &ResultsDir,
+    hosts: &HostPlan,
     launcher: &mut dyn Launcher,
     observer: &mut dyn Observer,
 ) -> Vec<(usize, String)> {
@@ -203,10 +208,21 @@ fn run_setups(
         }
         observer.setup_started(&sc.name, cmd);
         let log = results.join(&paths::setup_log(&sc.name));
-        let values = [
-            ("suite_dir", suite.base_dir.display().to_string()),
-            ("workdir", sc.workdir.display().to_string()),
-        ];
+        // On the host of the scenario's SUT (or of its back-ends when it has none), in
+        // gatebench's cache directory there: it installs what runs there.
+        let remote = if sc.sut.is_some() {
+            hosts.sut.as_ref()
+        } else {
+            hosts.backend.as_ref()
+        };
+        let (suite_dir, workdir) = match remote {
+            Some(h) => (h.cache.clone(), h.cache.clone()),
+            None => (
+                suite.base_dir.display().to_string(),
+                sc.workdir.display().to_string(),
+            ),
+        };
+        let values = [("suite_dir", suite_dir), ("workdir", workdir)];
         let result = crate::placeholder::expand_strict(cmd, &|name| {
             values
                 .iter()
@@ -216,7 +232,10 @@ fn run_setups(
         .map_err(|e| RunnerError::SetupCommandLine {
             source: Box::new(e),
         })
-        .and_then(|cmd| launcher.setup(&cmd, &sc.workdir, &log));
+        .and_then(|cmd| match remote {
+            Some(h) => h.setup(&cmd, &log),
+            None => launcher.setup(&cmd, &sc.workdir, &log),
+        });
         observer.setup_finished(&sc.name, &result);
         if let Err(e) = result {
             // The cells' records get it as one line, causes included.

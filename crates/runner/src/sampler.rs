@@ -157,13 +157,36 @@ impl Sampler {
 
 fn sample_loop(pgid: u32, origin: Instant, period: Duration, stop: &AtomicBool) -> Vec<Sample> {
     let mut out = Vec::new();
+    sample_every(
+        pgid,
+        origin,
+        period,
+        &|| stop.load(Ordering::Relaxed),
+        &mut |s| {
+            out.push(s);
+            true
+        },
+    );
+    out
+}
+
+/// Samples process group `pgid` every `period` until `stop` says so or `emit` returns false;
+/// times are relative to `origin`. The loop of [`Sampler`] and of `gatebench host sample`
+/// (the same figures on a remote host, see [`crate::hosts::RemoteSampler`]).
+pub fn sample_every(
+    pgid: u32,
+    origin: Instant,
+    period: Duration,
+    stop: &dyn Fn() -> bool,
+    emit: &mut dyn FnMut(Sample) -> bool,
+) {
     let mut prev_ticks = group_ticks(pgid);
     let mut prev_at = Instant::now();
     let mut next = prev_at + period;
     loop {
         while Instant::now() < next {
-            if stop.load(Ordering::Relaxed) {
-                return out;
+            if stop() {
+                return;
             }
             std::thread::sleep((next - Instant::now()).min(Duration::from_millis(20)));
         }
@@ -185,7 +208,7 @@ fn sample_loop(pgid: u32, origin: Instant, period: Duration, stop: &AtomicBool) 
             })
             .sum();
         let cpu = 100.0 * delta as f64 / clock_ticks() / interval.as_secs_f64().max(1e-9);
-        out.push(Sample {
+        let sample = Sample {
             t_s: now.duration_since(origin).as_secs_f64(),
             interval_s: interval.as_secs_f64(),
             cpu_percent: cpu,
@@ -194,7 +217,10 @@ fn sample_loop(pgid: u32, origin: Instant, period: Duration, stop: &AtomicBool) 
             fds: usage.fds,
             processes: usage.processes,
             loadavg_1m: loadavg(),
-        });
+        };
+        if !emit(sample) {
+            return;
+        }
         prev_ticks = ticks;
         prev_at = now;
         next += period;
@@ -202,6 +228,33 @@ fn sample_loop(pgid: u32, origin: Instant, period: Duration, stop: &AtomicBool) 
             next = now + period;
         }
     }
+}
+
+/// One sample as the line `gatebench host sample` prints: `t_s interval_s cpu_percent rss_kib
+/// threads fds processes loadavg_1m`, space separated.
+pub fn format_line(s: &Sample) -> String {
+    format!(
+        "{:.6} {:.6} {:.3} {} {} {} {} {}",
+        s.t_s, s.interval_s, s.cpu_percent, s.rss_kib, s.threads, s.fds, s.processes, s.loadavg_1m
+    )
+}
+
+/// Reads a line written by [`format_line`]; `None` for anything else.
+pub fn parse_line(line: &str) -> Option<Sample> {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    if f.len() != 8 {
+        return None;
+    }
+    Some(Sample {
+        t_s: f[0].parse().ok()?,
+        interval_s: f[1].parse().ok()?,
+        cpu_percent: f[2].parse().ok()?,
+        rss_kib: f[3].parse().ok()?,
+        threads: f[4].parse().ok()?,
+        fds: f[5].parse().ok()?,
+        processes: f[6].parse().ok()?,
+        loadavg_1m: f[7].parse().ok()?,
+    })
 }
 
 /// Clock ticks per second, the unit of `utime` and `stime` in `/proc/PID/stat`.
@@ -352,6 +405,22 @@ mod tests {
         let got = loadavg();
         assert!((got * 100.0 - (got * 100.0).round()).abs() < 1e-9, "{got}");
         assert!((got - first).abs() < 5.0, "{got} vs {first}");
+    }
+
+    #[test]
+    fn a_sample_line_reads_back() {
+        let s = Sample {
+            t_s: 1.5,
+            interval_s: 1.0,
+            cpu_percent: 12.25,
+            rss_kib: 2048,
+            threads: 3,
+            fds: 9,
+            processes: 2,
+            loadavg_1m: 0.42,
+        };
+        assert_eq!(parse_line(&format_line(&s)), Some(s));
+        assert_eq!(parse_line("pid 12"), None);
     }
 
     #[test]

@@ -16,7 +16,8 @@ use gatebench_loadgen::bounds::parse_duration;
 
 use crate::error::RunnerError;
 use crate::gc::GcFormat;
-use raw::{RawLoad, RawMatrix, RawScenario, RawSettings, RawSuite};
+use crate::hosts::{HostSpec, Hosts};
+use raw::{RawHosts, RawLoad, RawMatrix, RawScenario, RawSettings, RawSuite};
 use validate::{
     names, raw_process, split_intensities, toml_error, validate_load, validate_matrix,
     validate_scenario,
@@ -138,6 +139,8 @@ pub struct ProcessTemplate {
     pub protocol: Option<Protocol>,
     /// URL that answers 2xx once it is ready; `None` = its port accepts connections.
     pub ready: Option<String>,
+    /// A fixed port (the first of `count` for back-ends); `None` = a free one per cell.
+    pub port: Option<u16>,
 }
 
 /// One system under test and its backends.
@@ -256,6 +259,8 @@ pub struct Suite {
     pub matrix: Matrix,
     /// The scenarios, in summary order.
     pub scenarios: Vec<Scenario>,
+    /// Where the processes run (`[hosts]`).
+    pub hosts: Hosts,
 }
 
 impl Suite {
@@ -399,6 +404,7 @@ impl Suite {
 
         // The validators' errors name the key; the file is named here.
         let in_file = |e: RunnerError| err(e.to_string());
+        let hosts = validate_hosts(raw.hosts, base_dir).map_err(err)?;
         let load = validate_load(raw.load).map_err(in_file)?;
         let matrix = validate_matrix(raw.matrix).map_err(in_file)?;
         if raw.scenarios.is_empty() {
@@ -433,6 +439,7 @@ impl Suite {
             load,
             matrix,
             scenarios,
+            hosts,
         };
         suite.check_size().map_err(|e| err(e.to_string()))?;
         Ok(suite)
@@ -494,6 +501,23 @@ impl Suite {
                 connect_timeout: Some(fmt(self.load.connect_timeout)),
                 keepalive: Some(self.load.keepalive),
             },
+            hosts: RawHosts {
+                sut: (!self.hosts.sut.is_local()).then(|| self.hosts.sut.name().to_owned()),
+                backend: (!self.hosts.backend.is_local())
+                    .then(|| self.hosts.backend.name().to_owned()),
+                generators: (!self.hosts.generators.iter().all(HostSpec::is_local)).then(|| {
+                    self.hosts
+                        .generators
+                        .iter()
+                        .map(|g| g.name().to_owned())
+                        .collect()
+                }),
+                ssh_config: self
+                    .hosts
+                    .ssh_config
+                    .as_ref()
+                    .map(|p| p.display().to_string()),
+            },
             scenarios: self
                 .scenarios
                 .iter()
@@ -526,9 +550,95 @@ impl Suite {
     }
 }
 
+/// `[hosts]`: `local` (the default) or `ssh://[user@]host[:port]` for each role.
+fn validate_hosts(r: RawHosts, base_dir: &Path) -> Result<Hosts, String> {
+    let one = |key: &str, v: Option<String>| -> Result<HostSpec, String> {
+        v.map(|v| HostSpec::parse(&v).map_err(|e| format!("[hosts] {key}: {e}")))
+            .unwrap_or(Ok(HostSpec::Local))
+    };
+    let sut = one("sut", r.sut)?;
+    let backend = one("backend", r.backend)?;
+    let generators = match r.generators {
+        None => vec![HostSpec::Local],
+        Some(g) if g.is_empty() => return Err("[hosts] generators: the list is empty".into()),
+        Some(g) => g
+            .iter()
+            .map(|g| HostSpec::parse(g).map_err(|e| format!("[hosts] generators: {e}")))
+            .collect::<Result<_, _>>()?,
+    };
+    if backend.is_local() && !sut.is_local() {
+        return Err(format!(
+            "[hosts] backend: a system under test on {} cannot reach back-ends on this \
+             machine's loopback; give backend a host too",
+            sut.name()
+        ));
+    }
+    let ssh_config = match r.ssh_config {
+        Some(c) if c.trim().is_empty() => return Err("[hosts] ssh_config is empty".into()),
+        Some(c) => Some(base_dir.join(c)),
+        None => None,
+    };
+    Ok(Hosts {
+        sut,
+        backend,
+        generators,
+        ssh_config,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hosts_default_to_local_and_round_trip() {
+        let s = Suite::builtin();
+        assert!(s.hosts.all_local());
+        assert!(!s.to_toml().contains("[hosts]"));
+        let text = r#"
+            [hosts]
+            sut = "ssh://bench@sut-host"
+            backend = "ssh://backend:2222"
+            ssh_config = "testbed/ssh_config"
+            [[scenario]]
+            name = "p"
+            backend = { serve = "echo --port {port}", port = 9000 }
+            sut = { serve = "proxy --port {port} --upstream {upstream}" }
+        "#;
+        let s = Suite::from_toml("t.toml", Path::new("/x"), text).unwrap();
+        assert_eq!(s.hosts.sut.name(), "ssh://bench@sut-host");
+        assert_eq!(
+            s.hosts.ssh_config.as_deref(),
+            Some(Path::new("/x/testbed/ssh_config"))
+        );
+        assert_eq!(s.scenarios[0].backend.as_ref().unwrap().port, Some(9000));
+        let again = Suite::from_toml("t.toml", Path::new("/x"), &s.to_toml()).unwrap();
+        assert_eq!(s, again);
+        for (bad, want) in [
+            (
+                "[hosts]\nsut = \"sut\"",
+                "[hosts] sut: \"sut\" is not a host",
+            ),
+            (
+                "[hosts]\nsut = \"ssh://s\"",
+                "[hosts] backend: a system under test on ssh://s",
+            ),
+            (
+                "[hosts]\ngenerators = []",
+                "[hosts] generators: the list is empty",
+            ),
+            (
+                "[hosts]\nsutt = \"local\"",
+                "unknown key \"sutt\" in [hosts]",
+            ),
+        ] {
+            let text = format!("{bad}\n[[scenario]]\nname = \"e\"\nbackend = {{ serve = \"echo --port {{port}}\" }}\n");
+            let e = Suite::from_toml("t.toml", Path::new("/x"), &text)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{e}");
+        }
+    }
 
     #[test]
     fn builtin_suite_is_valid_and_names_every_seed_scenario() {

@@ -19,6 +19,7 @@ use gatebench_report::fmt::rate;
 use gatebench_report::summary::{self, Phase as SummaryPhase};
 use gatebench_runner::cell::{CellEvent, Phase};
 use gatebench_runner::driver::NetDriver;
+use gatebench_runner::hosts::{self, HostPlan};
 use gatebench_runner::launch::SystemLauncher;
 use gatebench_runner::matrix::format_estimate;
 use gatebench_runner::pin::Placement;
@@ -123,16 +124,32 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     if let Some(w) = warning {
         eprintln!("gatebench: warning: {w}");
     }
+    let exe = std::env::current_exe().context("finding the gatebench executable")?;
+    // Every remote host is reached, checked and readied before the results directory exists:
+    // a host that cannot be used is one line naming it (exit 2), and no directory is left.
+    let hosts = if suite.hosts.all_local() {
+        HostPlan::default()
+    } else {
+        let fixed = fixed_ports(&suite, &plan);
+        hosts::prepare(&suite.hosts, &exe, &fixed, &mut |line| {
+            println!("Hosts: {line}")
+        })?
+    };
     let out_dir = args.out.clone().unwrap_or_else(results::default_dir);
     let dir = ResultsDir::create(&out_dir)?;
     gatebench_runner::prepare(&suite, &plan, &dir)?;
+    let reports = hosts.reports();
+    if !reports.is_empty() {
+        dir.write_json("hosts.json", &reports)?;
+    }
     println!("Results: {}\n", out_dir.display());
 
     let stop = signal::interrupt_flag();
     let settings = RunSettings {
-        exe: std::env::current_exe().context("finding the gatebench executable")?,
+        exe,
         stop: stop.clone(),
         placement,
+        hosts,
     };
     let mut observer = Display::new(&suite, plan.cells.len());
     let run = gatebench_runner::run_suite(
@@ -175,6 +192,28 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The fixed ports (`port = …` in a process table) of the planned scenarios, by role, that
+/// must be free on their host before the run.
+fn fixed_ports(suite: &Suite, plan: &Plan) -> Vec<(&'static str, u16)> {
+    let mut out = Vec::new();
+    for (i, sc) in suite.scenarios.iter().enumerate() {
+        if !plan.cells.iter().any(|c| c.scenario == i) {
+            continue;
+        }
+        if let Some(b) = &sc.backend {
+            if let Some(p) = b.port {
+                out.extend((0..b.count as u16).map(|k| ("backend", p + k)));
+            }
+        }
+        if let Some(p) = sc.sut.as_ref().and_then(|s| s.port) {
+            out.push(("sut", p));
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// The plan: what runs, over which matrix, for how long.

@@ -18,9 +18,40 @@ pub struct RawSuite {
     /// `[load]`: what the load generator sends.
     #[serde(default)]
     pub load: RawLoad,
+    /// `[hosts]`: where the processes run (default: all here).
+    #[serde(default, skip_serializing_if = "RawHosts::is_empty")]
+    pub hosts: RawHosts,
     /// `[[scenario]]`: the systems under test.
     #[serde(default, rename = "scenario")]
     pub scenarios: Vec<RawScenario>,
+}
+
+/// `[hosts]`.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHosts {
+    /// Where systems under test run: `local` or `ssh://[user@]host[:port]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sut: Option<String>,
+    /// Where back-ends run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    /// Where the load generator runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generators: Option<Vec<String>>,
+    /// The ssh client configuration file (`ssh -F`), relative to the suite file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ssh_config: Option<String>,
+}
+
+impl RawHosts {
+    /// Nothing given: every process on this machine.
+    pub fn is_empty(&self) -> bool {
+        self.sut.is_none()
+            && self.backend.is_none()
+            && self.generators.is_none()
+            && self.ssh_config.is_none()
+    }
 }
 
 /// `[suite]`.
@@ -171,4 +202,7 @@ pub struct RawProcess {
     /// URL answered with 2xx once ready (default: the port accepts connections).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ready: Option<String>,
+    /// A fixed port (back-ends: the first of `count` consecutive ports) instead of a free one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub port: Option<u16>,
 }

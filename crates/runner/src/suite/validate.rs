@@ -52,6 +52,7 @@ pub(super) fn raw_process(p: &ProcessTemplate) -> RawProcess {
         count: Some(p.count),
         protocol: p.protocol.map(|p| p.name().to_owned()),
         ready: p.ready.clone(),
+        port: p.port,
     }
 }
 
@@ -410,11 +411,23 @@ fn validate_process(
             ));
         }
     }
+    if let Some(port) = p.port {
+        if port == 0 || u32::from(port) + count - 1 > 65535 {
+            return Err(at(
+                "port",
+                format!(
+                    "must be from 1 to 65535 (for {count} back-ends, {count} consecutive ports), \
+                     got {port}"
+                ),
+            ));
+        }
+    }
     Ok(ProcessTemplate {
         program,
         count,
         protocol,
         ready: p.ready,
+        port: p.port,
     })
 }
 

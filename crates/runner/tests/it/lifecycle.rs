@@ -51,6 +51,7 @@ fn run_one(s: &Suite, launcher: &mut FakeLauncher, driver: &mut FakeDriver) -> C
         stop: &stop,
         setup_failure: None,
         order: 1,
+        hosts: &Default::default(),
     };
     let mut phases = Vec::new();
     let out = run_cell(&ctx, &plan.cells[0], launcher, driver, &mut |e| {
@@ -281,6 +282,7 @@ sut = { command = "proxyd -c {cell_dir}/proxy.conf -p {port}", ready = "http://1
         stop: &stop,
         setup_failure: None,
         order: 1,
+        hosts: &Default::default(),
     };
     let (mut l, mut d) = (FakeLauncher::default(), FakeDriver::default());
     let out = run_cell(&ctx, &plan.cells[0], &mut l, &mut d, &mut |_| {});
@@ -370,6 +372,7 @@ fn settings(stop: Arc<AtomicBool>) -> RunSettings {
         exe: "/opt/gatebench".into(),
         stop,
         placement: Placement::default(),
+        hosts: Default::default(),
     }
 }
 

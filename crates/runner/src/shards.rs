@@ -1,0 +1,167 @@
+//! A cell's load split across generator hosts: one `gatebench load --shard I/N --start-at T`
+//! per host over ssh, their JSON records merged exactly (`gatebench_model::merge`: histograms
+//! added, counts summed, never an average of percentiles).
+//!
+//! Every shard is told the same real instant to start, on its own clock: the runner's clock
+//! plus that host's measured offset ([`crate::hosts::HostReport`]), so shards start together
+//! even when the hosts' clocks disagree; what is left shows as the merged record's start skew.
+//! A shard that fails (its ssh session ends with another status than 0) fails the cell with
+//! the last line it printed on stderr, and every other shard is stopped by its PID on its
+//! host; Ctrl-C does the same. Each shard's stderr (its text report, or its error) is kept as
+//! `generator-<I>.log` in the cell's directory.
+//!
+//! It does not make the live per-second view or the interval log: a sharded cell's
+//! `timeline.csv` is empty and it has no `latency.hlog`; its latency figures are in the
+//! merged record.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use gatebench_model::LoadReport;
+
+use crate::hosts::{spawn_with_lines, unix_now, RemoteProcess, SshHost};
+use crate::launch::Running;
+
+/// How far ahead the shards' common start is set: time for every ssh session to open and
+/// every shard's correctness probe to pass.
+pub const START_LEAD: Duration = Duration::from_secs(4);
+
+/// The merged record of a sharded load, and when (Unix seconds, this machine's clock) it was
+/// set to start.
+#[derive(Debug)]
+pub struct ShardedLoad {
+    /// The merged record.
+    pub report: LoadReport,
+    /// The start instant given to the shards, on this machine's clock.
+    pub start_unix_s: f64,
+}
+
+struct Shard {
+    process: RemoteProcess,
+    lines: Receiver<String>,
+    stdout: String,
+    status: Option<i32>,
+}
+
+/// Runs `gatebench load ARGS` as one shard on every host of `generators`, waits for all, and
+/// merges their records. `deadline` bounds the whole load (warm-up, measurement, timeouts).
+pub fn run(
+    generators: &[Arc<SshHost>],
+    args: &[String],
+    deadline: Duration,
+    cell_dir: &Path,
+    stop: &AtomicBool,
+) -> Result<ShardedLoad, String> {
+    let n = generators.len();
+    let start_unix_s = unix_now() + START_LEAD.as_secs_f64();
+    let mut shards: Vec<Shard> = Vec::with_capacity(n);
+    for (i, g) in generators.iter().enumerate() {
+        let at = start_unix_s + g.report.clock_offset_s;
+        let mut argv = vec![g.exe.clone(), "load".to_owned()];
+        argv.extend(args.iter().cloned());
+        argv.extend([
+            "--shard".to_owned(),
+            format!("{i}/{n}"),
+            "--start-at".to_owned(),
+            format!("{at:.3}"),
+            "--json".to_owned(),
+            "-".to_owned(),
+            "--quiet".to_owned(),
+        ]);
+        match spawn_with_lines(g, &argv, &g.cache) {
+            Ok((process, lines)) => shards.push(Shard {
+                process,
+                lines,
+                stdout: String::new(),
+                status: None,
+            }),
+            Err(e) => {
+                stop_all(&mut shards);
+                return Err(format!("shard {i}/{n}: {}", e.chain()));
+            }
+        }
+    }
+    let until = Instant::now() + START_LEAD + deadline;
+    loop {
+        for s in &mut shards {
+            while let Ok(line) = s.lines.try_recv() {
+                s.stdout.push_str(&line);
+                s.stdout.push('\n');
+            }
+            if s.status.is_none() {
+                s.status = s.process.try_status();
+            }
+        }
+        if let Some((i, code)) = shards
+            .iter()
+            .enumerate()
+            .find_map(|(i, s)| s.status.filter(|c| *c != 0).map(|c| (i, c)))
+        {
+            let why = shards[i].process.take_stderr();
+            let url = shards[i].process.host().url.clone();
+            let _ = std::fs::write(cell_dir.join(format!("generator-{}.log", i + 1)), &why);
+            stop_all(&mut shards);
+            let last = why
+                .lines()
+                .map(str::trim)
+                .rev()
+                .find(|l| !l.is_empty())
+                .unwrap_or("no message")
+                .to_owned();
+            return Err(format!(
+                "shard {i}/{n} on {url} exited with status {code}: {last}"
+            ));
+        }
+        if shards.iter().all(|s| s.status == Some(0)) {
+            break;
+        }
+        if stop.load(Ordering::Relaxed) {
+            stop_all(&mut shards);
+            return Err("interrupted".into());
+        }
+        if Instant::now() >= until {
+            stop_all(&mut shards);
+            return Err(format!(
+                "the shards had not finished {:.0} s after their start",
+                deadline.as_secs_f64()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Every shard ended: its last lines may still be in the channel.
+    let mut records = Vec::with_capacity(n);
+    for (i, s) in shards.iter_mut().enumerate() {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while let Ok(line) = s
+            .lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            s.stdout.push_str(&line);
+            s.stdout.push('\n');
+        }
+        let _ = std::fs::write(
+            cell_dir.join(format!("generator-{}.log", i + 1)),
+            s.process.take_stderr(),
+        );
+        let record: LoadReport = serde_json::from_str(&s.stdout)
+            .map_err(|e| format!("shard {i}/{n}: its record does not read ({e})"))?;
+        records.push(record);
+        s.process.stop();
+    }
+    let report = gatebench_model::merge::merge(&records)
+        .map_err(|e| format!("merging the shards' records: {e}"))?;
+    Ok(ShardedLoad {
+        report,
+        start_unix_s,
+    })
+}
+
+/// Stops every shard still running, by its PID on its host.
+fn stop_all(shards: &mut [Shard]) {
+    for s in shards {
+        s.process.stop();
+    }
+}

@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# A testbed of hosts on one machine: Linux network namespaces joined by a bridge, each with its
+# own OpenSSH server, for running suites whose [hosts] are ssh:// hosts (docs/hosts.md).
+#
+#   scripts/testbed.sh up       build it (idempotent: an intact testbed is left as it is)
+#   scripts/testbed.sh down     stop the sshd processes by the PIDs recorded, delete it all
+#   scripts/testbed.sh status   say what is up, and reach every host over ssh
+#
+# Hosts (the root namespace is 10.77.0.1 on the bridge; gatebench runs there):
+#
+#   gen1 10.77.0.10   gen2 10.77.0.11   sut 10.77.0.20   backend 10.77.0.30
+#
+# Each host is a namespace `gbtb-<host>` with one veth end on the bridge `gbtb0`, its loopback,
+# and no default route: its address exists only inside these namespaces and nothing routes out
+# (no forwarding or NAT is set up). Each runs `/usr/sbin/sshd -f <its config>` on its own address,
+# port 22, with its own host key; one client key is authorized for root on every host. The
+# state (keys, configs, PID files, logs) is under $GATEBENCH_TESTBED_DIR (default
+# /run/gatebench-testbed), with `ssh_config` naming the hosts, so
+#
+#   ssh -F /run/gatebench-testbed/ssh_config sut uname -a
+#   GATEBENCH_SSH_CONFIG=/run/gatebench-testbed/ssh_config gatebench run examples/testbed.toml
+#
+# Every host shares this machine's filesystem and users. So that each host still has its own
+# gatebench cache (the binary gatebench copies over ssh), sshd gives each session
+# XDG_CACHE_HOME=$STATE/<host>/cache. sshd accepts PATH from the client (AcceptEnv), so a test
+# can make a host that lacks tools (`SetEnv PATH=…` in its ssh_config).
+#
+# A LAN-like delay (0.1 ms each way, `tc qdisc … netem`) is added where the kernel has
+# sch_netem; where it does not ("Specified qdisc kind is unknown"), the testbed runs without
+# it, and `up` and `status` say which. Needs root; installs openssh-server, openssh-client and
+# iproute2 from Debian when missing.
+set -euo pipefail
+
+STATE=${GATEBENCH_TESTBED_DIR:-/run/gatebench-testbed}
+BRIDGE=gbtb0
+ROOT_ADDR=10.77.0.1
+HOSTS="gen1:10.77.0.10 gen2:10.77.0.11 sut:10.77.0.20 backend:10.77.0.30"
+DELAY=0.1ms
+
+say() { echo "testbed: $*"; }
+die() {
+    echo "testbed: $*" >&2
+    exit 2
+}
+
+need_root() {
+    [ "$(id -u)" = 0 ] || die "needs root (network namespaces and sshd)"
+}
+
+install_tools() {
+    local missing=()
+    [ -x /usr/sbin/sshd ] || missing+=(openssh-server)
+    command -v ssh >/dev/null || missing+=(openssh-client)
+    command -v ssh-keygen >/dev/null || missing+=(openssh-client)
+    command -v ip >/dev/null || missing+=(iproute2)
+    command -v tc >/dev/null || missing+=(iproute2)
+    if [ ${#missing[@]} -gt 0 ]; then
+        say "installing ${missing[*]} (apt-get)"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null ||
+            { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null; } ||
+            die "cannot install ${missing[*]}"
+    fi
+}
+
+# Whether every host's namespace exists, its sshd (by recorded PID) runs, and ssh reaches it.
+intact() {
+    [ -f "$STATE/ssh_config" ] || return 1
+    local h name
+    for h in $HOSTS; do
+        name=${h%%:*}
+        ip netns list | grep -qw "gbtb-$name" || return 1
+        [ -f "$STATE/$name/sshd.pid" ] || return 1
+        kill -0 "$(cat "$STATE/$name/sshd.pid")" 2>/dev/null || return 1
+        ssh -F "$STATE/ssh_config" -o ConnectTimeout=3 "$name" true 2>/dev/null || return 1
+    done
+}
+
+up() {
+    need_root
+    if intact; then
+        say "already up ($STATE)"
+        status
+        return
+    fi
+    install_tools
+    ip netns add __gbtb_probe 2>/dev/null && ip netns del __gbtb_probe ||
+        die "cannot create network namespaces here (ip netns add failed)"
+    down >/dev/null 2>&1 || true
+    mkdir -p "$STATE" /run/sshd
+    chmod 700 "$STATE"
+    ssh-keygen -q -t ed25519 -N '' -C gatebench-testbed -f "$STATE/id_ed25519"
+    cp "$STATE/id_ed25519.pub" "$STATE/authorized_keys"
+    : >"$STATE/known_hosts"
+    : >"$STATE/ssh_config"
+
+    ip link add "$BRIDGE" type bridge
+    ip addr add "$ROOT_ADDR/24" dev "$BRIDGE"
+    ip link set "$BRIDGE" up
+
+    local delay_used="none (the kernel lacks sch_netem)"
+    local h name addr ns
+    for h in $HOSTS; do
+        name=${h%%:*}
+        addr=${h##*:}
+        ns=gbtb-$name
+        mkdir -p "$STATE/$name/cache"
+        ip netns add "$ns"
+        ip link add "gbtb-$name" type veth peer name eth0 netns "$ns"
+        ip link set "gbtb-$name" master "$BRIDGE" up
+        ip -n "$ns" link set lo up
+        ip -n "$ns" addr add "$addr/24" dev eth0
+        ip -n "$ns" link set eth0 up
+        if ip netns exec "$ns" tc qdisc add dev eth0 root netem delay "$DELAY" 2>/dev/null; then
+            delay_used="netem $DELAY each way"
+        fi
+
+        ssh-keygen -q -t ed25519 -N '' -C "testbed-$name" -f "$STATE/$name/ssh_host_ed25519_key"
+        cat >"$STATE/$name/sshd_config" <<EOF
+ListenAddress $addr:22
+HostKey $STATE/$name/ssh_host_ed25519_key
+PidFile $STATE/$name/sshd.pid
+AuthorizedKeysFile $STATE/authorized_keys
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+MaxStartups 100:30:200
+MaxSessions 100
+AcceptEnv PATH LANG LC_*
+SetEnv XDG_CACHE_HOME=$STATE/$name/cache
+PrintMotd no
+LogLevel ERROR
+EOF
+        ip netns exec "$ns" /usr/sbin/sshd -f "$STATE/$name/sshd_config" -E "$STATE/$name/sshd.log"
+        echo "$name,$addr $(cut -d' ' -f1,2 "$STATE/$name/ssh_host_ed25519_key.pub")" >>"$STATE/known_hosts"
+        cat >>"$STATE/ssh_config" <<EOF
+Host $name
+    HostName $addr
+    User root
+    IdentityFile $STATE/id_ed25519
+    IdentitiesOnly yes
+    UserKnownHostsFile $STATE/known_hosts
+    StrictHostKeyChecking yes
+
+EOF
+    done
+    echo "$delay_used" >"$STATE/delay"
+
+    # sshd writes its PID file once it listens.
+    for h in $HOSTS; do
+        name=${h%%:*}
+        for _ in $(seq 50); do
+            ssh -F "$STATE/ssh_config" -o ConnectTimeout=2 "$name" true 2>/dev/null && break
+            sleep 0.1
+        done
+    done
+    intact || die "hosts are not all reachable over ssh (see $STATE/*/sshd.log)"
+    say "up"
+    status
+}
+
+down() {
+    need_root
+    local h name
+    for h in $HOSTS; do
+        name=${h%%:*}
+        if [ -f "$STATE/$name/sshd.pid" ]; then
+            kill "$(cat "$STATE/$name/sshd.pid")" 2>/dev/null || true
+        fi
+        ip netns del "gbtb-$name" 2>/dev/null || true
+        ip link del "gbtb-$name" 2>/dev/null || true
+    done
+    ip link del "$BRIDGE" 2>/dev/null || true
+    rm -rf "$STATE"
+    say "down"
+}
+
+status() {
+    if ! [ -f "$STATE/ssh_config" ]; then
+        say "not up"
+        return 1
+    fi
+    local h name addr ok=0
+    for h in $HOSTS; do
+        name=${h%%:*}
+        addr=${h##*:}
+        if ssh -F "$STATE/ssh_config" -o ConnectTimeout=3 "$name" true 2>/dev/null; then
+            say "  $name $addr ssh ok (netns gbtb-$name, sshd pid $(cat "$STATE/$name/sshd.pid"))"
+        else
+            say "  $name $addr UNREACHABLE"
+            ok=1
+        fi
+    done
+    say "delay: $(cat "$STATE/delay" 2>/dev/null || echo unknown)"
+    say "ssh config: $STATE/ssh_config (GATEBENCH_SSH_CONFIG=$STATE/ssh_config)"
+    return $ok
+}
+
+case "${1:-}" in
+up) up ;;
+down) down ;;
+status) status ;;
+*)
+    echo "usage: $0 up|down|status" >&2
+    exit 2
+    ;;
+esac
