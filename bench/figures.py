@@ -182,7 +182,40 @@ def gen_excerpt(args):
     ] + table[:2] + body[:rows] + more + ["```"]
 
 
-GENERATORS = {"table": gen_table, "paired": gen_paired, "soak": gen_soak, "excerpt": gen_excerpt}
+def gen_ab(args):
+    """Two builds of gatebench, each measured by the same bench script in alternating runs:
+    bench/results/NAME.tsv lists `label  commit  result` (a results file per run); the table
+    sets gatebench's ratios to the peer side by side, per build and section."""
+    if len(args) != 1:
+        raise FigureError("ab takes NAME (a TSV of label, commit, result)")
+    name = args[0]
+    path = os.path.join(RESULTS, name + ".tsv")
+    if not os.path.isfile(path):
+        raise FigureError(f"bench/results/{name}.tsv is missing")
+    with open(path, encoding="utf-8") as f:
+        rows = [line.rstrip("\n").split("\t") for line in f if line.strip()]
+    if not rows or rows[0] != ["label", "commit", "result"]:
+        raise FigureError(f"bench/results/{name}.tsv must start with label, commit, result")
+    out = ["| build | commit | run | section | req/s ÷ peer | CPU per req ÷ peer |",
+           "|---|---|---|---|---:|---:|"]
+    for label, commit, result in rows[1:]:
+        lines = read_result(result)
+        title, header = "", None
+        for line in lines:
+            if line.startswith("### "):
+                title = line[4:].split(":")[0].strip()
+            elif line.startswith("| tool |"):
+                header = [c.strip() for c in line.strip("|").split("|")]
+            elif line.startswith("| gatebench |") and header:
+                cells = [c.strip() for c in line.strip("|").split("|")]
+                col = dict(zip(header, cells))
+                rps = next(v for k, v in col.items() if k.startswith("req/s ÷"))
+                cpu = next(v for k, v in col.items() if k.startswith("CPU per req ÷"))
+                out.append(f"| {label} | `{commit}` | `{result}` | {title or 'HTTP/1.1'} | {rps} | {cpu} |")
+    return out + ["", f"Printed by `bench/figures.py` from `bench/results/{name}.tsv` and the results files it lists (written by the bench scripts)."]
+
+
+GENERATORS = {"table": gen_table, "paired": gen_paired, "soak": gen_soak, "excerpt": gen_excerpt, "ab": gen_ab}
 
 # How each bench script turns its raw runs into its summary's tables: the lib.sh function and
 # its baselines, run per `mode` when the TSV has that column (as the scripts do).
