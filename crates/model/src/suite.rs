@@ -86,8 +86,12 @@ pub struct CellParams {
     pub order: u32,
     /// Warm-up length, seconds.
     pub warmup_s: f64,
-    /// Measurement length, seconds.
+    /// Measurement length, seconds: the longest it may take (0 when a request count alone
+    /// ends it).
     pub duration_s: f64,
+    /// Requests the measurement ends after (ab's `-n`), when the suite gives a count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
 }
 
 /// Whether a cell produced a result.

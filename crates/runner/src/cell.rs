@@ -343,6 +343,8 @@ fn lifecycle(
     }));
     let mut measuring = ctx.suite.warmup.is_zero();
     let mut timeline = Vec::new();
+    // Each timeline row's start, seconds since the load began.
+    let mut interval_starts = Vec::new();
     let mut on_interval = |v: &IntervalView| {
         if !v.warmup && !measuring {
             measuring = true;
@@ -353,12 +355,19 @@ fn lifecycle(
         // start is its end minus its true length, not minus a second (which kept it, and drew
         // every plot ending in zero throughput and zero p99). A partial last second inside the
         // load stays: its rps is already over its true length.
-        let load_len = (ctx.suite.warmup + ctx.suite.duration).as_secs_f64();
+        // With a request count the load's end is not known in advance: such an interval is
+        // left out below, once the report says how long the measurement took.
+        let load_len = if ctx.suite.requests.is_some() {
+            f64::INFINITY
+        } else {
+            (ctx.suite.warmup + ctx.suite.duration).as_secs_f64()
+        };
         let interval_start = v.elapsed.saturating_sub(v.length).as_secs_f64();
         if interval_start >= load_len - 1e-3 {
             events(CellEvent::Interval(v));
             return;
         }
+        interval_starts.push(interval_start);
         timeline.push(TimelineRow {
             t_s: load_start_s + v.elapsed.as_secs_f64(),
             window: if v.warmup { "warmup" } else { "measurement" }.to_owned(),
@@ -380,6 +389,12 @@ fn lifecycle(
         warmup_s: report.warmup.as_ref().map_or(0.0, |w| w.duration_s),
         measurement_s: report.measurement.duration_s,
     };
+    if ctx.suite.requests.is_some() {
+        // The load's end is known now: an interval starting at it is no part of either window.
+        let load_len = windows.warmup_s + windows.measurement_s;
+        let mut starts = interval_starts.iter();
+        timeline.retain(|_| starts.next().is_none_or(|s| *s < load_len - 1e-3));
+    }
     out.record.sut_warmup = windows.summarize(&samples, Window::Warmup);
     out.record.sut_measurement = windows.summarize(&samples, Window::Measurement);
     out.samples_csv = Some(windows.csv(&samples));
@@ -499,7 +514,24 @@ impl Common<'_> {
         protocol: Protocol,
     ) -> Result<String, RunnerError> {
         let values = self.values(port, protocol);
-        placeholder::expand_strict(text, &|name| values.get(name).cloned())
+        placeholder::expand_strict_lists(
+            text,
+            &|name| values.get(name).cloned(),
+            &self.backend_items(),
+        )
+    }
+
+    /// Every back-end's values for `{backends:…}`.
+    fn backend_items(&self) -> Vec<placeholder::ListItem> {
+        self.backend_ports
+            .iter()
+            .enumerate()
+            .map(|(i, p)| placeholder::ListItem {
+                index: i + 1,
+                port: *p,
+                url: format!("{}://127.0.0.1:{p}", self.backend_protocol.scheme()),
+            })
+            .collect()
     }
 }
 
@@ -559,9 +591,10 @@ fn load_config(
     let l = &suite.load;
     let url = format!("{}://127.0.0.1:{port}{}", cell.protocol.scheme(), sc.path);
     let mut spec = LoadSpec::new(url);
-    spec.method = l.method.clone();
+    spec.method = sc.method.clone();
     spec.headers = l.headers.clone();
-    let has_body = !matches!(l.method.as_str(), "GET" | "HEAD" | "DELETE" | "OPTIONS");
+    spec.expect_status = sc.expect_status;
+    let has_body = !matches!(sc.method.as_str(), "GET" | "HEAD" | "DELETE" | "OPTIONS");
     spec.body = if has_body {
         RequestBody::Payload(cell.size as usize)
     } else {
@@ -575,8 +608,8 @@ fn load_config(
     spec.arrival = arrival;
     spec.threads = l.threads;
     spec.stop = StopRule {
-        duration: Some(suite.duration),
-        requests: None,
+        duration: suite.duration_bound.then_some(suite.duration),
+        requests: suite.requests,
     };
     spec.warmup = suite.warmup;
     spec.timeout = l.timeout;
@@ -599,7 +632,7 @@ fn render_templates(sc: &Scenario, common: &Common<'_>, port: u16) -> Result<(),
             std::fs::read_to_string(&src).map_err(|e| RunnerError::io("read template", &src, e))?;
         let name = t.file_name().unwrap_or(t.as_os_str());
         let dst = common.cell_dir.join(name);
-        let rendered = placeholder::expand_lenient(&text, &values);
+        let rendered = placeholder::expand_lenient_lists(&text, &values, &common.backend_items());
         std::fs::write(&dst, rendered).map_err(|e| RunnerError::io("write", &dst, e))?;
     }
     Ok(())
@@ -624,7 +657,12 @@ fn params(ctx: &CellContext<'_>, cell: &Cell) -> CellParams {
         repeat: cell.repeat,
         order: ctx.order,
         warmup_s: ctx.suite.warmup.as_secs_f64(),
-        duration_s: ctx.suite.duration.as_secs_f64(),
+        duration_s: if ctx.suite.duration_bound {
+            ctx.suite.duration.as_secs_f64()
+        } else {
+            0.0
+        },
+        requests: ctx.suite.requests,
     }
 }
 

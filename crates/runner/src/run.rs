@@ -16,7 +16,7 @@ use crate::cell::{run_cell, CellContext, CellEvent};
 use crate::driver::Driver;
 use crate::error::RunnerError;
 use crate::launch::Launcher;
-use crate::matrix::{Cell, Plan, CELL_OVERHEAD};
+use crate::matrix::{cell_time, Cell, Plan};
 use crate::pin::Placement;
 use crate::results::{environment, ResultsDir};
 use crate::suite::Suite;
@@ -129,7 +129,6 @@ pub fn run_suite(
     observer: &mut dyn Observer,
 ) -> Result<RunSummary, RunnerError> {
     let setup_failures = run_setups(suite, plan, results, launcher, observer);
-    let per_cell = suite.warmup + suite.duration + CELL_OVERHEAD;
     let total = plan.cells.len();
     let mut records: Vec<CellRecord> = Vec::with_capacity(total);
     let mut interrupted = false;
@@ -139,7 +138,8 @@ pub fn run_suite(
             break;
         }
         let cell_start = Instant::now();
-        let remaining = per_cell * (total - i) as u32;
+        let per_cell = cell_time(suite, cell);
+        let remaining: Duration = plan.cells[i..].iter().map(|c| cell_time(suite, c)).sum();
         let progress = |done: usize| Progress {
             cell,
             title: &suite.scenarios[cell.scenario].title,
