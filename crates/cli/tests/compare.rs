@@ -109,6 +109,7 @@ fn environment(cpu: &str) -> Environment {
         arch: "x86_64".into(),
         gatebench_version: "0.1.0".into(),
         git_revision: "6ec44bd".into(),
+        system: Default::default(),
     }
 }
 

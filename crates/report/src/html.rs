@@ -236,6 +236,11 @@ fn header(h: &mut String, input: &ReportInput<'_>, records: &[CellRecord]) {
                 "gatebench",
                 format!("{} (git {})", e.gatebench_version, e.git_revision),
             ));
+            for (_, label, value) in e.system.entries() {
+                if let Some(v) = value {
+                    rows.push((label, v.to_owned()));
+                }
+            }
         }
         None => rows.push(("Environment", "no environment.json".to_owned())),
     }
@@ -953,7 +958,9 @@ mod tests {
             "t_s,window,responses,errors,rps,p99_ms\n2.000,warmup,900,0,900.0,1.1\n\
              3.000,measurement,1000,1,1000.0,1.2\n4.000,measurement,1010,0,1010.0,1.0\n",
         );
-        let e = env("Test CPU");
+        let mut e = env("Test CPU");
+        e.system.somaxconn = Some("4096".into());
+        e.system.cgroup_cpu_max = Some("max 100000".into());
         let r = render(&ReportInput {
             suite: "suite <one>",
             manifest: None,
@@ -978,6 +985,15 @@ mod tests {
         assert!(html.contains("sut exited &lt;early&gt;"));
         assert!(html.contains("class=\"flagged\"") && html.contains("class=\"failed\""));
         assert!(html.contains("Test CPU"));
+        assert!(
+            html.contains("<th>net.core.somaxconn</th><td>4096</td>"),
+            "the settings shown"
+        );
+        assert!(html.contains("<th>cgroup CPU limit</th><td>max 100000</td>"));
+        assert!(
+            !html.contains("vm.swappiness"),
+            "an unread setting is left out"
+        );
         // Plots: one throughput chart (one size, one delay), per ok cell a spectrum, and a
         // time series for the cell with side files.
         let n_svg = html.matches("<svg ").count();

@@ -98,7 +98,10 @@ impl RunSummary {
 }
 
 /// Writes the directory's fixed files: `suite.toml` (resolved), `environment.json`, `run.json`.
+/// First raises the open-files limit the processes of every cell will inherit
+/// ([`crate::results::raise_open_files_limit`]), so `environment.json` records the one they get.
 pub fn prepare(suite: &Suite, plan: &Plan, results: &ResultsDir) -> Result<(), RunnerError> {
+    crate::results::raise_open_files_limit();
     results.write(paths::SUITE_TOML, suite.to_toml().as_bytes())?;
     results.write_json(paths::ENVIRONMENT_JSON, &environment())?;
     let manifest = RunManifest {

@@ -34,8 +34,17 @@ pub(super) fn environment(base: &RunInput, other: &RunInput) -> Vec<Difference> 
             b.git_revision.clone(),
         ),
     ];
+    // The kernel and cgroup settings: one that only one run recorded (an older gatebench) is no
+    // evidence of a difference.
+    let settings = a
+        .system
+        .entries()
+        .into_iter()
+        .zip(b.system.entries())
+        .filter_map(|((key, _, x), (_, _, y))| Some((key, x?.to_owned(), y?.to_owned())));
     fields
         .into_iter()
+        .chain(settings)
         .filter(|(_, x, y)| x != y)
         .map(|(f, x, y)| Difference {
             run: other.label.clone(),
