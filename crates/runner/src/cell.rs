@@ -614,7 +614,7 @@ fn load_config(
     spec.warmup = suite.warmup;
     spec.timeout = l.timeout;
     spec.connect_timeout = l.connect_timeout;
-    spec.keepalive = l.keepalive;
+    spec.keepalive = sc.keepalive;
     spec.verify = sc.verify && has_body;
     apply_protocol(&mut spec, cell.protocol)?;
     LoadConfig::try_new(spec).map_err(|e| RunnerError::InvalidLoad {

@@ -179,6 +179,9 @@ pub struct Scenario {
     /// A status the target is declared to answer (an error endpoint's 500): the probe accepts
     /// it and the load counts it as a correct answer, besides 2xx.
     pub expect_status: Option<u16>,
+    /// Keep connections alive between requests (`[load] keepalive` unless the scenario gives
+    /// its own; seed 001 runs ab with and without `-k`).
+    pub keepalive: bool,
     /// Shell command run once before the suite (e.g. install nginx when missing).
     pub setup: Option<String>,
     /// Where commands run and templates are read from.
@@ -630,6 +633,7 @@ impl Suite {
                     path: Some(s.path.clone()),
                     method: Some(s.method.clone()),
                     expect_status: s.expect_status,
+                    keepalive: Some(s.keepalive),
                     setup: s.setup.clone(),
                     workdir: Some(s.workdir.display().to_string()),
                     templates: Some(

@@ -173,6 +173,9 @@ pub struct RawScenario {
     /// A status the target is declared to answer, counted as correct besides 2xx.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expect_status: Option<u16>,
+    /// Keep connections alive for this scenario (instead of `[load] keepalive`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keepalive: Option<bool>,
     /// Shell command run once before the suite.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub setup: Option<String>,

@@ -353,6 +353,7 @@ pub(super) fn validate_scenario(
         path,
         method,
         expect_status: r.expect_status,
+        keepalive: r.keepalive.unwrap_or(load.keepalive),
         setup: r.setup,
         workdir,
         templates,

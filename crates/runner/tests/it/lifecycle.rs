@@ -143,6 +143,7 @@ name = "error"
 method = "GET"
 path = "/error"
 expect_status = 500
+keepalive = false
 backend = { serve = "echo --port {port}" }
 "#;
     let s = suite(text);
@@ -155,6 +156,7 @@ backend = { serve = "echo --port {port}" }
     assert_eq!(config.request.expected_status(), Some(500));
     assert_eq!(config.request.outcome_of(500), gatebench_model::Outcome::Ok);
     assert!(!config.verify, "a GET has no body to echo");
+    assert!(!config.keepalive);
     assert!(config.request.body().is_empty());
 }
 

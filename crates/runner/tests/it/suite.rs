@@ -372,20 +372,28 @@ backend = { serve = "echo --port {port}" }
 
 [[scenario]]
 name = "echo"
+keepalive = false
 backend = { serve = "echo --port {port}" }
 "#,
     );
-    let got: Vec<(&str, &str, Option<u16>)> = s
+    let got: Vec<(&str, &str, Option<u16>, bool)> = s
         .scenarios
         .iter()
-        .map(|sc| (sc.method.as_str(), sc.path.as_str(), sc.expect_status))
+        .map(|sc| {
+            (
+                sc.method.as_str(),
+                sc.path.as_str(),
+                sc.expect_status,
+                sc.keepalive,
+            )
+        })
         .collect();
     assert_eq!(
         got,
         vec![
-            ("GET", "/hello", None),
-            ("GET", "/error", Some(500)),
-            ("POST", "/echo", None)
+            ("GET", "/hello", None, true),
+            ("GET", "/error", Some(500), true),
+            ("POST", "/echo", None, false)
         ]
     );
     let again = Suite::from_toml("suite.toml", std::path::Path::new("."), &s.to_toml()).unwrap();
