@@ -199,9 +199,10 @@ fn header(h: &mut String, input: &ReportInput<'_>, records: &[CellRecord]) {
     if let Some(r) = records.first() {
         let _ = write!(
             line,
-            " Each cell: {} s warm-up (shaded in the time series, reported apart), then {} s \
+            " Each cell: {} s warm-up (shaded in the time series, reported apart), then {} \
              measured.",
-            r.cell.warmup_s, r.cell.duration_s
+            r.cell.warmup_s,
+            summary::measured(&r.cell)
         );
     }
     let _ = writeln!(h, "<p>{}</p>", esc(&line));
@@ -377,12 +378,15 @@ fn number(x: f64) -> String {
     }
 }
 
-/// What a chart against load draws for each scenario: y label, file prefix, and the series
-/// (a name suffix, dashed, and the figure of one cell).
+/// One line of a chart against load, per scenario: a suffix for its name, dashed or not, and
+/// the figure of one cell.
+type MetricSeries = (&'static str, bool, fn(&CellRecord) -> Option<f64>);
+
+/// What a chart against load draws for each scenario: y label, file prefix, and the series.
 struct LoadMetric {
     y_label: &'static str,
     file: &'static str,
-    series: &'static [(&'static str, bool, fn(&CellRecord) -> Option<f64>)],
+    series: &'static [MetricSeries],
 }
 
 /// The charts against load, in the order the page shows them: throughput, latency (mean solid,

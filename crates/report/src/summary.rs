@@ -9,7 +9,8 @@
 use std::fmt::Write;
 
 use gatebench_model::{
-    CellRecord, CellStatus, GcSummary, Outcome, PhaseReport, ResourceSummary, SCHEMA_VERSION,
+    CellParams, CellRecord, CellStatus, GcSummary, Outcome, PhaseReport, ResourceSummary,
+    SCHEMA_VERSION,
 };
 use gatebench_results::rows::SummaryCsvRow;
 
@@ -198,6 +199,19 @@ fn scenario_name(r: &CellRecord, all: &[CellRecord]) -> String {
     }
 }
 
+/// What a cell's measurement was planned to be: `4 s`, `1000000 requests`, or `1000000
+/// requests or 30 s, whichever came first`.
+pub fn measured(p: &CellParams) -> String {
+    match (p.requests, p.duration_s > 0.0) {
+        (None, _) => format!("{} s", number(p.duration_s)),
+        (Some(n), false) => format!("{n} requests"),
+        (Some(n), true) => format!(
+            "{n} requests or {} s, whichever came first",
+            number(p.duration_s)
+        ),
+    }
+}
+
 /// A number without a useless `.0` (`0`, `0.5`, `2500`).
 fn number(x: f64) -> String {
     if x.fract() == 0.0 {
@@ -250,9 +264,9 @@ pub fn markdown(suite: &str, records: &[CellRecord], missing: usize) -> String {
     if let Some(r) = records.first() {
         let _ = write!(
             out,
-            " Each cell: {} s warm-up (reported apart below), then {} s measured.",
+            " Each cell: {} s warm-up (reported apart below), then {} measured.",
             number(r.cell.warmup_s),
-            number(r.cell.duration_s)
+            measured(&r.cell)
         );
     }
     if missing > 0 {
@@ -682,6 +696,27 @@ mod tests {
         assert!(m[0]["gc_pause_p99_ms"].is_null());
         assert!(m[1]["gc_heap_after_full_gc_mib"].is_null(), "no GC log");
         assert!(m[3]["sut_fds_max"].is_null(), "failed");
+    }
+
+    #[test]
+    fn a_request_count_is_said_as_such() {
+        let mut r = fixture();
+        for x in &mut r {
+            x.cell.requests = Some(1_000_000);
+            x.cell.duration_s = 0.0;
+        }
+        let md = markdown("t", &r, 0);
+        assert!(
+            md.contains(
+                "Each cell: 1 s warm-up (reported apart below), then 1000000 requests measured."
+            ),
+            "{md}"
+        );
+        r[0].cell.duration_s = 30.0;
+        assert_eq!(
+            measured(&r[0].cell),
+            "1000000 requests or 30 s, whichever came first"
+        );
     }
 
     #[test]

@@ -6,11 +6,11 @@
 //! lenient: only known `{name}`s are replaced, so the braces of their own syntax need no
 //! escaping.
 //!
-//! `{backends:TEXT}` repeats TEXT once per back-end, with `{port}`, `{url}` and `{index}` (from
-//! 1) standing for that back-end's: one line per back-end in a template (each repetition on its
-//! own line, indented as the first), one word per back-end, space separated, in a command line.
-//! An nginx `upstream` block is `{backends:server 127.0.0.1:{port};}`; HAProxy's is
-//! `{backends:server be{index} 127.0.0.1:{port}}`.
+//! `{backends:TEXT}` repeats TEXT once per back-end, with `{port}`, `{url}` and `{index}`
+//! (counted from one) standing for that back-end's: one line per back-end in a template (each
+//! repetition on its own line, indented as the first), one word per back-end, space separated,
+//! in a command line. An nginx `upstream` block is `{backends:server 127.0.0.1:{port};}`;
+//! HAProxy's is `{backends:server be{index} 127.0.0.1:{port}}`.
 
 use std::collections::BTreeMap;
 

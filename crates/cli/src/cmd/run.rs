@@ -65,7 +65,8 @@ pub struct RunArgs {
     /// most 100 days).
     #[arg(long, value_name = "DURATION", value_parser = gatebench_loadgen::bounds::parse_duration, allow_hyphen_values = true)]
     pub warmup: Option<std::time::Duration>,
-    /// Measurement of every cell, instead of the suite's (at most 100 days).
+    /// Measurement of every cell, instead of the suite's (at most 100 days); with a request
+    /// count (`[suite] requests`), the longest it may take.
     #[arg(long, value_name = "DURATION", value_parser = gatebench_loadgen::bounds::parse_duration, allow_hyphen_values = true)]
     pub duration: Option<std::time::Duration>,
     /// The suite's short form: its `[quick]` table's values (users, sizes, requests, warm-up,

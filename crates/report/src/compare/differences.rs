@@ -59,9 +59,16 @@ pub(super) fn environment(base: &RunInput, other: &RunInput) -> Vec<Difference> 
 /// connections of rate cells, pinning by the processes' CPU lists is not recorded per run).
 pub(super) fn settings(base: &RunInput, other: &RunInput) -> Vec<Difference> {
     type Get = fn(&CellRecord) -> Option<String>;
-    let fields: [(&str, Get); 4] = [
+    let fields: [(&str, Get); 5] = [
         ("suite warm-up (s)", |r| Some(num(r.cell.warmup_s))),
         ("suite measurement (s)", |r| Some(num(r.cell.duration_s))),
+        ("suite requests per cell", |r| {
+            Some(
+                r.cell
+                    .requests
+                    .map_or_else(|| "none".to_owned(), |n| n.to_string()),
+            )
+        }),
         ("suite generator threads", |r| {
             r.load.as_ref().map(|l| l.config.threads.to_string())
         }),
