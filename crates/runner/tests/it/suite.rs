@@ -186,6 +186,89 @@ fn the_committed_examples_are_valid() {
     assert_eq!(tiny.scenarios.len(), 1);
 }
 
+/// Seed 001's published parameters in the full form; the quick form small enough for minutes.
+#[test]
+fn the_seed_001_suite_keeps_the_seeds_parameters() {
+    let root = repo_root().join("examples");
+    let mut s = Suite::load(&root.join("seed-001.toml")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        s.matrix.intensities,
+        [500, 1000, 2000, 4000, 8000, 12000]
+            .map(Intensity::Users)
+            .to_vec()
+    );
+    assert_eq!(s.requests, Some(1_000_000));
+    assert!(!s.duration_bound, "ab's stop rule alone");
+    assert_eq!(s.warmup, Duration::ZERO);
+    assert_eq!(s.repeats.get(), 2);
+    assert_eq!(s.matrix.sizes, vec![1024]);
+    assert_eq!(s.load.method, "GET");
+    let names: Vec<&str> = s.scenarios.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "echo-direct",
+            "gatebench-balance",
+            "nginx",
+            "haproxy",
+            "echo-direct-ka",
+            "gatebench-balance-ka",
+            "nginx-ka",
+            "haproxy-ka"
+        ]
+    );
+    for sc in &s.scenarios {
+        assert_eq!(sc.keepalive, sc.name.ends_with("-ka"), "{}", sc.name);
+        if sc.sut.is_some() {
+            assert_eq!(sc.backend.as_ref().unwrap().count, 5, "{}", sc.name);
+        }
+        for t in &sc.templates {
+            let text = std::fs::read_to_string(sc.workdir.join(t)).unwrap();
+            assert!(
+                text.contains("{backends:server "),
+                "{} lists every back-end",
+                t.display()
+            );
+        }
+    }
+    let plan = gatebench_runner::Plan::new(&s, &[], &[]).unwrap();
+    assert_eq!(plan.cells.len(), 96);
+    // 96 cells of 1,000,000 requests at the assumed 10,000 requests/s, plus 1 s each.
+    assert_eq!(plan.estimate, Duration::from_secs(96 * 101));
+    s.apply_quick().unwrap();
+    let quick = gatebench_runner::Plan::new(&s, &[], &[]).unwrap();
+    assert_eq!(quick.cells.len(), 16);
+    assert_eq!(s.requests, Some(20_000));
+}
+
+/// Seed 003's wrk settings in the full form, and the error endpoints declared.
+#[test]
+fn the_seed_003_suite_keeps_the_seeds_parameters() {
+    let root = repo_root().join("examples");
+    let s = Suite::load(&root.join("seed-003.toml")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s.matrix.intensities, vec![Intensity::Users(1000)]);
+    assert_eq!(s.load.threads, Some(10));
+    assert_eq!(s.duration, Duration::from_secs(10));
+    assert_eq!(s.warmup, Duration::ZERO);
+    let got: Vec<(&str, &str, Option<u16>)> = s
+        .scenarios
+        .iter()
+        .map(|sc| (sc.name.as_str(), sc.path.as_str(), sc.expect_status))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("gin-hello", "/hello", None),
+            ("gin-json", "/json", None),
+            ("gin-error", "/error", Some(500)),
+            ("echo-hello", "/hello", None),
+            ("echo-json", "/json", None),
+            ("echo-error", "/error", Some(500)),
+        ]
+    );
+    assert!(s.scenarios.iter().all(|sc| sc.method == "GET"));
+}
+
 #[test]
 fn a_missing_file_says_so() {
     let e = Suite::load(std::path::Path::new("/nonexistent/suite.toml"))
