@@ -116,6 +116,10 @@ pub struct LoadArgs {
     /// Check every response: 2xx, and the body equals the request body (an echo).
     #[arg(long)]
     pub verify: bool,
+    /// A status that counts as a correct answer besides 2xx (an error endpoint's declared 500):
+    /// the probe accepts it and the load does not count it as an error.
+    #[arg(long, value_name = "STATUS", value_parser = clap::value_parser!(u16).range(100..=999))]
+    pub expect_status: Option<u16>,
     /// Skip the correctness probe sent before the load.
     #[arg(long)]
     pub no_probe: bool,

@@ -109,6 +109,7 @@ fn environment(cpu: &str) -> Environment {
         arch: "x86_64".into(),
         gatebench_version: "0.1.0".into(),
         git_revision: "6ec44bd".into(),
+        system: Default::default(),
     }
 }
 
@@ -377,9 +378,17 @@ fn report_writes_html_and_plots_from_records_alone() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    // One throughput chart, one latency spectrum per cell (from the records' percentiles:
-    // there is no latency.hlog), no time series (no side files).
-    assert_eq!(plots.len(), 1 + 6, "{plots:?}");
+    // Throughput, latency and memory against users (one size, one delay), one latency
+    // spectrum per cell (from the records' percentiles: there is no latency.hlog), no time
+    // series (no side files).
+    assert_eq!(plots.len(), 3 + 6, "{plots:?}");
+    for f in [
+        "throughput-s50-d0.svg",
+        "latency-s50-d0.svg",
+        "memory-s50-d0.svg",
+    ] {
+        assert!(plots.iter().any(|p| p == f), "no {f}: {plots:?}");
+    }
     assert_eq!(html.matches("<svg ").count(), plots.len());
 }
 

@@ -122,6 +122,9 @@ pub struct LoadSpec {
     /// Check every response: 2xx, and when the request has a body, that the response body is
     /// the same bytes (the echo backend's contract).
     pub verify: bool,
+    /// A status counted as a correct answer besides 2xx (an error endpoint's declared 500):
+    /// the probe accepts it and the load does not count it as an error. `None` = 2xx only.
+    pub expect_status: Option<u16>,
     /// HTTP version.
     pub protocol: Protocol,
     /// HTTP/2: concurrent streams per connection.
@@ -150,6 +153,7 @@ impl LoadSpec {
             connect_timeout: Duration::from_secs(3),
             keepalive: true,
             verify: false,
+            expect_status: None,
             protocol: Protocol::Http1,
             streams: 1,
             tls: TlsOptions::default(),
@@ -301,7 +305,15 @@ impl LoadConfig {
             &spec.headers,
             spec.body,
             spec.keepalive,
-        )?;
+        )?
+        .with_expected_status(spec.expect_status);
+        if let Some(s) = spec.expect_status {
+            if !(200..=599).contains(&s) {
+                return Err(LoadgenError::config(format!(
+                    "expected status {s} is not a final HTTP status (200 to 599)"
+                )));
+            }
+        }
         Ok(LoadConfig {
             target,
             request,

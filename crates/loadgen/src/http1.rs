@@ -111,7 +111,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
             }
             break head;
         };
-        let mut outcome = Outcome::from_status(head.status);
+        let mut outcome = req.outcome_of(head.status);
         let expected = (verify && outcome == Outcome::Ok && !req.head_only()).then(|| req.body());
         let mut check = BodyCheck::new(expected.map(|b| &b[..]).filter(|b| !b.is_empty()));
         match head.body {

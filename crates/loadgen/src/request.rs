@@ -7,6 +7,7 @@
 use std::path::Path;
 
 use bytes::Bytes;
+use gatebench_model::Outcome;
 
 use crate::error::LoadgenError;
 use crate::target::{is_token_byte, Target};
@@ -66,6 +67,9 @@ pub struct RequestTemplate {
     bytes: Bytes,
     body: Bytes,
     head_only: bool,
+    /// A status the target is declared to answer (an error endpoint's 500), counted as a correct
+    /// answer besides 2xx; `None` = 2xx only.
+    expect_status: Option<u16>,
     /// The same request's HTTP/2 header blocks: pseudo-headers from method and URI, and the
     /// header fields HTTP/2 allows (connection-specific fields are dropped, RFC 9113 §8.2.2;
     /// `Host` becomes `:authority`).
@@ -135,8 +139,31 @@ impl RequestTemplate {
             bytes: Bytes::from(bytes),
             body: Bytes::from(body),
             head_only: method == "HEAD",
+            expect_status: None,
             h2,
         })
+    }
+
+    /// The same request, with `status` declared a correct answer besides 2xx (an error
+    /// endpoint's 500): the probe accepts it and the load does not count it as an error.
+    pub fn with_expected_status(mut self, status: Option<u16>) -> RequestTemplate {
+        self.expect_status = status;
+        self
+    }
+
+    /// The status declared a correct answer besides 2xx, if any.
+    pub fn expected_status(&self) -> Option<u16> {
+        self.expect_status
+    }
+
+    /// The class of an answer with `status`: [`Outcome::Ok`] for 2xx and for the declared
+    /// status, else its status class.
+    pub fn outcome_of(&self, status: u16) -> Outcome {
+        if self.expect_status == Some(status) {
+            Outcome::Ok
+        } else {
+            Outcome::from_status(status)
+        }
     }
 
     /// The bytes written for every request.
@@ -315,5 +342,17 @@ mod tests {
                 "{h}"
             );
         }
+    }
+
+    #[test]
+    fn a_declared_status_is_a_correct_answer_and_others_keep_their_class() {
+        let r = RequestTemplate::encode(&target(), "GET", &[], RequestBody::None, true).unwrap();
+        assert_eq!(r.outcome_of(500), Outcome::Status5xx);
+        let r = r.with_expected_status(Some(500));
+        assert_eq!(r.expected_status(), Some(500));
+        assert_eq!(r.outcome_of(500), Outcome::Ok);
+        assert_eq!(r.outcome_of(200), Outcome::Ok);
+        assert_eq!(r.outcome_of(503), Outcome::Status5xx);
+        assert_eq!(r.outcome_of(404), Outcome::Status4xx);
     }
 }

@@ -38,7 +38,7 @@ pub use load::{
 pub use outcome::{Outcome, OutcomeCounts};
 pub use suite::{
     CellParams, CellRecord, CellStatus, Environment, GcSummary, ProcessRecord, ResourceSummary,
-    RunManifest,
+    RunManifest, SystemSettings,
 };
 
 /// Version of the on-disk JSON formats. Bumped whenever a field changes meaning or goes away;

@@ -57,6 +57,85 @@ pub struct Environment {
     /// Short git revision of the source gatebench was built from (`-dirty` when it had
     /// uncommitted changes), or `unknown`.
     pub git_revision: String,
+    /// The kernel and cgroup settings a benchmark depends on (seed 002's list), each absent
+    /// when it could not be read (and in files written before they were recorded).
+    #[serde(flatten)]
+    pub system: SystemSettings,
+}
+
+/// Settings of the machine that change what a benchmark measures, read as the kernel prints
+/// them. Each is `None` when it could not be read (another OS, a container hiding `/sys`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SystemSettings {
+    /// CPU frequency governor of the first CPU (`performance`, `powersave`, `schedutil`, …;
+    /// `/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_governor: Option<String>,
+    /// Automatic NUMA balancing (`/proc/sys/kernel/numa_balancing`: 0 off, 1 on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_balancing: Option<String>,
+    /// Accept queue limit (`net.core.somaxconn`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub somaxconn: Option<String>,
+    /// TCP congestion control (`net.ipv4.tcp_congestion_control`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_congestion_control: Option<String>,
+    /// `vm.swappiness`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swappiness: Option<String>,
+    /// CPU limit of the cgroup gatebench and the processes it starts run in: cgroup v2's
+    /// `cpu.max` (`max 100000`: none; `200000 100000`: two CPUs), or v1's quota and period.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_cpu_max: Option<String>,
+    /// Memory limit of that cgroup in bytes, or `max` (v2 `memory.max`, v1
+    /// `memory.limit_in_bytes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup_memory_max: Option<String>,
+    /// The open-files limit the processes gatebench starts inherit, `soft/hard`
+    /// (`unlimited` for no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_files_limit: Option<String>,
+}
+
+impl SystemSettings {
+    /// Every setting as `(key in environment.json, label for a person, value)`, in a fixed
+    /// order, for the report's environment table and the comparison of two runs.
+    pub fn entries(&self) -> [(&'static str, &'static str, Option<&str>); 8] {
+        [
+            (
+                "cpu_governor",
+                "CPU frequency governor",
+                self.cpu_governor.as_deref(),
+            ),
+            (
+                "numa_balancing",
+                "NUMA balancing",
+                self.numa_balancing.as_deref(),
+            ),
+            ("somaxconn", "net.core.somaxconn", self.somaxconn.as_deref()),
+            (
+                "tcp_congestion_control",
+                "net.ipv4.tcp_congestion_control",
+                self.tcp_congestion_control.as_deref(),
+            ),
+            ("swappiness", "vm.swappiness", self.swappiness.as_deref()),
+            (
+                "cgroup_cpu_max",
+                "cgroup CPU limit",
+                self.cgroup_cpu_max.as_deref(),
+            ),
+            (
+                "cgroup_memory_max",
+                "cgroup memory limit",
+                self.cgroup_memory_max.as_deref(),
+            ),
+            (
+                "open_files_limit",
+                "open-files limit (soft/hard)",
+                self.open_files_limit.as_deref(),
+            ),
+        ]
+    }
 }
 
 /// The parameters of one cell: one point of the suite's matrix.
@@ -86,8 +165,12 @@ pub struct CellParams {
     pub order: u32,
     /// Warm-up length, seconds.
     pub warmup_s: f64,
-    /// Measurement length, seconds.
+    /// Measurement length, seconds: the longest it may take (0 when a request count alone
+    /// ends it).
     pub duration_s: f64,
+    /// Requests the measurement ends after (ab's `-n`), when the suite gives a count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
 }
 
 /// Whether a cell produced a result.

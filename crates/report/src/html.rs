@@ -24,7 +24,7 @@ use gatebench_results::paths;
 
 use crate::cellfiles::{IntervalPoint, ResourcePoint, Spectrum};
 use crate::fmt::{count, rate};
-use crate::summary::{self, Phase, COLUMNS};
+use crate::summary::{self, Phase, COLUMNS, GC_NO_EVENTS};
 use crate::svg::{self, esc, Chart, Scale, Series};
 
 /// Points of a line, `(x, y)`.
@@ -153,11 +153,12 @@ pub fn render(input: &ReportInput<'_>) -> Rendered {
     let _ = writeln!(
         h,
         "<p class=\"note\">SUT CPU is the mean over the measurement in percent of one core; SUT \
-         Memory the mean resident set in MiB. GC columns appear when a scenario names its SUT's \
-         GC log: GC throughput is the share of the measurement the SUT was not paused; the \
-         memory footprint is the heap after a full collection.</p>"
+         Memory the mean resident set in MiB; Max Threads and Max Open Files the most at once; \
+         Load Average the machine's 1-minute load average. GC columns are filled when a \
+         scenario names its SUT's GC log: GC throughput is the share of the measurement the SUT \
+         was not paused; the memory footprint is the heap after a full collection.</p>"
     );
-    throughput_charts(&mut h, &mut svgs, &input.cells);
+    load_charts(&mut h, &mut svgs, &input.cells);
     let _ = writeln!(h, "<h2 id=\"cells\">Cells</h2>");
     let mut order: Vec<&CellData<'_>> = input.cells.iter().collect();
     let ids: Vec<String> = summary::rows(&records, Phase::Measurement)
@@ -198,9 +199,10 @@ fn header(h: &mut String, input: &ReportInput<'_>, records: &[CellRecord]) {
     if let Some(r) = records.first() {
         let _ = write!(
             line,
-            " Each cell: {} s warm-up (shaded in the time series, reported apart), then {} s \
+            " Each cell: {} s warm-up (shaded in the time series, reported apart), then {} \
              measured.",
-            r.cell.warmup_s, r.cell.duration_s
+            r.cell.warmup_s,
+            summary::measured(&r.cell)
         );
     }
     let _ = writeln!(h, "<p>{}</p>", esc(&line));
@@ -235,6 +237,11 @@ fn header(h: &mut String, input: &ReportInput<'_>, records: &[CellRecord]) {
                 "gatebench",
                 format!("{} (git {})", e.gatebench_version, e.git_revision),
             ));
+            for (_, label, value) in e.system.entries() {
+                if let Some(v) = value {
+                    rows.push((label, v.to_owned()));
+                }
+            }
         }
         None => rows.push(("Environment", "no environment.json".to_owned())),
     }
@@ -290,15 +297,6 @@ fn flagged(h: &mut String, records: &[CellRecord]) {
     );
 }
 
-/// What a GC throughput cell says when the window held no GC event (see
-/// `GcSummary::throughput_percent`): never 100 %, which nobody measured.
-const GC_NO_EVENTS: &str = "no GC events";
-
-/// The GC throughput column: two decimals, or [`GC_NO_EVENTS`].
-fn gc_throughput(t: Option<f64>) -> String {
-    t.map_or_else(|| GC_NO_EVENTS.to_owned(), |t| format!("{t:.2}"))
-}
-
 /// The flags that make a cell doubtful (not the informative ones such as `repeat 2`).
 fn serious_flags(r: &CellRecord) -> Vec<String> {
     summary::flags(r)
@@ -308,23 +306,10 @@ fn serious_flags(r: &CellRecord) -> Vec<String> {
 }
 
 fn table(h: &mut String, records: &[CellRecord], phase: Phase) {
-    let gc = records.iter().any(|r| match phase {
-        Phase::Measurement => r.gc_measurement.is_some(),
-        Phase::Warmup => r.gc_warmup.is_some(),
-    });
     let _ = write!(h, "<table class=\"summary\">\n<tr>");
     let last = COLUMNS.len() - 1;
     for c in &COLUMNS[..last] {
         let _ = write!(h, "<th>{}</th>", esc(c));
-    }
-    if gc {
-        for c in [
-            "GC Throughput (%)",
-            "GC Pause p99 (ms)",
-            "Memory Footprint After Full GC (MiB)",
-        ] {
-            let _ = write!(h, "<th>{c}</th>");
-        }
     }
     let _ = writeln!(h, "<th>{}</th></tr>", esc(COLUMNS[last]));
     for row in summary::rows(records, phase) {
@@ -349,22 +334,6 @@ fn table(h: &mut String, records: &[CellRecord], phase: Phase) {
                 );
             } else {
                 let _ = write!(h, "<td class=\"n\">{}</td>", esc(v));
-            }
-        }
-        if gc {
-            let g = match phase {
-                Phase::Measurement => r.gc_measurement.as_ref(),
-                Phase::Warmup => r.gc_warmup.as_ref(),
-            }
-            .filter(|_| r.status == CellStatus::Ok);
-            let cells = [
-                g.map(|g| gc_throughput(g.throughput_percent)),
-                g.map(|g| format!("{:.2}", g.pause_p99_ms)),
-                g.and_then(|g| g.heap_after_full_gc_mib)
-                    .map(|v| format!("{v:.1}")),
-            ];
-            for c in cells {
-                let _ = write!(h, "<td class=\"n\">{}</td>", c.unwrap_or_default());
             }
         }
         let _ = writeln!(h, "<td>{}</td></tr>", badges(&row.values[last]));
@@ -409,7 +378,49 @@ fn number(x: f64) -> String {
     }
 }
 
-fn throughput_charts(h: &mut String, svgs: &mut Vec<(String, String)>, cells: &[CellData<'_>]) {
+/// One line of a chart against load, per scenario: a suffix for its name, dashed or not, and
+/// the figure of one cell.
+type MetricSeries = (&'static str, bool, fn(&CellRecord) -> Option<f64>);
+
+/// What a chart against load draws for each scenario: y label, file prefix, and the series.
+struct LoadMetric {
+    y_label: &'static str,
+    file: &'static str,
+    series: &'static [MetricSeries],
+}
+
+/// The charts against load, in the order the page shows them: throughput, latency (mean solid,
+/// p99 dashed: seed 001 draws the mean), the SUT's resident memory (seed 001's memory test).
+const LOAD_METRICS: [LoadMetric; 3] = [
+    LoadMetric {
+        y_label: "throughput (requests/s)",
+        file: "throughput",
+        series: &[("", false, |r| {
+            r.load.as_ref().map(|l| l.measurement.throughput_rps)
+        })],
+    },
+    LoadMetric {
+        y_label: "latency (ms): mean solid, p99 dashed",
+        file: "latency",
+        series: &[
+            (" mean", false, |r| {
+                r.load.as_ref().map(|l| l.measurement.latency.mean_ms)
+            }),
+            (" p99", true, |r| {
+                r.load.as_ref().and_then(|l| l.measurement.latency.at(99.0))
+            }),
+        ],
+    },
+    LoadMetric {
+        y_label: "SUT resident memory (MiB), mean",
+        file: "memory",
+        series: &[("", false, |r| {
+            r.sut_measurement.as_ref().map(|s| s.rss_mean_mib)
+        })],
+    },
+];
+
+fn load_charts(h: &mut String, svgs: &mut Vec<(String, String)>, cells: &[CellData<'_>]) {
     let ok: Vec<&CellData<'_>> = cells
         .iter()
         .filter(|c| c.record.status == CellStatus::Ok && c.record.load.is_some())
@@ -419,9 +430,11 @@ fn throughput_charts(h: &mut String, svgs: &mut Vec<(String, String)>, cells: &[
     }
     let _ = writeln!(
         h,
-        "<h2 id=\"throughput\">Throughput against load</h2>\n<p class=\"note\">One chart per \
-         message size and back-end delay, one line per scenario: the median of the repeats, \
-         whiskers from the slowest to the fastest repeat.</p>\n<div class=\"figs\">"
+        "<h2 id=\"throughput\">Throughput, latency and memory against load</h2>\n<p \
+         class=\"note\">One row of charts per message size and back-end delay, one line per \
+         scenario: throughput, latency (mean solid, p99 dashed) and the SUT's mean resident \
+         memory against concurrent users (or target rate); the median of the repeats, whiskers \
+         from the lowest to the highest repeat.</p>\n<div class=\"figs\">"
     );
     // Charts keyed by (open model?, size, delay ×1000 for a stable key).
     let mut charts: BTreeMap<(bool, u64, u64), Vec<&CellData<'_>>> = BTreeMap::new();
@@ -439,60 +452,74 @@ fn throughput_charts(h: &mut String, svgs: &mut Vec<(String, String)>, cells: &[
         xs.sort_by(f64::total_cmp);
         xs.dedup();
         let pos = |x: f64| xs.iter().position(|v| *v == x).unwrap_or(0) as f64;
-        let mut chart = Chart::new(
-            &format!(
-                "{size}-byte messages, {} ms back-end delay",
-                number(delay_ms)
-            ),
-            if open {
-                "target rate (requests/s)"
-            } else {
-                "concurrent users"
-            },
-            "throughput (requests/s)",
-        );
-        chart.x_ticks = Some(xs.iter().map(|x| (pos(*x), number(*x))).collect());
         let mut names: Vec<(u32, String)> = group
             .iter()
             .map(|c| (c.record.cell.scenario_index, series_name(c.record, &ok)))
             .collect();
         names.sort();
         names.dedup();
-        for (_, name) in names {
-            let mut points = Vec::new();
-            let mut whiskers = Vec::new();
-            for x in &xs {
-                let v: Vec<f64> = group
-                    .iter()
-                    .filter(|c| series_name(c.record, &ok) == name && x_of(c) == *x)
-                    .filter_map(|c| c.record.load.as_ref())
-                    .map(|l| l.measurement.throughput_rps)
-                    .collect();
-                if let Some(m) = crate::stats::median(&v) {
-                    points.push((pos(*x), m));
-                    if v.len() > 1 {
-                        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-                        let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                        whiskers.push((pos(*x), lo, hi));
+        for metric in &LOAD_METRICS {
+            let mut chart = Chart::new(
+                &format!(
+                    "{size}-byte messages, {} ms back-end delay",
+                    number(delay_ms)
+                ),
+                if open {
+                    "target rate (requests/s)"
+                } else {
+                    "concurrent users"
+                },
+                metric.y_label,
+            );
+            chart.x_ticks = Some(xs.iter().map(|x| (pos(*x), number(*x))).collect());
+            for (k, (_, name)) in names.iter().enumerate() {
+                // A scenario's series share its colour (mean and p99 of one line).
+                let color = svg::PALETTE[k % svg::PALETTE.len()];
+                for (suffix, dashed, value) in metric.series {
+                    let mut points = Vec::new();
+                    let mut whiskers = Vec::new();
+                    for x in &xs {
+                        let v: Vec<f64> = group
+                            .iter()
+                            .filter(|c| series_name(c.record, &ok) == *name && x_of(c) == *x)
+                            .filter_map(|c| value(c.record))
+                            .collect();
+                        if let Some(m) = crate::stats::median(&v) {
+                            points.push((pos(*x), m));
+                            if v.len() > 1 {
+                                let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+                                let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                                whiskers.push((pos(*x), lo, hi));
+                            }
+                        }
                     }
+                    if points.is_empty() {
+                        continue;
+                    }
+                    chart.series.push(Series {
+                        name: format!("{name}{suffix}"),
+                        points,
+                        markers: true,
+                        whiskers,
+                        dashed: *dashed,
+                        color: Some(color),
+                    });
                 }
             }
-            chart.series.push(Series {
-                name,
-                points,
-                markers: true,
-                whiskers,
-                ..Series::default()
-            });
+            // No figure at all (no SUT samples): no empty chart.
+            if chart.series.is_empty() {
+                continue;
+            }
+            let file = format!(
+                "{}-{}s{size}-d{}.svg",
+                metric.file,
+                if open { "rate-" } else { "" },
+                number(delay_ms)
+            );
+            let s = svg::render(&[chart], 300.0);
+            figure(h, &s, &file);
+            svgs.push((file, s));
         }
-        let file = format!(
-            "throughput-{}s{size}-d{}.svg",
-            if open { "rate-" } else { "" },
-            number(delay_ms)
-        );
-        let s = svg::render(&[chart], 300.0);
-        figure(h, &s, &file);
-        svgs.push((file, s));
     }
     let _ = writeln!(h, "</div>");
 }
@@ -935,7 +962,9 @@ mod tests {
             "t_s,window,responses,errors,rps,p99_ms\n2.000,warmup,900,0,900.0,1.1\n\
              3.000,measurement,1000,1,1000.0,1.2\n4.000,measurement,1010,0,1010.0,1.0\n",
         );
-        let e = env("Test CPU");
+        let mut e = env("Test CPU");
+        e.system.somaxconn = Some("4096".into());
+        e.system.cgroup_cpu_max = Some("max 100000".into());
         let r = render(&ReportInput {
             suite: "suite <one>",
             manifest: None,
@@ -960,6 +989,15 @@ mod tests {
         assert!(html.contains("sut exited &lt;early&gt;"));
         assert!(html.contains("class=\"flagged\"") && html.contains("class=\"failed\""));
         assert!(html.contains("Test CPU"));
+        assert!(
+            html.contains("<th>net.core.somaxconn</th><td>4096</td>"),
+            "the settings shown"
+        );
+        assert!(html.contains("<th>cgroup CPU limit</th><td>max 100000</td>"));
+        assert!(
+            !html.contains("vm.swappiness"),
+            "an unread setting is left out"
+        );
         // Plots: one throughput chart (one size, one delay), per ok cell a spectrum, and a
         // time series for the cell with side files.
         let n_svg = html.matches("<svg ").count();
@@ -978,7 +1016,13 @@ mod tests {
                 .count(),
             1
         );
-        assert!(r.svgs.iter().any(|(f, _)| f == "throughput-s50-d0.svg"));
+        for f in [
+            "throughput-s50-d0.svg",
+            "latency-s50-d0.svg",
+            "memory-s50-d0.svg",
+        ] {
+            assert!(r.svgs.iter().any(|(g, _)| g == f), "no {f}");
+        }
         for (f, s) in &r.svgs {
             assert!(!s.contains("data-points=\"0\""), "{f} is empty");
             assert!(s.contains("class=\"series\""), "{f}");

@@ -9,12 +9,15 @@
 use std::fmt::Write;
 
 use gatebench_model::{
-    CellRecord, CellStatus, Outcome, PhaseReport, ResourceSummary, SCHEMA_VERSION,
+    CellParams, CellRecord, CellStatus, GcSummary, Outcome, PhaseReport, ResourceSummary,
+    SCHEMA_VERSION,
 };
 use gatebench_results::rows::SummaryCsvRow;
 
-/// The columns of the summary tables: seed 004's nine, then SUT CPU, SUT memory, flags.
-pub const COLUMNS: [&str; 12] = [
+/// The columns of the summary tables: seed 004's nine, then SUT CPU and memory, the SUT's most
+/// threads and open files and the machine's load average (seed 002's resource figures), seed
+/// 004's GC figures (empty without a GC log), flags.
+pub const COLUMNS: [&str; 18] = [
     "Scenario Name",
     "Concurrent Users",
     "Message Size (Bytes)",
@@ -26,8 +29,18 @@ pub const COLUMNS: [&str; 12] = [
     "99th Percentile of Response Time (ms)",
     "SUT CPU (%)",
     "SUT Memory (MiB)",
+    "SUT Max Threads",
+    "SUT Max Open Files",
+    "Load Average (1 min)",
+    "GC Throughput (%)",
+    "GC Pause p99 (ms)",
+    "Memory Footprint After Full GC (MiB)",
     "Flags",
 ];
+
+/// What a GC throughput cell says when the window held no GC event (see
+/// `GcSummary::throughput_percent`): never 100 %, which nobody measured.
+pub const GC_NO_EVENTS: &str = "no GC events";
 
 /// Which phase a table shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,6 +116,7 @@ pub fn rows(records: &[CellRecord], phase: Phase) -> Vec<Row> {
         .into_iter()
         .map(|r| {
             let (p, res) = figures(r, phase);
+            let gc = gc_figures(r, phase);
             let opt = |v: Option<f64>, digits: usize| {
                 v.map(|v| format!("{v:.digits$}")).unwrap_or_default()
             };
@@ -120,6 +134,16 @@ pub fn rows(records: &[CellRecord], phase: Phase) -> Vec<Row> {
                     opt(p.and_then(|p| p.latency.at(99.0)), 2),
                     opt(res.map(|s| s.cpu_mean_percent), 1),
                     opt(res.map(|s| s.rss_mean_mib), 1),
+                    res.map(|s| s.threads_max.to_string()).unwrap_or_default(),
+                    res.map(|s| s.fds_max.to_string()).unwrap_or_default(),
+                    opt(res.map(|s| s.loadavg_mean), 2),
+                    gc.map(|g| {
+                        g.throughput_percent
+                            .map_or_else(|| GC_NO_EVENTS.to_owned(), |t| format!("{t:.2}"))
+                    })
+                    .unwrap_or_default(),
+                    opt(gc.filter(|g| g.pauses > 0).map(|g| g.pause_p99_ms), 2),
+                    opt(gc.and_then(|g| g.heap_after_full_gc_mib), 1),
                     flags(r).join("; "),
                 ],
             }
@@ -154,6 +178,15 @@ fn figures(r: &CellRecord, phase: Phase) -> (Option<&PhaseReport>, Option<&Resou
     }
 }
 
+/// The SUT's GC figures over the phase, when the scenario names a GC log and the cell ran.
+fn gc_figures(r: &CellRecord, phase: Phase) -> Option<&GcSummary> {
+    match phase {
+        Phase::Measurement => r.gc_measurement.as_ref(),
+        Phase::Warmup => r.gc_warmup.as_ref(),
+    }
+    .filter(|_| r.status == CellStatus::Ok)
+}
+
 /// The title, with the protocol when the same scenario ran over several.
 fn scenario_name(r: &CellRecord, all: &[CellRecord]) -> String {
     let several = all
@@ -163,6 +196,19 @@ fn scenario_name(r: &CellRecord, all: &[CellRecord]) -> String {
         format!("{} [{}]", r.cell.title, r.cell.protocol)
     } else {
         r.cell.title.clone()
+    }
+}
+
+/// What a cell's measurement was planned to be: `4 s`, `1000000 requests`, or `1000000
+/// requests or 30 s, whichever came first`.
+pub fn measured(p: &CellParams) -> String {
+    match (p.requests, p.duration_s > 0.0) {
+        (None, _) => format!("{} s", number(p.duration_s)),
+        (Some(n), false) => format!("{n} requests"),
+        (Some(n), true) => format!(
+            "{n} requests or {} s, whichever came first",
+            number(p.duration_s)
+        ),
     }
 }
 
@@ -218,9 +264,9 @@ pub fn markdown(suite: &str, records: &[CellRecord], missing: usize) -> String {
     if let Some(r) = records.first() {
         let _ = write!(
             out,
-            " Each cell: {} s warm-up (reported apart below), then {} s measured.",
+            " Each cell: {} s warm-up (reported apart below), then {} measured.",
             number(r.cell.warmup_s),
-            number(r.cell.duration_s)
+            measured(&r.cell)
         );
     }
     if missing > 0 {
@@ -276,7 +322,11 @@ pub fn markdown(suite: &str, records: &[CellRecord], missing: usize) -> String {
     }
     out.push_str(
         "\nSUT CPU is the mean over the measurement, in percent of one core; SUT Memory the mean \
-         resident set, in MiB.\n",
+         resident set, in MiB; SUT Max Threads and Max Open Files the most at once (the SUT's \
+         whole process group); Load Average the machine's 1-minute load average, mean of the \
+         samples. The GC columns are filled when the scenario names its SUT's GC log: GC \
+         throughput is the share of the window outside stop-the-world pauses, the footprint \
+         the mean heap after a full collection.\n",
     );
     let _ = writeln!(
         out,
@@ -307,7 +357,13 @@ fn csv_row(row: &Row) -> SummaryCsvRow<'_> {
         p99_ms: &values[8],
         sut_cpu_percent: &values[9],
         sut_memory_mib: &values[10],
-        flags: &values[11],
+        sut_threads_max: &values[11],
+        sut_fds_max: &values[12],
+        loadavg: &values[13],
+        gc_throughput_percent: &values[14],
+        gc_pause_p99_ms: &values[15],
+        gc_heap_after_full_gc_mib: &values[16],
+        flags: &values[17],
         cell: &row.id,
     }
 }
@@ -341,6 +397,7 @@ pub fn json(suite: &str, records: &[CellRecord], missing: usize) -> String {
             .filter_map(|id| records.iter().find(|r| &r.cell.id == id))
             .map(|r| {
                 let (p, res) = figures(r, phase);
+                let gc = gc_figures(r, phase);
                 json!({
                     "cell": r.cell.id,
                     "scenario": r.cell.scenario,
@@ -362,6 +419,12 @@ pub fn json(suite: &str, records: &[CellRecord], missing: usize) -> String {
                     "sut_cpu_max_percent": res.map(|s| s.cpu_max_percent),
                     "sut_rss_mean_mib": res.map(|s| s.rss_mean_mib),
                     "sut_rss_max_mib": res.map(|s| s.rss_max_mib),
+                    "sut_threads_max": res.map(|s| s.threads_max),
+                    "sut_fds_max": res.map(|s| s.fds_max),
+                    "loadavg_mean": res.map(|s| s.loadavg_mean),
+                    "gc_throughput_percent": gc.and_then(|g| g.throughput_percent),
+                    "gc_pause_p99_ms": gc.filter(|g| g.pauses > 0).map(|g| g.pause_p99_ms),
+                    "gc_heap_after_full_gc_mib": gc.and_then(|g| g.heap_after_full_gc_mib),
                     "generator_bound": r.load.as_ref().map(|l| !l.valid),
                     "flags": flags(r),
                 })
@@ -458,16 +521,40 @@ mod tests {
     fn fixture() -> Vec<CellRecord> {
         let mut errors = record(1, "Passthrough HTTP service (h1c -> h1c)", 100, 1024, true);
         errors.load.as_mut().unwrap().measurement = phase(18266.21, 5.43, 25);
+        // A JVM SUT: 12 pauses over the 4 s, one of them full.
+        errors.gc_measurement = Some(GcSummary {
+            format: "jvm".into(),
+            window_s: 4.0,
+            collections: 12,
+            full_collections: 1,
+            pauses: 12,
+            pause_total_ms: 48.0,
+            pause_p50_ms: 3.1,
+            pause_p90_ms: 5.2,
+            pause_p99_ms: 7.254,
+            pause_max_ms: 7.254,
+            throughput_percent: Some(98.8),
+            heap_after_gc_mean_mib: Some(31.0),
+            heap_after_gc_max_mib: Some(40.0),
+            heap_after_full_gc_mib: Some(20.55),
+        });
         let mut failed = record(2, "Passthrough HTTPS service (h1 -> h1)", 100, 50, true);
         failed.status = CellStatus::Failed;
         failed.reason =
             Some("sut (gatebench serve proxy) exited with status 2 before it was ready".into());
         failed.load = None;
+        // A GC log without events: "no GC events", never 100 %, and no pause figure.
+        let mut quiet = record(0, "Echo back-end alone (baseline)", 100, 50, true);
+        quiet.gc_measurement = Some(GcSummary {
+            format: "go".into(),
+            window_s: 4.0,
+            ..GcSummary::default()
+        });
         vec![
             failed,
             errors,
             record(1, "Passthrough HTTP service (h1c -> h1c)", 100, 50, false),
-            record(0, "Echo back-end alone (baseline)", 100, 50, true),
+            quiet,
         ]
     }
 
@@ -515,38 +602,38 @@ mod tests {
 
         4 cells: 3 ok, 1 failed. Each cell: 1 s warm-up (reported apart below), then 4 s measured. **Incomplete: 1 planned cells have no record** (the run was interrupted).
 
-        | Scenario Name | Concurrent Users | Message Size (Bytes) | Back-end Service Delay (ms) | Error % | Throughput (Requests/sec) | Average Response Time (ms) | Standard Deviation of Response Time (ms) | 99th Percentile of Response Time (ms) | SUT CPU (%) | SUT Memory (MiB) | Flags |
-        |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
-        | Echo back-end alone (baseline) | 100 | 50 | 0 | 0.00 | 19551.06 | 5.08 | 2.54 | 20.32 | 97.2 | 17.9 |  |
-        | Passthrough HTTP service (h1c -> h1c) | 100 | 50 | 0 | 0.00 | 19551.06 | 5.08 | 2.54 | 20.32 | 97.2 | 17.9 | generator-bound |
-        | Passthrough HTTP service (h1c -> h1c) | 100 | 1024 | 0 | 0.25 | 18266.21 | 5.43 | 2.71 | 21.72 | 97.2 | 17.9 | errors |
-        | Passthrough HTTPS service (h1 -> h1) | 100 | 50 | 0 |  |  |  |  |  |  |  | failed: sut (gatebench serve proxy) exited with status 2 before it was ready |
+        | Scenario Name | Concurrent Users | Message Size (Bytes) | Back-end Service Delay (ms) | Error % | Throughput (Requests/sec) | Average Response Time (ms) | Standard Deviation of Response Time (ms) | 99th Percentile of Response Time (ms) | SUT CPU (%) | SUT Memory (MiB) | SUT Max Threads | SUT Max Open Files | Load Average (1 min) | GC Throughput (%) | GC Pause p99 (ms) | Memory Footprint After Full GC (MiB) | Flags |
+        |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
+        | Echo back-end alone (baseline) | 100 | 50 | 0 | 0.00 | 19551.06 | 5.08 | 2.54 | 20.32 | 97.2 | 17.9 | 3 | 110 | 1.50 | no GC events |  |  |  |
+        | Passthrough HTTP service (h1c -> h1c) | 100 | 50 | 0 | 0.00 | 19551.06 | 5.08 | 2.54 | 20.32 | 97.2 | 17.9 | 3 | 110 | 1.50 |  |  |  | generator-bound |
+        | Passthrough HTTP service (h1c -> h1c) | 100 | 1024 | 0 | 0.25 | 18266.21 | 5.43 | 2.71 | 21.72 | 97.2 | 17.9 | 3 | 110 | 1.50 | 98.80 | 7.25 | 20.6 | errors |
+        | Passthrough HTTPS service (h1 -> h1) | 100 | 50 | 0 |  |  |  |  |  |  |  |  |  |  |  |  |  | failed: sut (gatebench serve proxy) exited with status 2 before it was ready |
 
         - `failed: …`: the cell produced no figures; the reason says which process or check failed.
         - `errors`: some requests failed; see Error % and the cell's record.json for the classes.
         - `generator-bound`: the load generator, not the system under test, was the bottleneck; the figures describe the generator.
 
-        SUT CPU is the mean over the measurement, in percent of one core; SUT Memory the mean resident set, in MiB.
+        SUT CPU is the mean over the measurement, in percent of one core; SUT Memory the mean resident set, in MiB; SUT Max Threads and Max Open Files the most at once (the SUT's whole process group); Load Average the machine's 1-minute load average, mean of the samples. The GC columns are filled when the scenario names its SUT's GC log: GC throughput is the share of the window outside stop-the-world pauses, the footprint the mean heap after a full collection.
 
         ## Warm-up (not part of the results)
 
-        | Scenario Name | Concurrent Users | Message Size (Bytes) | Back-end Service Delay (ms) | Error % | Throughput (Requests/sec) | Average Response Time (ms) | Standard Deviation of Response Time (ms) | 99th Percentile of Response Time (ms) | SUT CPU (%) | SUT Memory (MiB) | Flags |
-        |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
-        | Echo back-end alone (baseline) | 100 | 50 | 0 | 0.00 | 9000.00 | 1.50 | 0.75 | 6.00 | 80.0 | 12.0 |  |
-        | Passthrough HTTP service (h1c -> h1c) | 100 | 50 | 0 | 0.00 | 9000.00 | 1.50 | 0.75 | 6.00 | 80.0 | 12.0 | generator-bound |
-        | Passthrough HTTP service (h1c -> h1c) | 100 | 1024 | 0 | 0.00 | 9000.00 | 1.50 | 0.75 | 6.00 | 80.0 | 12.0 | errors |
-        | Passthrough HTTPS service (h1 -> h1) | 100 | 50 | 0 |  |  |  |  |  |  |  | failed: sut (gatebench serve proxy) exited with status 2 before it was ready |
+        | Scenario Name | Concurrent Users | Message Size (Bytes) | Back-end Service Delay (ms) | Error % | Throughput (Requests/sec) | Average Response Time (ms) | Standard Deviation of Response Time (ms) | 99th Percentile of Response Time (ms) | SUT CPU (%) | SUT Memory (MiB) | SUT Max Threads | SUT Max Open Files | Load Average (1 min) | GC Throughput (%) | GC Pause p99 (ms) | Memory Footprint After Full GC (MiB) | Flags |
+        |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
+        | Echo back-end alone (baseline) | 100 | 50 | 0 | 0.00 | 9000.00 | 1.50 | 0.75 | 6.00 | 80.0 | 12.0 | 0 | 0 | 0.00 |  |  |  |  |
+        | Passthrough HTTP service (h1c -> h1c) | 100 | 50 | 0 | 0.00 | 9000.00 | 1.50 | 0.75 | 6.00 | 80.0 | 12.0 | 0 | 0 | 0.00 |  |  |  | generator-bound |
+        | Passthrough HTTP service (h1c -> h1c) | 100 | 1024 | 0 | 0.00 | 9000.00 | 1.50 | 0.75 | 6.00 | 80.0 | 12.0 | 0 | 0 | 0.00 |  |  |  | errors |
+        | Passthrough HTTPS service (h1 -> h1) | 100 | 50 | 0 |  |  |  |  |  |  |  |  |  |  |  |  |  | failed: sut (gatebench serve proxy) exited with status 2 before it was ready |
         ");
     }
 
     #[test]
     fn csv_summary() {
         insta::assert_snapshot!(csv(&fixture(), Phase::Measurement), @r#"
-        Scenario Name,Concurrent Users,Message Size (Bytes),Back-end Service Delay (ms),Error %,Throughput (Requests/sec),Average Response Time (ms),Standard Deviation of Response Time (ms),99th Percentile of Response Time (ms),SUT CPU (%),SUT Memory (MiB),Flags,Cell
-        Echo back-end alone (baseline),100,50,0,0.00,19551.06,5.08,2.54,20.32,97.2,17.9,,s0_u100_s50_d0_r1
-        Passthrough HTTP service (h1c -> h1c),100,50,0,0.00,19551.06,5.08,2.54,20.32,97.2,17.9,generator-bound,s1_u100_s50_d0_r1
-        Passthrough HTTP service (h1c -> h1c),100,1024,0,0.25,18266.21,5.43,2.71,21.72,97.2,17.9,errors,s1_u100_s1024_d0_r1
-        Passthrough HTTPS service (h1 -> h1),100,50,0,,,,,,,,failed: sut (gatebench serve proxy) exited with status 2 before it was ready,s2_u100_s50_d0_r1
+        Scenario Name,Concurrent Users,Message Size (Bytes),Back-end Service Delay (ms),Error %,Throughput (Requests/sec),Average Response Time (ms),Standard Deviation of Response Time (ms),99th Percentile of Response Time (ms),SUT CPU (%),SUT Memory (MiB),SUT Max Threads,SUT Max Open Files,Load Average (1 min),GC Throughput (%),GC Pause p99 (ms),Memory Footprint After Full GC (MiB),Flags,Cell
+        Echo back-end alone (baseline),100,50,0,0.00,19551.06,5.08,2.54,20.32,97.2,17.9,3,110,1.50,no GC events,,,,s0_u100_s50_d0_r1
+        Passthrough HTTP service (h1c -> h1c),100,50,0,0.00,19551.06,5.08,2.54,20.32,97.2,17.9,3,110,1.50,,,,generator-bound,s1_u100_s50_d0_r1
+        Passthrough HTTP service (h1c -> h1c),100,1024,0,0.25,18266.21,5.43,2.71,21.72,97.2,17.9,3,110,1.50,98.80,7.25,20.6,errors,s1_u100_s1024_d0_r1
+        Passthrough HTTPS service (h1 -> h1),100,50,0,,,,,,,,,,,,,,failed: sut (gatebench serve proxy) exited with status 2 before it was ready,s2_u100_s50_d0_r1
         "#);
     }
 
@@ -565,10 +652,13 @@ mod tests {
         let failed = reader
             .records()
             .map(|l| l.expect("the CSV reads back"))
-            .find(|l| l.get(12) == Some("s2_u100_s50_d0_r1"))
+            .find(|l| l.get(COLUMNS.len()) == Some("s2_u100_s50_d0_r1"))
             .expect("the failed cell has a line");
         assert_eq!(failed.len(), COLUMNS.len() + 1);
-        assert_eq!(&failed[11], "failed: sut \"proxy\" exited, status 2");
+        assert_eq!(
+            &failed[COLUMNS.len() - 1],
+            "failed: sut \"proxy\" exited, status 2"
+        );
     }
 
     #[test]
@@ -595,6 +685,38 @@ mod tests {
         assert!(m[3]["throughput_rps"].is_null());
         assert_eq!(m[1]["generator_bound"], true);
         assert_eq!(v["warmup"][0]["throughput_rps"], 9000.0);
+        // The resource and GC figures, exact, and null where a cell has none.
+        assert_eq!(m[2]["sut_threads_max"], 3);
+        assert_eq!(m[2]["sut_fds_max"], 110);
+        assert_eq!(m[2]["loadavg_mean"], 1.5);
+        assert_eq!(m[2]["gc_throughput_percent"], 98.8);
+        assert_eq!(m[2]["gc_pause_p99_ms"], 7.254);
+        assert_eq!(m[2]["gc_heap_after_full_gc_mib"], 20.55);
+        assert!(m[0]["gc_throughput_percent"].is_null(), "no GC events");
+        assert!(m[0]["gc_pause_p99_ms"].is_null());
+        assert!(m[1]["gc_heap_after_full_gc_mib"].is_null(), "no GC log");
+        assert!(m[3]["sut_fds_max"].is_null(), "failed");
+    }
+
+    #[test]
+    fn a_request_count_is_said_as_such() {
+        let mut r = fixture();
+        for x in &mut r {
+            x.cell.requests = Some(1_000_000);
+            x.cell.duration_s = 0.0;
+        }
+        let md = markdown("t", &r, 0);
+        assert!(
+            md.contains(
+                "Each cell: 1 s warm-up (reported apart below), then 1000000 requests measured."
+            ),
+            "{md}"
+        );
+        r[0].cell.duration_s = 30.0;
+        assert_eq!(
+            measured(&r[0].cell),
+            "1000000 requests or 30 s, whichever came first"
+        );
     }
 
     #[test]

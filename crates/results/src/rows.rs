@@ -103,6 +103,18 @@ pub struct SummaryCsvRow<'a> {
     pub sut_cpu_percent: &'a str,
     /// SUT Memory (MiB).
     pub sut_memory_mib: &'a str,
+    /// SUT Max Threads.
+    pub sut_threads_max: &'a str,
+    /// SUT Max Open Files.
+    pub sut_fds_max: &'a str,
+    /// Load Average (1 min).
+    pub loadavg: &'a str,
+    /// GC Throughput (%).
+    pub gc_throughput_percent: &'a str,
+    /// GC Pause p99 (ms).
+    pub gc_pause_p99_ms: &'a str,
+    /// Memory Footprint After Full GC (MiB).
+    pub gc_heap_after_full_gc_mib: &'a str,
     /// Flags.
     pub flags: &'a str,
     /// The cell id.

@@ -392,6 +392,8 @@ fn lifecycle(
     }));
     let mut measuring = ctx.suite.warmup.is_zero();
     let mut timeline = Vec::new();
+    // Each timeline row's start, seconds since the load began.
+    let mut interval_starts = Vec::new();
     let mut on_interval = |v: &IntervalView| {
         if !v.warmup && !measuring {
             measuring = true;
@@ -402,12 +404,19 @@ fn lifecycle(
         // start is its end minus its true length, not minus a second (which kept it, and drew
         // every plot ending in zero throughput and zero p99). A partial last second inside the
         // load stays: its rps is already over its true length.
-        let load_len = (ctx.suite.warmup + ctx.suite.duration).as_secs_f64();
+        // With a request count the load's end is not known in advance: such an interval is
+        // left out below, once the report says how long the measurement took.
+        let load_len = if ctx.suite.requests.is_some() {
+            f64::INFINITY
+        } else {
+            (ctx.suite.warmup + ctx.suite.duration).as_secs_f64()
+        };
         let interval_start = v.elapsed.saturating_sub(v.length).as_secs_f64();
         if interval_start >= load_len - 1e-3 {
             events(CellEvent::Interval(v));
             return;
         }
+        interval_starts.push(interval_start);
         timeline.push(TimelineRow {
             t_s: load_start_s + v.elapsed.as_secs_f64(),
             window: if v.warmup { "warmup" } else { "measurement" }.to_owned(),
@@ -451,6 +460,12 @@ fn lifecycle(
         warmup_s: report.warmup.as_ref().map_or(0.0, |w| w.duration_s),
         measurement_s: report.measurement.duration_s,
     };
+    if ctx.suite.requests.is_some() {
+        // The load's end is known now: an interval starting at it is no part of either window.
+        let load_len = windows.warmup_s + windows.measurement_s;
+        let mut starts = interval_starts.iter();
+        timeline.retain(|_| starts.next().is_none_or(|s| *s < load_len - 1e-3));
+    }
     out.record.sut_warmup = windows.summarize(&samples, Window::Warmup);
     out.record.sut_measurement = windows.summarize(&samples, Window::Measurement);
     out.samples_csv = Some(windows.csv(&samples));
@@ -758,7 +773,28 @@ impl Common<'_> {
         place: &Place,
     ) -> Result<String, RunnerError> {
         let values = self.values(port, protocol, place);
-        placeholder::expand_strict(text, &|name| values.get(name).cloned())
+        placeholder::expand_strict_lists(
+            text,
+            &|name| values.get(name).cloned(),
+            &self.backend_items(),
+        )
+    }
+
+    /// Every back-end's values for `{backends:…}`, at the back-ends' host address.
+    fn backend_items(&self) -> Vec<placeholder::ListItem> {
+        self.backend_ports
+            .iter()
+            .enumerate()
+            .map(|(i, p)| placeholder::ListItem {
+                index: i + 1,
+                port: *p,
+                url: format!(
+                    "{}://{}",
+                    self.backend_protocol.scheme(),
+                    SocketAddr::new(self.backend_addr, *p)
+                ),
+            })
+            .collect()
     }
 }
 
@@ -843,15 +879,23 @@ fn shard_args(suite: &Suite, sc: &Scenario, cell: &Cell, url: &str) -> Vec<Strin
             push("-R", r.to_string());
         }
     }
-    push("-d", d(suite.duration));
+    if suite.duration_bound {
+        push("-d", d(suite.duration));
+    }
+    if let Some(n) = suite.requests {
+        push("-n", n.to_string());
+    }
     if !suite.warmup.is_zero() {
         push("--warmup", d(suite.warmup));
     }
-    push("-m", l.method.clone());
+    push("-m", sc.method.clone());
     for h in &l.headers {
         push("-H", h.clone());
     }
-    let has_body = !matches!(l.method.as_str(), "GET" | "HEAD" | "DELETE" | "OPTIONS");
+    if let Some(status) = sc.expect_status {
+        push("--expect-status", status.to_string());
+    }
+    let has_body = !matches!(sc.method.as_str(), "GET" | "HEAD" | "DELETE" | "OPTIONS");
     if has_body {
         push("--payload-size", cell.size.to_string());
     }
@@ -860,7 +904,7 @@ fn shard_args(suite: &Suite, sc: &Scenario, cell: &Cell, url: &str) -> Vec<Strin
     if let Some(t) = l.threads {
         push("-t", t.to_string());
     }
-    if !l.keepalive {
+    if !sc.keepalive {
         a.push("--no-keepalive".into());
     }
     if sc.verify && has_body {
@@ -891,9 +935,10 @@ fn load_config(
         sc.path
     );
     let mut spec = LoadSpec::new(url);
-    spec.method = l.method.clone();
+    spec.method = sc.method.clone();
     spec.headers = l.headers.clone();
-    let has_body = !matches!(l.method.as_str(), "GET" | "HEAD" | "DELETE" | "OPTIONS");
+    spec.expect_status = sc.expect_status;
+    let has_body = !matches!(sc.method.as_str(), "GET" | "HEAD" | "DELETE" | "OPTIONS");
     spec.body = if has_body {
         RequestBody::Payload(cell.size as usize)
     } else {
@@ -907,13 +952,13 @@ fn load_config(
     spec.arrival = arrival;
     spec.threads = l.threads;
     spec.stop = StopRule {
-        duration: Some(suite.duration),
-        requests: None,
+        duration: suite.duration_bound.then_some(suite.duration),
+        requests: suite.requests,
     };
     spec.warmup = suite.warmup;
     spec.timeout = l.timeout;
     spec.connect_timeout = l.connect_timeout;
-    spec.keepalive = l.keepalive;
+    spec.keepalive = sc.keepalive;
     spec.verify = sc.verify && has_body;
     apply_protocol(&mut spec, cell.protocol)?;
     LoadConfig::try_new(spec).map_err(|e| RunnerError::InvalidLoad {
@@ -936,7 +981,7 @@ fn render_templates(
             std::fs::read_to_string(&src).map_err(|e| RunnerError::io("read template", &src, e))?;
         let name = t.file_name().unwrap_or(t.as_os_str());
         let dst = common.cell_dir.join(name);
-        let rendered = placeholder::expand_lenient(&text, &values);
+        let rendered = placeholder::expand_lenient_lists(&text, &values, &common.backend_items());
         std::fs::write(&dst, rendered).map_err(|e| RunnerError::io("write", &dst, e))?;
     }
     Ok(())
@@ -961,7 +1006,12 @@ fn params(ctx: &CellContext<'_>, cell: &Cell) -> CellParams {
         repeat: cell.repeat,
         order: ctx.order,
         warmup_s: ctx.suite.warmup.as_secs_f64(),
-        duration_s: ctx.suite.duration.as_secs_f64(),
+        duration_s: if ctx.suite.duration_bound {
+            ctx.suite.duration.as_secs_f64()
+        } else {
+            0.0
+        },
+        requests: ctx.suite.requests,
     }
 }
 

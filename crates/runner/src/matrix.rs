@@ -79,7 +79,7 @@ impl Plan {
         if cells.is_empty() {
             return Err(RunnerError::NothingToRun { planned: expanded });
         }
-        let estimate = estimate(suite, cells.len());
+        let estimate = cells.iter().map(|c| cell_time(suite, c)).sum();
         Ok(Plan {
             cells,
             expanded,
@@ -88,15 +88,32 @@ impl Plan {
     }
 }
 
-/// The estimated length of `cells` cells of `suite`.
+/// The estimated length of `cells` closed-model cells of `suite` (a request count taken at
+/// [`Suite::expected_rate`]).
 pub fn estimate(suite: &Suite, cells: usize) -> Duration {
+    let intensity = suite
+        .matrix
+        .intensities
+        .first()
+        .copied()
+        .unwrap_or(Intensity::Users(1));
     // Saturating: the suite's bounds keep it far from overflow, but an estimate must never
     // be the reason a plan cannot be printed.
-    let per_cell = suite
+    per_cell(suite, intensity).saturating_mul(u32::try_from(cells).unwrap_or(u32::MAX))
+}
+
+/// The estimated length of one cell: warm-up, the measurement (for a request count, at the
+/// cell's rate or the suite's `expected_rate`: [`Suite::measurement_estimate`]) and
+/// [`CELL_OVERHEAD`].
+pub fn cell_time(suite: &Suite, cell: &Cell) -> Duration {
+    per_cell(suite, cell.intensity)
+}
+
+fn per_cell(suite: &Suite, intensity: Intensity) -> Duration {
+    suite
         .warmup
-        .saturating_add(suite.duration)
-        .saturating_add(CELL_OVERHEAD);
-    per_cell.saturating_mul(u32::try_from(cells).unwrap_or(u32::MAX))
+        .saturating_add(suite.measurement_estimate(intensity))
+        .saturating_add(CELL_OVERHEAD)
 }
 
 /// Every cell of `suite`, in run order.

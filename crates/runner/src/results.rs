@@ -1,11 +1,12 @@
 //! The runner's side of the results directory: the machine and build a run ran on
-//! (`environment.json`) and the default directory name. The format itself — file names, row
+//! (`environment.json`, with the kernel and cgroup settings a benchmark depends on) and the
+//! default directory name. The format itself — file names, row
 //! types, atomic writes, reading back — is `gatebench-results`'s, re-exported here.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use gatebench_model::{Environment, SCHEMA_VERSION};
+use gatebench_model::{Environment, SystemSettings, SCHEMA_VERSION};
 pub use gatebench_results::{read, write_atomic, ResultsDir, RunResults};
 
 /// The machine and build this process runs on.
@@ -35,6 +36,132 @@ pub fn environment() -> Environment {
         arch,
         gatebench_version: env!("CARGO_PKG_VERSION").to_owned(),
         git_revision: git_revision(),
+        system: system_settings(&|p: &Path| std::fs::read_to_string(p).ok()),
+    }
+}
+
+/// The kernel, cgroup and limit settings seed 002 standardises, read through `read` (the real
+/// filesystem, or a fake one in tests). Values are trimmed as the kernel prints them.
+pub fn system_settings(read: &dyn Fn(&Path) -> Option<String>) -> SystemSettings {
+    let get = |p: &str| {
+        read(Path::new(p))
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+    };
+    let (cgroup_cpu_max, cgroup_memory_max) = get("/proc/self/cgroup")
+        .map(|c| cgroup_limits(&c, read))
+        .unwrap_or_default();
+    SystemSettings {
+        cpu_governor: get("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        numa_balancing: get("/proc/sys/kernel/numa_balancing"),
+        somaxconn: get("/proc/sys/net/core/somaxconn"),
+        tcp_congestion_control: get("/proc/sys/net/ipv4/tcp_congestion_control"),
+        swappiness: get("/proc/sys/vm/swappiness"),
+        cgroup_cpu_max,
+        cgroup_memory_max,
+        open_files_limit: Some(open_files_limit()),
+    }
+}
+
+/// The CPU and memory limits of this process's cgroup, from `/proc/self/cgroup`'s text: cgroup
+/// v2 (`0::PATH`, `cpu.max` and `memory.max` under `/sys/fs/cgroup/PATH`) or v1 (the `cpu` and
+/// `memory` hierarchies' quota/period and `memory.limit_in_bytes`). The CPU limit is given in
+/// v2's form either way (`max 100000`, `200000 100000`); v1's "no limit" (a number near 2⁶³)
+/// reads `max`. A process in a container sees its own cgroup as the root, so the hierarchy's
+/// root is tried after the path.
+pub fn cgroup_limits(
+    proc_self_cgroup: &str,
+    read: &dyn Fn(&Path) -> Option<String>,
+) -> (Option<String>, Option<String>) {
+    let root = Path::new("/sys/fs/cgroup");
+    let mut v1: Vec<(Vec<&str>, &str)> = Vec::new();
+    let mut v2: Option<&str> = None;
+    for line in proc_self_cgroup.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        if controllers.is_empty() {
+            v2 = Some(path);
+        } else {
+            v1.push((controllers.split(',').collect(), path));
+        }
+    }
+    // The first of `dir/PATH/file`, `dir/file` that reads.
+    let first = |dir: &Path, path: &str, file: &str| {
+        let own = dir.join(path.trim_start_matches('/')).join(file);
+        read(&own)
+            .or_else(|| read(&dir.join(file)))
+            .map(|s| s.trim().to_owned())
+    };
+    let v1_dir = |controller: &str| {
+        v1.iter()
+            .find(|(c, _)| c.contains(&controller))
+            .map(|(c, path)| (root.join(c.join(",")), *path))
+    };
+    let unlimited = |v: String| match v.parse::<u64>() {
+        Ok(n) if n >= 1 << 62 => "max".to_owned(),
+        _ => v,
+    };
+    let cpu = v1_dir("cpu")
+        .and_then(|(dir, path)| {
+            let quota = first(&dir, path, "cpu.cfs_quota_us")?;
+            let period = first(&dir, path, "cpu.cfs_period_us")?;
+            Some(if quota.starts_with('-') {
+                format!("max {period}")
+            } else {
+                format!("{quota} {period}")
+            })
+        })
+        .or_else(|| v2.and_then(|p| first(root, p, "cpu.max")));
+    let memory = v1_dir("memory")
+        .and_then(|(dir, path)| first(&dir, path, "memory.limit_in_bytes"))
+        .or_else(|| v2.and_then(|p| first(root, p, "memory.max")))
+        .map(unlimited);
+    (cpu, memory)
+}
+
+/// This process's open-files limit as `soft/hard` (`unlimited` for RLIM_INFINITY): what the
+/// processes it starts inherit.
+pub fn open_files_limit() -> String {
+    let lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    let show = |v: Option<u64>| v.map_or_else(|| "unlimited".to_owned(), |n| n.to_string());
+    format!("{}/{}", show(lim.current), show(lim.maximum))
+}
+
+/// Raises this process's open-files limit before anything is started, so that the systems under
+/// test and back-ends inherit it: a balancer at 12000 users holds 12000 client and as many
+/// upstream connections. The soft limit goes to the hard one; with the privilege to (root), the
+/// hard limit first goes up to `fs.nr_open` (at most 2²⁰). Failures are not errors: the load
+/// generator checks its own need before each cell and says what is missing.
+pub fn raise_open_files_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    const WANTED: u64 = 1 << 20;
+    let lim = getrlimit(Resource::Nofile);
+    let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .unwrap_or(WANTED)
+        .min(WANTED);
+    if lim.maximum.is_some_and(|h| h < nr_open) {
+        let _ = setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: Some(nr_open),
+                maximum: Some(nr_open),
+            },
+        );
+    }
+    let lim = getrlimit(Resource::Nofile);
+    if lim.current != lim.maximum {
+        let _ = setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: lim.maximum,
+                maximum: lim.maximum,
+            },
+        );
     }
 }
 
@@ -126,6 +253,101 @@ mod tests {
         assert!(e.cores >= 1 && e.cores_available >= 1);
         assert!(e.kernel.starts_with("Linux"), "{}", e.kernel);
         assert!(!e.git_revision.is_empty());
+    }
+
+    /// A fake filesystem of `(path, contents)`.
+    fn fs(files: &'static [(&'static str, &'static str)]) -> impl Fn(&Path) -> Option<String> {
+        move |p: &Path| {
+            files
+                .iter()
+                .find(|(f, _)| Path::new(f) == p)
+                .map(|(_, c)| (*c).to_owned())
+        }
+    }
+
+    #[test]
+    fn cgroup_v1_limits_read_in_v2_form_and_no_limit_reads_max() {
+        let read = fs(&[
+            ("/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us", "-1\n"),
+            ("/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us", "100000\n"),
+            (
+                "/sys/fs/cgroup/memory/job/7/memory.limit_in_bytes",
+                "9223372036854771712\n",
+            ),
+        ]);
+        let text = "9:cpu,cpuacct:/job/7\n4:memory:/job/7\n0::/\n";
+        assert_eq!(
+            cgroup_limits(text, &read),
+            (Some("max 100000".to_owned()), Some("max".to_owned()))
+        );
+        let read = fs(&[
+            ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "150000"),
+            ("/sys/fs/cgroup/cpu/cpu.cfs_period_us", "100000"),
+            ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "2147483648"),
+        ]);
+        assert_eq!(
+            cgroup_limits("3:cpu:/\n2:memory:/\n", &read),
+            (
+                Some("150000 100000".to_owned()),
+                Some("2147483648".to_owned())
+            )
+        );
+    }
+
+    #[test]
+    fn cgroup_v2_limits_are_read_from_the_process_cgroup() {
+        let read = fs(&[
+            ("/sys/fs/cgroup/bench.slice/cpu.max", "200000 100000\n"),
+            ("/sys/fs/cgroup/bench.slice/memory.max", "max\n"),
+        ]);
+        assert_eq!(
+            cgroup_limits("0::/bench.slice\n", &read),
+            (Some("200000 100000".to_owned()), Some("max".to_owned()))
+        );
+        assert_eq!(cgroup_limits("0::/elsewhere\n", &read), (None, None));
+    }
+
+    #[test]
+    fn system_settings_are_the_kernels_values_trimmed() {
+        let read = fs(&[
+            (
+                "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor",
+                "performance\n",
+            ),
+            ("/proc/sys/kernel/numa_balancing", "0\n"),
+            ("/proc/sys/net/core/somaxconn", "4096\n"),
+            ("/proc/sys/net/ipv4/tcp_congestion_control", "bbr\n"),
+            ("/proc/sys/vm/swappiness", "60\n"),
+            ("/proc/self/cgroup", "0::/b\n"),
+            ("/sys/fs/cgroup/b/cpu.max", "max 100000\n"),
+            ("/sys/fs/cgroup/b/memory.max", "1073741824\n"),
+        ]);
+        let s = system_settings(&read);
+        assert_eq!(s.cpu_governor.as_deref(), Some("performance"));
+        assert_eq!(s.numa_balancing.as_deref(), Some("0"));
+        assert_eq!(s.somaxconn.as_deref(), Some("4096"));
+        assert_eq!(s.tcp_congestion_control.as_deref(), Some("bbr"));
+        assert_eq!(s.swappiness.as_deref(), Some("60"));
+        assert_eq!(s.cgroup_cpu_max.as_deref(), Some("max 100000"));
+        assert_eq!(s.cgroup_memory_max.as_deref(), Some("1073741824"));
+        // Not from the fake filesystem: this process's own limit, `soft/hard`.
+        let limit = s.open_files_limit.unwrap();
+        assert_eq!(limit.split('/').count(), 2, "{limit}");
+        let empty = system_settings(&|_: &Path| None);
+        assert_eq!(empty.cpu_governor, None);
+        assert_eq!(empty.cgroup_cpu_max, None);
+    }
+
+    #[test]
+    fn the_open_files_limit_is_raised_to_the_hard_limit() {
+        raise_open_files_limit();
+        let lim = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+        assert_eq!(lim.current, lim.maximum);
+        let (soft, hard) = open_files_limit()
+            .split_once('/')
+            .map(|(a, b)| (a.to_owned(), b.to_owned()))
+            .unwrap();
+        assert_eq!(soft, hard);
     }
 
     #[test]

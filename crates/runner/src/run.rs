@@ -17,7 +17,7 @@ use crate::driver::Driver;
 use crate::error::RunnerError;
 use crate::hosts::HostPlan;
 use crate::launch::Launcher;
-use crate::matrix::{Cell, Plan, CELL_OVERHEAD};
+use crate::matrix::{cell_time, Cell, Plan};
 use crate::pin::Placement;
 use crate::results::{environment, ResultsDir};
 use crate::suite::Suite;
@@ -101,7 +101,10 @@ impl RunSummary {
 }
 
 /// Writes the directory's fixed files: `suite.toml` (resolved), `environment.json`, `run.json`.
+/// First raises the open-files limit the processes of every cell will inherit
+/// ([`crate::results::raise_open_files_limit`]), so `environment.json` records the one they get.
 pub fn prepare(suite: &Suite, plan: &Plan, results: &ResultsDir) -> Result<(), RunnerError> {
+    crate::results::raise_open_files_limit();
     results.write(paths::SUITE_TOML, suite.to_toml().as_bytes())?;
     results.write_json(paths::ENVIRONMENT_JSON, &environment())?;
     let manifest = RunManifest {
@@ -132,7 +135,6 @@ pub fn run_suite(
     observer: &mut dyn Observer,
 ) -> Result<RunSummary, RunnerError> {
     let setup_failures = run_setups(suite, plan, results, &settings.hosts, launcher, observer);
-    let per_cell = suite.warmup + suite.duration + CELL_OVERHEAD;
     let total = plan.cells.len();
     let mut records: Vec<CellRecord> = Vec::with_capacity(total);
     let mut interrupted = false;
@@ -142,7 +144,8 @@ pub fn run_suite(
             break;
         }
         let cell_start = Instant::now();
-        let remaining = per_cell * (total - i) as u32;
+        let per_cell = cell_time(suite, cell);
+        let remaining: Duration = plan.cells[i..].iter().map(|c| cell_time(suite, c)).sum();
         let progress = |done: usize| Progress {
             cell,
             title: &suite.scenarios[cell.scenario].title,

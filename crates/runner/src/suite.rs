@@ -17,7 +17,7 @@ use gatebench_loadgen::bounds::parse_duration;
 use crate::error::RunnerError;
 use crate::gc::GcFormat;
 use crate::hosts::{HostSpec, Hosts};
-use raw::{RawHosts, RawLoad, RawMatrix, RawScenario, RawSettings, RawSuite};
+use raw::{RawHosts, RawLoad, RawMatrix, RawQuick, RawScenario, RawSettings, RawSuite};
 use validate::{
     names, raw_process, split_intensities, toml_error, validate_load, validate_matrix,
     validate_scenario,
@@ -29,6 +29,27 @@ const DEFAULT_SUITE: &str = include_str!("default-suite.toml");
 /// Most cells a suite may expand to, repeats included: at a second each at the very least, a
 /// bigger matrix would run for more than a day, and expanding it would only use memory.
 pub const MAX_CELLS: u64 = 100_000;
+
+/// Requests/s assumed for a closed-model cell with a request count when the suite gives no
+/// `expected_rate`: an estimate only, of the order a built-in service reaches on a small machine.
+pub const DEFAULT_EXPECTED_RATE: f64 = 10_000.0;
+
+/// Most requests one cell's measurement may take: 10¹² is beyond any real run (ab's own counter
+/// is an int) and keeps a typo from a run of geological length.
+pub const MAX_REQUESTS: u64 = 1_000_000_000_000;
+
+/// `--quick`'s warm-up when `[quick]` gives none.
+pub const QUICK_WARMUP: Duration = Duration::from_millis(500);
+
+/// `--quick`'s measurement (its bound, with a request count) when `[quick]` gives none.
+pub const QUICK_DURATION: Duration = Duration::from_secs(2);
+
+fn check_requests(n: u64) -> Result<(), String> {
+    if n == 0 || n > MAX_REQUESTS {
+        return Err(format!("must be from 1 to {MAX_REQUESTS}, got {n}"));
+    }
+    Ok(())
+}
 
 /// Most back-ends one scenario may start (each is a process with its own port).
 pub const MAX_BACKENDS: u32 = 256;
@@ -156,6 +177,14 @@ pub struct Scenario {
     pub verify: bool,
     /// Request path.
     pub path: String,
+    /// HTTP method (`[load] method` unless the scenario gives its own).
+    pub method: String,
+    /// A status the target is declared to answer (an error endpoint's 500): the probe accepts
+    /// it and the load counts it as a correct answer, besides 2xx.
+    pub expect_status: Option<u16>,
+    /// Keep connections alive between requests (`[load] keepalive` unless the scenario gives
+    /// its own; seed 001 runs ab with and without `-k`).
+    pub keepalive: bool,
     /// Shell command run once before the suite (e.g. install nginx when missing).
     pub setup: Option<String>,
     /// Where commands run and templates are read from.
@@ -237,8 +266,18 @@ pub struct Suite {
     pub name: String,
     /// Warm-up per cell, reported apart.
     pub warmup: Duration,
-    /// Measurement per cell.
+    /// Measurement per cell; with [`Suite::requests`], the longest it may take when
+    /// [`Suite::duration_bound`].
     pub duration: Duration,
+    /// Requests per cell's measurement (ab's `-n`): it ends once this many are sent.
+    pub requests: Option<u64>,
+    /// Whether `duration` ends the measurement (always without `requests`; with it, only when
+    /// the suite gave a duration too: the first reached wins).
+    pub duration_bound: bool,
+    /// Requests/s assumed for closed-model cells with a request count, for estimates only.
+    pub expected_rate: f64,
+    /// `[quick]`: what `gatebench run --quick` changes.
+    pub quick: Option<RawQuick>,
     /// Repeats of every cell.
     pub repeats: NonZeroU32,
     /// Run order.
@@ -379,6 +418,13 @@ impl Suite {
         if duration.is_zero() {
             return Err(err("[suite] duration: must be more than 0".into()));
         }
+        if let Some(n) = s.requests {
+            check_requests(n).map_err(|p| err(format!("[suite] requests: {p}")))?;
+        }
+        let duration_bound = s.requests.is_none() || s.duration.is_some();
+        let expected_rate = s.expected_rate.unwrap_or(DEFAULT_EXPECTED_RATE);
+        gatebench_loadgen::bounds::check_rate(expected_rate)
+            .map_err(|e| err(format!("[suite] expected_rate: {e}")))?;
         let ready_timeout = dur("ready_timeout", &s.ready_timeout, Duration::from_secs(15))?;
         if ready_timeout.is_zero() {
             return Err(err("[suite] ready_timeout: must be more than 0".into()));
@@ -429,6 +475,10 @@ impl Suite {
             name: s.name.unwrap_or_else(|| source.to_owned()),
             warmup,
             duration,
+            requests: s.requests,
+            duration_bound,
+            expected_rate,
+            quick: None,
             repeats,
             order,
             pin: s.pin.unwrap_or(false),
@@ -442,7 +492,83 @@ impl Suite {
             hosts,
         };
         suite.check_size().map_err(|e| err(e.to_string()))?;
+        let mut suite = suite;
+        if let Some(q) = raw.quick {
+            // Checked now, on a copy: a wrong [quick] key is an error before anything runs,
+            // with or without --quick.
+            let mut probe = suite.clone();
+            probe.quick = Some(q.clone());
+            probe.apply_quick()?;
+            suite.quick = Some(q);
+        }
         Ok(suite)
+    }
+
+    /// Makes this suite its short form (`gatebench run --quick`): the `[quick]` table's values
+    /// replace the suite's; without one (or for its missing keys) every cell gets a 0.5 s
+    /// warm-up and at most 2 s of measurement, which also bounds a request count.
+    pub fn apply_quick(&mut self) -> Result<(), RunnerError> {
+        let q = self.quick.clone().unwrap_or_default();
+        let err = |m: String| RunnerError::suite(&self.source, m);
+        let dur = |key: &str, v: &Option<String>, default: Duration| -> Result<Duration, _> {
+            v.as_deref()
+                .map(|v| parse_duration(v).map_err(|e| err(format!("[quick] {key}: {e}"))))
+                .unwrap_or(Ok(default))
+        };
+        self.warmup = dur("warmup", &q.warmup, QUICK_WARMUP)?;
+        self.duration = dur("duration", &q.duration, QUICK_DURATION)?;
+        if self.duration.is_zero() {
+            return Err(err("[quick] duration: must be more than 0".into()));
+        }
+        self.duration_bound = true;
+        if let Some(n) = q.requests {
+            check_requests(n).map_err(|p| err(format!("[quick] requests: {p}")))?;
+            self.requests = Some(n);
+            // A request count given in [quick] is the stop rule; a duration beside it bounds it.
+            self.duration_bound = q.duration.is_some();
+        }
+        if let Some(r) = q.repeats {
+            self.repeats = NonZeroU32::new(r)
+                .ok_or_else(|| err("[quick] repeats: must be at least 1".into()))?;
+        }
+        if q.users.is_some() || q.rates.is_some() || q.sizes.is_some() {
+            let m = validate_matrix(RawMatrix {
+                users: q.users.clone(),
+                rates: q.rates.clone(),
+                sizes: q.sizes.clone(),
+                delays: None,
+                protocols: None,
+            })
+            .map_err(|e| err(e.to_string().replace("[matrix]", "[quick]")))?;
+            if q.users.is_some() || q.rates.is_some() {
+                self.matrix.intensities = m.intensities;
+            }
+            if q.sizes.is_some() {
+                self.matrix.sizes = m.sizes;
+            }
+        }
+        self.quick = None;
+        self.check_size()
+            .map_err(|e| RunnerError::suite(&self.source, e.to_string()))
+    }
+
+    /// How long one cell's measurement is expected to take: its duration, or with a request
+    /// count the time those requests take at the cell's rate (open model) or at
+    /// [`Suite::expected_rate`] (closed model), whichever ends first.
+    pub fn measurement_estimate(&self, intensity: Intensity) -> Duration {
+        let Some(n) = self.requests else {
+            return self.duration;
+        };
+        let rate = match intensity {
+            Intensity::Rate(r) => r,
+            Intensity::Users(_) => self.expected_rate,
+        };
+        let by_count = Duration::try_from_secs_f64(n as f64 / rate).unwrap_or(Duration::MAX);
+        if self.duration_bound {
+            by_count.min(self.duration)
+        } else {
+            by_count
+        }
     }
 
     /// How many cells the matrix expands to (before filters), or `None` when the count does
@@ -475,7 +601,9 @@ impl Suite {
             suite: RawSettings {
                 name: Some(self.name.clone()),
                 warmup: Some(fmt(self.warmup)),
-                duration: Some(fmt(self.duration)),
+                duration: self.duration_bound.then(|| fmt(self.duration)),
+                requests: self.requests,
+                expected_rate: self.requests.map(|_| self.expected_rate),
                 repeats: Some(self.repeats.get()),
                 order: Some(self.order.name().to_owned()),
                 pin: Some(self.pin),
@@ -527,6 +655,9 @@ impl Suite {
                     protocols: Some(names(&s.protocols)),
                     verify: Some(s.verify),
                     path: Some(s.path.clone()),
+                    method: Some(s.method.clone()),
+                    expect_status: s.expect_status,
+                    keepalive: Some(s.keepalive),
                     setup: s.setup.clone(),
                     workdir: Some(s.workdir.display().to_string()),
                     templates: Some(
@@ -541,6 +672,7 @@ impl Suite {
                     gc_log: s.gc.as_ref().and_then(|g| g.path.clone()),
                 })
                 .collect(),
+            quick: self.quick.clone(),
         };
         let body = toml::to_string(&raw).expect("suite structs always serialize to TOML");
         format!(

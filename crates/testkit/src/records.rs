@@ -30,6 +30,7 @@ pub fn cell_params(
         order: repeat,
         warmup_s: 1.0,
         duration_s: 4.0,
+        requests: None,
     }
 }
 

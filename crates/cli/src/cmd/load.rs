@@ -230,6 +230,7 @@ pub(crate) fn spec(args: &LoadArgs) -> Result<LoadSpec> {
     s.connect_timeout = args.connect_timeout;
     s.keepalive = !args.no_keepalive;
     s.verify = args.verify;
+    s.expect_status = args.expect_status;
     let https = args
         .url
         .trim_start()

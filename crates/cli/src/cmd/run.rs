@@ -66,9 +66,15 @@ pub struct RunArgs {
     /// most 100 days).
     #[arg(long, value_name = "DURATION", value_parser = gatebench_loadgen::bounds::parse_duration, allow_hyphen_values = true)]
     pub warmup: Option<std::time::Duration>,
-    /// Measurement of every cell, instead of the suite's (at most 100 days).
+    /// Measurement of every cell, instead of the suite's (at most 100 days); with a request
+    /// count (`[suite] requests`), the longest it may take.
     #[arg(long, value_name = "DURATION", value_parser = gatebench_loadgen::bounds::parse_duration, allow_hyphen_values = true)]
     pub duration: Option<std::time::Duration>,
+    /// The suite's short form: its `[quick]` table's values (users, sizes, requests, warm-up,
+    /// duration, repeats) replace the suite's; without one, every cell gets a 0.5 s warm-up and
+    /// at most 2 s of measurement. `--warmup`, `--duration` and `--repeats` still apply after it.
+    #[arg(long)]
+    pub quick: bool,
     /// Extra arguments for every built-in system under test (proxy, transform, balancer), e.g.
     /// `--sut-args "--threads 1"`: two runs that differ in one setting, for `gatebench compare`.
     #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
@@ -86,6 +92,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         Some(p) => Suite::load(p)?,
         None => Suite::builtin(),
     };
+    if args.quick {
+        suite.apply_quick()?;
+    }
     if let Some(n) = args.repeats {
         suite.repeats = n;
     }
@@ -97,6 +106,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             anyhow::bail!("--duration must be more than 0");
         }
         suite.duration = d;
+        suite.duration_bound = true;
     }
     if let Some(v) = &args.variant {
         let (name, extra) = v
@@ -264,11 +274,32 @@ fn plan_text(suite: &Suite, plan: &Plan, builtin: bool) -> String {
         suite.order.name(),
         if suite.pin { " · pinned" } else { "" }
     ));
+    let measurement = match (suite.requests, suite.duration_bound) {
+        (None, _) => format!("{} measurement", humantime::format_duration(suite.duration)),
+        (Some(n), false) => format!("a measurement of {n} requests"),
+        (Some(n), true) => format!(
+            "a measurement of {n} requests or {}, whichever ends first",
+            humantime::format_duration(suite.duration)
+        ),
+    };
     s.push_str(&format!(
-        "  each cell: {} warm-up + {} measurement, plus about 1s to start and stop\n",
+        "  each cell: {} warm-up + {measurement}, plus about 1s to start and stop\n",
         humantime::format_duration(suite.warmup),
-        humantime::format_duration(suite.duration)
     ));
+    if suite.requests.is_some() {
+        let closed = m
+            .intensities
+            .iter()
+            .any(|i| matches!(i, Intensity::Users(_)));
+        s.push_str(&if closed {
+            format!(
+                "  request counts are timed at an assumed {} req/s per cell ([suite] expected_rate): the estimate is only as good as that guess\n",
+                rate(suite.expected_rate)
+            )
+        } else {
+            "  request counts are timed at each cell's target rate\n".to_owned()
+        });
+    }
     let width = suite
         .scenarios
         .iter()

@@ -76,6 +76,8 @@ struct StreamState {
     /// HEAD, 204 or 304: no body whatever content-length says.
     no_body: bool,
     head_only: bool,
+    /// The status declared a correct answer besides 2xx.
+    expect_status: Option<u16>,
     content_length: Option<u64>,
     body_len: u64,
     /// Frame bytes of the response (headers and payloads).
@@ -378,6 +380,7 @@ impl State {
             outcome: Outcome::Ok,
             no_body: req.head_only(),
             head_only: req.head_only(),
+            expect_status: req.expected_status(),
             content_length: None,
             body_len: 0,
             bytes_read: 0,
@@ -651,7 +654,10 @@ impl State {
                     }
                     return Ok(());
                 }
-                st.outcome = Outcome::from_status(status);
+                st.outcome = match st.expect_status {
+                    Some(s) if s == status => Outcome::Ok,
+                    _ => Outcome::from_status(status),
+                };
                 st.content_length = head.content_length;
                 st.no_body = st.head_only || status == 204 || status == 304;
                 let expected = if st.outcome == Outcome::Ok && !st.head_only {

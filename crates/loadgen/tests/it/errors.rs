@@ -52,6 +52,42 @@ fn status_classes() {
     }
 }
 
+/// An error endpoint declared to answer 500 (a suite's `expect_status`): the probe accepts it
+/// and the load counts it as a correct answer; undeclared, the probe refuses it; another 5xx
+/// stays an error.
+#[test]
+fn a_declared_status_passes_the_probe_and_is_no_error() {
+    let server = TestServer::start(Behavior::Respond {
+        status: 500,
+        body: b"{\"message\":\"abcd\"}".to_vec(),
+    });
+    let undeclared =
+        gatebench_loadgen::LoadConfig::try_new(spec(&server.url(), 1, Duration::from_millis(100)))
+            .unwrap();
+    let e = gatebench_loadgen::probe(&undeclared)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("5xx"), "{e}");
+    let mut s = spec(&server.url(), 1, Duration::from_millis(100));
+    s.expect_status = Some(500);
+    gatebench_loadgen::probe(&gatebench_loadgen::LoadConfig::try_new(s).unwrap()).unwrap();
+
+    let o = outcomes_of(&server, Duration::from_millis(300), |s| {
+        s.expect_status = Some(500)
+    });
+    only(&o, Outcome::Ok);
+    assert_eq!(o.errors(), 0, "{o:?}");
+
+    let other = TestServer::start(Behavior::Respond {
+        status: 503,
+        body: b"x".to_vec(),
+    });
+    let o = outcomes_of(&other, Duration::from_millis(300), |s| {
+        s.expect_status = Some(500)
+    });
+    only(&o, Outcome::Status5xx);
+}
+
 #[test]
 fn connection_refused_backs_off_instead_of_spinning() {
     let addr = refused_addr();

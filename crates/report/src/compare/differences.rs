@@ -34,8 +34,17 @@ pub(super) fn environment(base: &RunInput, other: &RunInput) -> Vec<Difference> 
             b.git_revision.clone(),
         ),
     ];
+    // The kernel and cgroup settings: one that only one run recorded (an older gatebench) is no
+    // evidence of a difference.
+    let settings = a
+        .system
+        .entries()
+        .into_iter()
+        .zip(b.system.entries())
+        .filter_map(|((key, _, x), (_, _, y))| Some((key, x?.to_owned(), y?.to_owned())));
     fields
         .into_iter()
+        .chain(settings)
         .filter(|(_, x, y)| x != y)
         .map(|(f, x, y)| Difference {
             run: other.label.clone(),
@@ -50,9 +59,16 @@ pub(super) fn environment(base: &RunInput, other: &RunInput) -> Vec<Difference> 
 /// connections of rate cells, pinning by the processes' CPU lists is not recorded per run).
 pub(super) fn settings(base: &RunInput, other: &RunInput) -> Vec<Difference> {
     type Get = fn(&CellRecord) -> Option<String>;
-    let fields: [(&str, Get); 4] = [
+    let fields: [(&str, Get); 5] = [
         ("suite warm-up (s)", |r| Some(num(r.cell.warmup_s))),
         ("suite measurement (s)", |r| Some(num(r.cell.duration_s))),
+        ("suite requests per cell", |r| {
+            Some(
+                r.cell
+                    .requests
+                    .map_or_else(|| "none".to_owned(), |n| n.to_string()),
+            )
+        }),
         ("suite generator threads", |r| {
             r.load.as_ref().map(|l| l.config.threads.to_string())
         }),

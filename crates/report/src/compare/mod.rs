@@ -870,6 +870,7 @@ pub(crate) mod tests {
             arch: "x86_64".into(),
             gatebench_version: "0.1.0".into(),
             git_revision: "6ec44bd".into(),
+            system: Default::default(),
         }
     }
 
@@ -1043,6 +1044,36 @@ pub(crate) mod tests {
             c.warnings
                 .iter()
                 .any(|w| w.contains("measurement (s) of B: 4 vs 10")),
+            "{:?}",
+            c.warnings
+        );
+    }
+
+    /// A kernel setting that differs is flagged with both values; one recorded by only one run
+    /// (an older gatebench) is not evidence of a difference.
+    #[test]
+    fn differing_kernel_settings_are_flagged_with_both_values() {
+        let (mut a, mut b) = fixture(5);
+        let mut ea = env("Test CPU");
+        ea.system.somaxconn = Some("4096".into());
+        ea.system.tcp_congestion_control = Some("bbr".into());
+        ea.system.cpu_governor = Some("performance".into());
+        let mut eb = ea.clone();
+        eb.system.somaxconn = Some("128".into());
+        eb.system.cpu_governor = None;
+        a.environment = Some(ea);
+        b.environment = Some(eb);
+        let c = compare(&[a, b], &opts());
+        let got: Vec<(&str, &str, &str)> = c
+            .differences
+            .iter()
+            .map(|d| (d.field.as_str(), d.baseline.as_str(), d.other.as_str()))
+            .collect();
+        assert_eq!(got, vec![("somaxconn", "4096", "128")]);
+        assert!(
+            c.warnings
+                .iter()
+                .any(|w| w.contains("somaxconn of B: \"4096\" vs \"128\"")),
             "{:?}",
             c.warnings
         );

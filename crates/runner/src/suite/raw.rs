@@ -24,6 +24,37 @@ pub struct RawSuite {
     /// `[[scenario]]`: the systems under test.
     #[serde(default, rename = "scenario")]
     pub scenarios: Vec<RawScenario>,
+    /// `[quick]`: what `gatebench run --quick` changes, for a short run of the same suite.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quick: Option<RawQuick>,
+}
+
+/// `[quick]`: replacements applied by `gatebench run --quick`. Every key is optional; the
+/// missing ones keep the suite's value (warm-up and duration have short defaults).
+#[derive(Debug, Default, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawQuick {
+    /// Warm-up per cell (humantime).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<String>,
+    /// Measurement per cell (humantime).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration: Option<String>,
+    /// Requests per cell.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
+    /// Repeats of every cell.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<u32>,
+    /// Concurrent users.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub users: Option<Vec<u32>>,
+    /// Target rates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rates: Option<Vec<f64>>,
+    /// Payload sizes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sizes: Option<Vec<u64>>,
 }
 
 /// `[hosts]`.
@@ -64,9 +95,16 @@ pub struct RawSettings {
     /// Warm-up per cell (humantime).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warmup: Option<String>,
-    /// Measurement per cell (humantime).
+    /// Measurement per cell (humantime); with `requests`, the longest it may take.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration: Option<String>,
+    /// Requests per cell's measurement (ab's `-n`): the measurement ends once they are sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
+    /// Requests/s a closed-model cell is expected to reach, for the estimate of request-count
+    /// cells only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected_rate: Option<f64>,
     /// Repeats of every cell.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repeats: Option<u32>,
@@ -160,6 +198,15 @@ pub struct RawScenario {
     /// Request path for this scenario (instead of `[load] path`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// HTTP method for this scenario (instead of `[load] method`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// A status the target is declared to answer, counted as correct besides 2xx.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expect_status: Option<u16>,
+    /// Keep connections alive for this scenario (instead of `[load] keepalive`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keepalive: Option<bool>,
     /// Shell command run once before the suite.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub setup: Option<String>,

@@ -77,12 +77,7 @@ pub(super) fn validate_load(l: RawLoad) -> Result<LoadSettings, RunnerError> {
         Ok(d)
     };
     let method = l.method.unwrap_or_else(|| "POST".to_owned());
-    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
-        return Err(bad(
-            "[load] method",
-            format!("\"{method}\" is not an HTTP method such as POST or GET"),
-        ));
-    }
+    check_method("[load] method", &method)?;
     let path = l.path.unwrap_or_else(|| "/".to_owned());
     check_path("[load] path", &path)?;
     let headers = l.headers.unwrap_or_default();
@@ -117,6 +112,16 @@ pub(super) fn validate_load(l: RawLoad) -> Result<LoadSettings, RunnerError> {
     })
 }
 
+fn check_method(key: &str, method: &str) -> Result<(), RunnerError> {
+    if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
+        return Err(bad(
+            key,
+            format!("\"{method}\" is not an HTTP method such as POST or GET"),
+        ));
+    }
+    Ok(())
+}
+
 fn check_path(key: &str, path: &str) -> Result<(), RunnerError> {
     if !path.starts_with('/') || path.contains(char::is_whitespace) {
         return Err(bad(
@@ -127,7 +132,7 @@ fn check_path(key: &str, path: &str) -> Result<(), RunnerError> {
     Ok(())
 }
 
-pub(super) fn validate_matrix(m: RawMatrix) -> Result<Matrix, RunnerError> {
+pub(crate) fn validate_matrix(m: RawMatrix) -> Result<Matrix, RunnerError> {
     let intensities = match (m.users, m.rates) {
         (Some(_), Some(_)) => {
             return Err(bad(
@@ -252,6 +257,16 @@ pub(super) fn validate_scenario(
     };
     let path = r.path.unwrap_or_else(|| load.path.clone());
     check_path("path", &path).map_err(within)?;
+    let method = r.method.unwrap_or_else(|| load.method.clone());
+    check_method("method", &method).map_err(within)?;
+    if let Some(st) = r.expect_status {
+        if !(200..=599).contains(&st) {
+            return Err(at(
+                "expect_status",
+                format!("{st} is not a final HTTP status (200 to 599)"),
+            ));
+        }
+    }
     let workdir = match r.workdir {
         Some(w) if w.trim().is_empty() => return Err(bad(&scenario, "workdir is empty")),
         Some(w) => base_dir.join(w),
@@ -337,6 +352,9 @@ pub(super) fn validate_scenario(
         protocols,
         verify: r.verify.unwrap_or(true),
         path,
+        method,
+        expect_status: r.expect_status,
+        keepalive: r.keepalive.unwrap_or(load.keepalive),
         setup: r.setup,
         workdir,
         templates,

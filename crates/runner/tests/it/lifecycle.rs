@@ -106,6 +106,119 @@ fn the_timeline_ends_with_the_loads_last_second_not_an_empty_one_after_it() {
     assert!(partial[2].ends_with(",300,0,1000.0,1.000"), "{partial:?}");
 }
 
+/// With a request count the load's end is known only afterwards: the interval reported after
+/// it is still left out, the last partial second kept.
+#[test]
+fn a_request_count_cell_stops_on_the_count_and_keeps_its_timeline_to_the_end() {
+    let s = suite(&PROXY.replace("duration = \"2s\"", "requests = 1300"));
+    assert_eq!(s.requests, Some(1300));
+    assert!(!s.duration_bound);
+    let mut l = FakeLauncher::default();
+    // The fake answers 1000 requests/s: 1 s warm-up, 1.3 s for 1300 requests, then 2 ms.
+    let mut d = FakeDriver {
+        intervals: vec![(0, 1.0, 1000), (1, 1.0, 1000), (2, 0.3, 300), (3, 0.002, 0)],
+        ..FakeDriver::default()
+    };
+    let c = run_one(&s, &mut l, &mut d);
+    assert_eq!(c.record.status, CellStatus::Ok, "{:?}", c.record.reason);
+    let config = d.configs.lock().unwrap()[0].clone();
+    assert_eq!(config.stop.requests, Some(1300));
+    assert_eq!(config.stop.duration, None);
+    assert_eq!(c.record.cell.requests, Some(1300));
+    assert_eq!(c.record.cell.duration_s, 0.0);
+    let rows: Vec<&str> = c.timeline.lines().skip(1).collect();
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    assert!(rows[2].ends_with(",300,0,1000.0,1.000"), "{rows:?}");
+}
+
+/// A scenario's own method, path and declared status reach the probe and the load.
+#[test]
+fn a_scenarios_method_path_and_expected_status_reach_the_load() {
+    let text = r#"
+[load]
+method = "POST"
+path = "/echo"
+
+[[scenario]]
+name = "error"
+method = "GET"
+path = "/error"
+expect_status = 500
+keepalive = false
+backend = { serve = "echo --port {port}" }
+"#;
+    let s = suite(text);
+    let (mut l, mut d) = (FakeLauncher::default(), FakeDriver::default());
+    let c = run_one(&s, &mut l, &mut d);
+    assert_eq!(c.record.status, CellStatus::Ok, "{:?}", c.record.reason);
+    let config = d.configs.lock().unwrap()[0].clone();
+    assert_eq!(config.request.method(), "GET");
+    assert_eq!(config.target.path_and_query, "/error");
+    assert_eq!(config.request.expected_status(), Some(500));
+    assert_eq!(config.request.outcome_of(500), gatebench_model::Outcome::Ok);
+    assert!(!config.verify, "a GET has no body to echo");
+    assert!(!config.keepalive);
+    assert!(config.request.body().is_empty());
+}
+
+/// `{backends:…}` gives an nginx upstream block one line per back-end, and a command line one
+/// word per back-end.
+#[test]
+fn a_template_lists_every_backend_on_its_own_line() {
+    let dir = temp_dir("backend-list");
+    std::fs::write(
+        dir.join("lb.conf"),
+        "upstream b {\n    {backends:server 127.0.0.1:{port};}\n}\nlisten {port};\n",
+    )
+    .unwrap();
+    let text = r#"
+[[scenario]]
+name = "lb"
+templates = ["lb.conf"]
+backend = { serve = "echo --port {port}", count = 3 }
+sut = { command = "lb {backends:-b {index}={url}}" }
+"#;
+    let s = Suite::from_toml("suite.toml", &dir, text).unwrap();
+    let plan = Plan::new(&s, &[], &[]).unwrap();
+    let cell_dir = dir.join("cell");
+    std::fs::create_dir_all(&cell_dir).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let ctx = CellContext {
+        suite: &s,
+        exe: Path::new("/opt/gatebench"),
+        cell_dir: &cell_dir,
+        placement: &Placement::default(),
+        stop: &stop,
+        setup_failure: None,
+        order: 1,
+        hosts: &Default::default(),
+    };
+    let (mut l, mut d) = (FakeLauncher::default(), FakeDriver::default());
+    let out = run_cell(&ctx, &plan.cells[0], &mut l, &mut d, &mut |_| {});
+    assert_eq!(out.record.status, CellStatus::Ok, "{:?}", out.record.reason);
+    let ports: Vec<String> = out.record.processes[..3]
+        .iter()
+        .map(|p| p.command[4].clone())
+        .collect();
+    let conf = std::fs::read_to_string(cell_dir.join("lb.conf")).unwrap();
+    let sut_port = d.configs.lock().unwrap()[0].target.addr.port();
+    assert_eq!(
+        conf,
+        format!(
+            "upstream b {{\n    server 127.0.0.1:{};\n    server 127.0.0.1:{};\n    server 127.0.0.1:{};\n}}\nlisten {sut_port};\n",
+            ports[0], ports[1], ports[2]
+        )
+    );
+    assert_eq!(
+        out.record.processes[3].command[2],
+        format!(
+            "lb -b 1=http://127.0.0.1:{} -b 2=http://127.0.0.1:{} -b 3=http://127.0.0.1:{}",
+            ports[0], ports[1], ports[2]
+        )
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 #[test]
 fn a_cell_starts_backends_then_the_sut_and_stops_them_in_reverse() {
     let s = suite(PROXY);

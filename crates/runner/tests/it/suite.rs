@@ -186,6 +186,89 @@ fn the_committed_examples_are_valid() {
     assert_eq!(tiny.scenarios.len(), 1);
 }
 
+/// Seed 001's published parameters in the full form; the quick form small enough for minutes.
+#[test]
+fn the_seed_001_suite_keeps_the_seeds_parameters() {
+    let root = repo_root().join("examples");
+    let mut s = Suite::load(&root.join("seed-001.toml")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        s.matrix.intensities,
+        [500, 1000, 2000, 4000, 8000, 12000]
+            .map(Intensity::Users)
+            .to_vec()
+    );
+    assert_eq!(s.requests, Some(1_000_000));
+    assert!(!s.duration_bound, "ab's stop rule alone");
+    assert_eq!(s.warmup, Duration::ZERO);
+    assert_eq!(s.repeats.get(), 2);
+    assert_eq!(s.matrix.sizes, vec![1024]);
+    assert_eq!(s.load.method, "GET");
+    let names: Vec<&str> = s.scenarios.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "echo-direct",
+            "gatebench-balance",
+            "nginx",
+            "haproxy",
+            "echo-direct-ka",
+            "gatebench-balance-ka",
+            "nginx-ka",
+            "haproxy-ka"
+        ]
+    );
+    for sc in &s.scenarios {
+        assert_eq!(sc.keepalive, sc.name.ends_with("-ka"), "{}", sc.name);
+        if sc.sut.is_some() {
+            assert_eq!(sc.backend.as_ref().unwrap().count, 5, "{}", sc.name);
+        }
+        for t in &sc.templates {
+            let text = std::fs::read_to_string(sc.workdir.join(t)).unwrap();
+            assert!(
+                text.contains("{backends:server "),
+                "{} lists every back-end",
+                t.display()
+            );
+        }
+    }
+    let plan = gatebench_runner::Plan::new(&s, &[], &[]).unwrap();
+    assert_eq!(plan.cells.len(), 96);
+    // 96 cells of 1,000,000 requests at the assumed 10,000 requests/s, plus 1 s each.
+    assert_eq!(plan.estimate, Duration::from_secs(96 * 101));
+    s.apply_quick().unwrap();
+    let quick = gatebench_runner::Plan::new(&s, &[], &[]).unwrap();
+    assert_eq!(quick.cells.len(), 16);
+    assert_eq!(s.requests, Some(20_000));
+}
+
+/// Seed 003's wrk settings in the full form, and the error endpoints declared.
+#[test]
+fn the_seed_003_suite_keeps_the_seeds_parameters() {
+    let root = repo_root().join("examples");
+    let s = Suite::load(&root.join("seed-003.toml")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(s.matrix.intensities, vec![Intensity::Users(1000)]);
+    assert_eq!(s.load.threads, Some(10));
+    assert_eq!(s.duration, Duration::from_secs(10));
+    assert_eq!(s.warmup, Duration::ZERO);
+    let got: Vec<(&str, &str, Option<u16>)> = s
+        .scenarios
+        .iter()
+        .map(|sc| (sc.name.as_str(), sc.path.as_str(), sc.expect_status))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("gin-hello", "/hello", None),
+            ("gin-json", "/json", None),
+            ("gin-error", "/error", Some(500)),
+            ("echo-hello", "/hello", None),
+            ("echo-json", "/json", None),
+            ("echo-error", "/error", Some(500)),
+        ]
+    );
+    assert!(s.scenarios.iter().all(|sc| sc.method == "GET"));
+}
+
 #[test]
 fn a_missing_file_says_so() {
     let e = Suite::load(std::path::Path::new("/nonexistent/suite.toml"))
@@ -296,4 +379,165 @@ fn repeats_given_after_validation_are_bounded_by_the_plan() {
         e.contains("the matrix expands to 4294967295 cells") && e.contains("at most 100000"),
         "{e}"
     );
+}
+
+#[test]
+fn a_request_count_is_the_stop_rule_and_a_duration_beside_it_bounds_it() {
+    let s = suite(&format!("[suite]\nrequests = 1000000\n{MINIMAL}"));
+    assert_eq!(s.requests, Some(1_000_000));
+    assert!(!s.duration_bound);
+    // At the default 10000 req/s assumed for closed-model cells: 100 s.
+    assert_eq!(
+        s.measurement_estimate(Intensity::Users(500)),
+        Duration::from_secs(100)
+    );
+    // An open-model cell is timed at its own rate.
+    assert_eq!(
+        s.measurement_estimate(Intensity::Rate(4000.0)),
+        Duration::from_secs(250)
+    );
+    let resolved = s.to_toml();
+    assert!(resolved.contains("requests = 1000000"), "{resolved}");
+    assert!(!resolved.contains("duration ="), "{resolved}");
+    assert_eq!(
+        Suite::from_toml("suite.toml", std::path::Path::new("."), &resolved).unwrap(),
+        s
+    );
+
+    let s = suite(&format!(
+        "[suite]\nrequests = 1000000\nduration = \"30s\"\nexpected_rate = 20000\n{MINIMAL}"
+    ));
+    assert!(s.duration_bound);
+    assert_eq!(s.expected_rate, 20000.0);
+    assert_eq!(
+        s.measurement_estimate(Intensity::Users(500)),
+        Duration::from_secs(30),
+        "50 s at 20000 req/s, bounded by 30 s"
+    );
+
+    let e = suite_error(&format!("[suite]\nrequests = 0\n{MINIMAL}"));
+    assert_eq!(
+        e,
+        "suite.toml: [suite] requests: must be from 1 to 1000000000000, got 0"
+    );
+}
+
+#[test]
+fn a_request_count_suite_is_estimated_from_the_expected_rate() {
+    let s = suite(&format!(
+        "[suite]\nwarmup = \"2s\"\nrequests = 50000\nexpected_rate = 5000\n[matrix]\nusers = [1, 2]\n{MINIMAL}"
+    ));
+    let plan = gatebench_runner::Plan::new(&s, &[], &[]).unwrap();
+    // Two cells, each 2 s warm-up + 10 s (50000 at 5000/s) + 1 s overhead.
+    assert_eq!(plan.estimate, Duration::from_secs(26));
+}
+
+#[test]
+fn a_scenario_gives_its_own_method_path_and_expected_status() {
+    let s = suite(
+        r#"
+[load]
+method = "POST"
+path = "/echo"
+
+[[scenario]]
+name = "hello"
+method = "GET"
+path = "/hello"
+backend = { serve = "echo --port {port}" }
+
+[[scenario]]
+name = "error"
+method = "GET"
+path = "/error"
+expect_status = 500
+backend = { serve = "echo --port {port}" }
+
+[[scenario]]
+name = "echo"
+keepalive = false
+backend = { serve = "echo --port {port}" }
+"#,
+    );
+    let got: Vec<(&str, &str, Option<u16>, bool)> = s
+        .scenarios
+        .iter()
+        .map(|sc| {
+            (
+                sc.method.as_str(),
+                sc.path.as_str(),
+                sc.expect_status,
+                sc.keepalive,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("GET", "/hello", None, true),
+            ("GET", "/error", Some(500), true),
+            ("POST", "/echo", None, false)
+        ]
+    );
+    let again = Suite::from_toml("suite.toml", std::path::Path::new("."), &s.to_toml()).unwrap();
+    assert_eq!(again, s);
+
+    let e = suite_error(&format!(
+        "{}expect_status = 700\n",
+        MINIMAL.replace("name = \"echo\"", "name = \"echo\"\nmethod = \"GET\"")
+    ));
+    assert_eq!(
+        e,
+        "suite.toml: scenario \"echo\": expect_status: 700 is not a final HTTP status (200 to 599)"
+    );
+    let e = suite_error(&MINIMAL.replace("name = \"echo\"", "name = \"echo\"\nmethod = \"G T\""));
+    assert_eq!(
+        e,
+        "suite.toml: scenario \"echo\": method: \"G T\" is not an HTTP method such as POST or GET"
+    );
+}
+
+#[test]
+fn quick_replaces_what_its_table_gives_and_shortens_the_rest() {
+    let text = format!(
+        "[suite]\nwarmup = \"10s\"\nrequests = 1000000\nrepeats = 2\n[matrix]\nusers = [500, 1000, 12000]\n\
+         [quick]\nusers = [50, 100]\nrequests = 2000\n{MINIMAL}"
+    );
+    let mut s = suite(&text);
+    assert!(s.quick.is_some());
+    s.apply_quick().unwrap();
+    assert_eq!(
+        s.matrix.intensities,
+        vec![Intensity::Users(50), Intensity::Users(100)]
+    );
+    assert_eq!(s.requests, Some(2000));
+    assert!(
+        !s.duration_bound,
+        "a request count in [quick] is the stop rule"
+    );
+    assert_eq!(s.warmup, Duration::from_millis(500));
+    assert_eq!(s.repeats.get(), 2, "not given in [quick]: the suite's");
+    assert_eq!(s.quick, None);
+
+    // Without [quick]: 0.5 s warm-up, at most 2 s, which also bounds a request count.
+    let mut s = suite(&format!("[suite]\nrequests = 1000000\n{MINIMAL}"));
+    s.apply_quick().unwrap();
+    assert_eq!(
+        (s.warmup, s.duration, s.duration_bound, s.requests),
+        (
+            Duration::from_millis(500),
+            Duration::from_secs(2),
+            true,
+            Some(1_000_000)
+        )
+    );
+
+    // A wrong [quick] is an error when the suite is read, --quick or not.
+    let e = suite_error(&format!("[quick]\nusers = [0]\n{MINIMAL}"));
+    assert_eq!(
+        e,
+        "suite.toml: [quick] users: every value must be from 1 to 1000000, got 0"
+    );
+    let e = suite_error(&format!("[quick]\nuser = [1]\n{MINIMAL}"));
+    assert!(e.contains("unknown key \"user\" in [quick]"), "{e}");
 }

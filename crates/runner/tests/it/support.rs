@@ -106,6 +106,8 @@ pub struct FakeDriver {
     /// The intervals `load` reports, `(start s, length s, responses)`, warm-up for those that
     /// start within the first second; empty: two full seconds of 1000 responses.
     pub intervals: Vec<(u64, f64, u64)>,
+    /// Every load configuration `verify` was given.
+    pub configs: Arc<Mutex<Vec<LoadConfig>>>,
 }
 
 impl Driver for FakeDriver {
@@ -118,6 +120,7 @@ impl Driver for FakeDriver {
             .lock()
             .unwrap()
             .push(format!("verify {}", config.target.url));
+        self.configs.lock().unwrap().push(config.clone());
         match &self.verify_fails {
             Some(e) => Err(RunnerError::Verification { reason: e.clone() }),
             None => Ok(()),
@@ -202,7 +205,11 @@ pub fn report(config: &LoadConfig) -> LoadReport {
         started_at_unix_ms: 0,
         config: config.record(),
         warmup: (!config.warmup.is_zero()).then(|| phase(config.warmup.as_secs_f64())),
-        measurement: phase(config.stop.duration.unwrap().as_secs_f64()),
+        // A request count alone: as if answered at 1000 requests/s.
+        measurement: phase(config.stop.duration.map_or_else(
+            || config.stop.requests.unwrap() as f64 / 1000.0,
+            |d| d.as_secs_f64(),
+        )),
         self_check: SelfCheck {
             cpu_user_s: 0.1,
             cpu_sys_s: 0.1,
