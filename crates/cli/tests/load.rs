@@ -395,32 +395,42 @@ fn find_max_finds_the_limit_of_a_delayed_echo() {
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("cap.json");
     let svg = dir.join("cap.svg");
-    let o = gatebench(&[
-        "load",
-        &echo.url,
-        "-c",
-        "4",
-        "-t",
-        "1",
-        "--find-max",
-        "--slo",
-        "p50<30ms,errors<1%",
-        "--start-rate",
-        "150",
-        "--step-duration",
-        "1s",
-        "--warmup",
-        "300ms",
-        "--precision",
-        "10",
-        "--json",
-        json.to_str().unwrap(),
-        "--svg",
-        svg.to_str().unwrap(),
-    ]);
+    // A search the generator itself calls untrustworthy (its thread starved on a loaded
+    // machine: verdict `generator_bound`) says so and is run again, up to three times.
+    let mut attempt = 0;
+    let (o, r) = loop {
+        attempt += 1;
+        let o = gatebench(&[
+            "load",
+            &echo.url,
+            "-c",
+            "4",
+            "-t",
+            "1",
+            "--find-max",
+            "--slo",
+            "p50<30ms,errors<1%",
+            "--start-rate",
+            "150",
+            "--step-duration",
+            "1s",
+            "--warmup",
+            "300ms",
+            "--precision",
+            "10",
+            "--json",
+            json.to_str().unwrap(),
+            "--svg",
+            svg.to_str().unwrap(),
+        ]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+        let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        if r["verdict"] != "generator_bound" || attempt == 3 {
+            break (o, r);
+        }
+    };
     let out = String::from_utf8_lossy(&o.stdout);
-    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
-    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_eq!(r["verdict"], "found", "{out}");
     let max = r["max_rate"].as_f64().unwrap();
     let failed = r["failed_rate"].as_f64().unwrap();

@@ -23,7 +23,7 @@ use crate::stats::{
     longer_than_all, new_sparse_histogram, summarize, summarize_censored, IntervalStats,
     LatencyHistogram, PhaseStats,
 };
-use crate::worker::{self, WorkerMsg, WorkerPlan, WorkerResult};
+use crate::worker::{self, Stalls, WorkerMsg, WorkerPlan, WorkerResult, STALL_COUNTED};
 
 /// Worker CPU above this share of its capacity means the generator may have been the
 /// bottleneck.
@@ -32,6 +32,10 @@ const CPU_SATURATED_PERCENT: f64 = 95.0;
 /// this long (or the request timeout, if shorter), besides longer than every answer: shorter
 /// waits at the end of a healthy run are scheduling noise, not a target that stopped.
 pub const STALL_FLOOR: Duration = Duration::from_secs(1);
+/// A stall of a generator thread longer than this (see [`crate::worker`]'s `Stalls`) makes the
+/// run's self-check fail: at a second's resolution it moves a tenth of that second's requests,
+/// and in the open model it adds itself to the latency of every request due meanwhile.
+const STALL_WARN: Duration = Duration::from_millis(100);
 /// Open model: a p99 send lag above this means the generator could not keep its schedule.
 const SEND_LAG_P99_LIMIT_MS: f64 = 10.0;
 
@@ -521,7 +525,10 @@ fn build(
     let mut cpu_sys = 0.0;
     let mut finished = clock.measure_start;
     let mut stopped_at: Option<Instant> = None;
+    let mut stalls = Stalls::default();
     for r in &results {
+        stalls.longest = stalls.longest.max(r.stalls.longest);
+        stalls.count += r.stalls.count;
         cpu_user += r.cpu_user;
         cpu_sys += r.cpu_sys;
         finished = finished.max(r.finished);
@@ -556,6 +563,21 @@ fn build(
         warnings.push(format!(
             "the generator's worker threads were {cpu_percent:.0}% busy: the result may describe \
              the generator rather than the target (add --threads, or generate load from another machine)"
+        ));
+    }
+    if stalls.longest > STALL_WARN {
+        warnings.push(format!(
+            "a generator thread was kept from running for up to {:.0} ms ({} stalls over {} ms): \
+             nothing was sent meanwhile{} (the machine starved the generator: other processes, or \
+             fewer free cores than threads)",
+            stalls.longest.as_secs_f64() * 1e3,
+            stalls.count,
+            STALL_COUNTED.as_millis(),
+            if open {
+                ", and the requests due then were sent late with the stall in their latency"
+            } else {
+                ""
+            }
         ));
     }
     let mut send_lag = None;

@@ -9,7 +9,7 @@
 mod http1;
 mod http2;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::Sender;
@@ -51,7 +51,30 @@ pub(crate) struct WorkerResult {
     /// Its last, partial interval, held back until the run decides which of the requests cut
     /// off at the end stalled (see `run::censor`).
     pub last: IntervalStats,
+    /// How the thread itself was kept from running: see [`Stalls`].
+    pub stalls: Stalls,
 }
+
+/// How long the worker's own thread was kept from running, measured by a task that sleeps
+/// 5 ms at a time and notes how much later it woke: the thread starved of a core (other
+/// processes, too few cores) or its event loop saturated. During such a stall no request is
+/// sent; the open model then sends the overdue ones late and measures them from their due
+/// time, charging the generator's stall to the target. Send lag alone cannot see it: an
+/// overdue ticket looks the same whether the target or the generator held it.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Stalls {
+    /// The longest oversleep.
+    pub longest: Duration,
+    /// Oversleeps longer than [`STALL_COUNTED`].
+    pub count: u64,
+}
+
+/// Oversleeps beyond this count as stalls (a timer wakes within about a millisecond; a
+/// scheduler on a busy machine can add a few).
+pub(crate) const STALL_COUNTED: Duration = Duration::from_millis(10);
+
+/// The watcher's sleep between checks.
+const WATCH_PERIOD: Duration = Duration::from_millis(5);
 
 /// The fixed inputs of one worker.
 #[derive(Debug)]
@@ -79,6 +102,8 @@ struct Shared {
     interval: RefCell<IntervalStats>,
     /// Woken when the run is interrupted: connections waiting for a future ticket give it up.
     stopped: tokio::sync::Notify,
+    /// The thread's own stalls so far.
+    stalls: Cell<Stalls>,
 }
 
 /// How long a settled request took or had waited: `(corrected, uncorrected)`, the first from
@@ -170,6 +195,7 @@ pub(crate) fn run(plan: WorkerPlan, tx: Sender<WorkerMsg>) -> WorkerResult {
         phases: RefCell::new([PhaseStats::default(), PhaseStats::default()]),
         interval: RefCell::new(IntervalStats::new(0)),
         stopped: tokio::sync::Notify::new(),
+        stalls: Cell::new(Stalls::default()),
     });
     let local = LocalSet::new();
     let id = plan.id;
@@ -202,9 +228,7 @@ pub(crate) fn run(plan: WorkerPlan, tx: Sender<WorkerMsg>) -> WorkerResult {
         let watcher = {
             let shared = shared.clone();
             tokio::task::spawn_local(async move {
-                while !shared.schedule.check_stop() {
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                }
+                watch(&shared.stalls, || shared.schedule.check_stop()).await;
                 shared.stopped.notify_waiters();
             })
         };
@@ -245,6 +269,21 @@ pub(crate) fn run(plan: WorkerPlan, tx: Sender<WorkerMsg>) -> WorkerResult {
         finished,
         stopped_at: shared.schedule.stopped_at(),
         last,
+        stalls: shared.stalls.get(),
+    }
+}
+
+/// Sleeps [`WATCH_PERIOD`] at a time until `stopped` says so, noting in `stalls` how much later
+/// than asked each sleep ended: the thread's own stalls.
+async fn watch(stalls: &Cell<Stalls>, stopped: impl Fn() -> bool) {
+    while !stopped() {
+        let before = Instant::now();
+        tokio::time::sleep(WATCH_PERIOD).await;
+        let late = before.elapsed().saturating_sub(WATCH_PERIOD);
+        let mut st = stalls.get();
+        st.longest = st.longest.max(late);
+        st.count += u64::from(late > STALL_COUNTED);
+        stalls.set(st);
     }
 }
 
@@ -491,6 +530,33 @@ fn thread_cpu() -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A task that blocks the thread for 250 ms (as a starved thread would be kept from
+    /// running) shows as a stall of at least that long; ordinary sleeps do not.
+    #[test]
+    fn a_blocked_thread_shows_as_a_stall() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let local = LocalSet::new();
+        let stalls = Rc::new(Cell::new(Stalls::default()));
+        let done = Rc::new(Cell::new(false));
+        local.block_on(&rt, async {
+            let w = {
+                let (stalls, done) = (stalls.clone(), done.clone());
+                tokio::task::spawn_local(async move { watch(&stalls, || done.get()).await })
+            };
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            std::thread::sleep(Duration::from_millis(250));
+            tokio::time::sleep(Duration::from_millis(30)).await;
+            done.set(true);
+            w.await.unwrap();
+        });
+        let st = stalls.get();
+        assert!(st.longest >= Duration::from_millis(240), "{st:?}");
+        assert!(st.count >= 1, "{st:?}");
+    }
 
     #[test]
     fn backoff_grows_and_is_capped() {
