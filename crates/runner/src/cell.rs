@@ -442,7 +442,9 @@ fn lifecycle(
             load_start_s = sharded.start_unix_s - cell_start_unix;
             sharded.report
         })
-        .map_err(|reason| RunnerError::Load { reason })
+        .map_err(|e| RunnerError::Load {
+            reason: e.to_string(),
+        })
     };
     if let Some(cpus) = restore {
         let _ = pin::pin_current_thread(&cpus);

@@ -102,12 +102,10 @@ pub(super) fn pick_ports(
                 free_ports(n).map_err(|source| RunnerError::FreePorts { source })?,
             )),
             Some(h) => {
-                let (dir, ports) =
-                    h.cell_setup(&cell.id, n)
-                        .map_err(|message| RunnerError::Host {
-                            host: h.url.clone(),
-                            message,
-                        })?;
+                let (dir, ports) = h.cell_setup(&cell.id, n).map_err(|e| RunnerError::Host {
+                    host: h.url.clone(),
+                    message: e.to_string(),
+                })?;
                 Ok((
                     Place {
                         addr: h.address,

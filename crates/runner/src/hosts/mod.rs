@@ -39,6 +39,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
+use crate::error::RunnerError;
+
 pub use preflight::{prepare, REMOTE_TOOLS};
 pub(crate) use remote::spawn_with_lines;
 pub use remote::{RemoteProcess, RemoteSampler};
@@ -63,24 +65,28 @@ pub enum HostSpec {
 
 impl HostSpec {
     /// Parses `local` or `ssh://[user@]host[:port]`.
-    pub fn parse(s: &str) -> Result<HostSpec, String> {
+    pub fn parse(s: &str) -> Result<HostSpec, RunnerError> {
         let s = s.trim();
         if s == "local" {
             return Ok(HostSpec::Local);
         }
         let Some(rest) = s.strip_prefix("ssh://") else {
-            return Err(format!(
-                "\"{s}\" is not a host (write \"local\" or \"ssh://[user@]host[:port]\")"
-            ));
+            return Err(RunnerError::NotAHost {
+                given: s.to_owned(),
+                forms: "\"local\" or \"ssh://[user@]host[:port]\"",
+            });
         };
         let rest = rest.trim_end_matches('/');
         let (userhost, port) = match rest.rsplit_once(':') {
             Some((h, p)) if !h.contains(']') || h.ends_with(']') => {
-                let port: u16 = p
-                    .parse()
-                    .ok()
-                    .filter(|p| *p > 0)
-                    .ok_or_else(|| format!("\"{s}\": \"{p}\" is not a port"))?;
+                let port: u16 =
+                    p.parse()
+                        .ok()
+                        .filter(|p| *p > 0)
+                        .ok_or_else(|| RunnerError::HostPort {
+                            given: s.to_owned(),
+                            port: p.to_owned(),
+                        })?;
                 (h, Some(port))
             }
             _ => (rest, None),
@@ -88,9 +94,10 @@ impl HostSpec {
         let host = userhost.rsplit('@').next().unwrap_or("");
         let ok = |c: char| c.is_ascii_alphanumeric() || "-._@[]:".contains(c);
         if host.is_empty() || !userhost.chars().all(ok) || userhost.starts_with('-') {
-            return Err(format!(
-                "\"{s}\" is not a host (write \"ssh://[user@]host[:port]\")"
-            ));
+            return Err(RunnerError::NotAHost {
+                given: s.to_owned(),
+                forms: "\"ssh://[user@]host[:port]\"",
+            });
         }
         Ok(HostSpec::Ssh {
             url: s.to_owned(),

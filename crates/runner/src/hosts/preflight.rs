@@ -136,6 +136,7 @@ impl SshHost {
             host: format!("{url} ({role})"),
             message,
         };
+        let fail = |e: RunnerError| err(e.to_string());
         let mut h = SshHost {
             url: url.to_owned(),
             destination: destination.to_owned(),
@@ -163,7 +164,7 @@ impl SshHost {
             "for t in {tools}; do command -v $t >/dev/null 2>&1 || echo \"missing $t\"; done; \
              echo \"cache ${{XDG_CACHE_HOME:-$HOME/.cache}}/gatebench\"; uname -sm"
         );
-        let out = h.run(&script, None).map_err(&err)?;
+        let out = h.run(&script, None).map_err(&fail)?;
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         if !out.status.success() && !text.contains("cache ") {
             return Err(err(format!("cannot connect: {}", ssh_failure(&out))));
@@ -202,7 +203,7 @@ impl SshHost {
         }
         h.report.system = system;
         // 2. The address targets use: ssh's own idea of the host name, resolved here.
-        h.address = h.resolve_address().map_err(&err)?;
+        h.address = h.resolve_address().map_err(&fail)?;
         h.report.address = h.address.to_string();
         // 3. This very binary on the host, by hash.
         let dir = format!("{}/{hash}", h.cache);
@@ -212,7 +213,7 @@ impl SshHost {
              then echo present; else echo absent; fi",
             sh_quote(&path)
         );
-        let out = h.run(&check, None).map_err(&err)?;
+        let out = h.run(&check, None).map_err(&fail)?;
         let present = String::from_utf8_lossy(&out.stdout).trim() == "present";
         if !present {
             let bytes = std::fs::read(exe).map_err(|e| RunnerError::io("read", exe, e))?;
@@ -228,7 +229,7 @@ impl SshHost {
                 f = sh_quote(&path),
                 c = sh_quote(&h.cache)
             );
-            let out = h.run(&copy, Some(&bytes)).map_err(&err)?;
+            let out = h.run(&copy, Some(&bytes)).map_err(&fail)?;
             if !out.status.success() {
                 return Err(err(format!(
                     "cannot copy gatebench to {path}: {}",
@@ -253,7 +254,7 @@ impl SshHost {
         // 4. It runs there and is this version.
         let out = h
             .run(&format!("{} --version", sh_quote(&path)), None)
-            .map_err(&err)?;
+            .map_err(&fail)?;
         let version = String::from_utf8_lossy(&out.stdout).trim().to_owned();
         let want = format!("gatebench {}", env!("CARGO_PKG_VERSION"));
         if version != want {
@@ -268,7 +269,7 @@ impl SshHost {
             )));
         }
         // 5. Its clock.
-        let (offset, uncertainty, rtts) = h.clock_offset().map_err(&err)?;
+        let (offset, uncertainty, rtts) = h.clock_offset().map_err(&fail)?;
         h.report.clock_offset_s = offset;
         h.report.clock_uncertainty_s = uncertainty;
         h.report.clock_rtts_s = rtts;
@@ -283,7 +284,7 @@ impl SshHost {
 
     /// The host's address: `ssh -G` gives the `HostName` ssh would connect to (after the user's
     /// configuration), resolved here.
-    fn resolve_address(&self) -> Result<IpAddr, String> {
+    fn resolve_address(&self) -> Result<IpAddr, RunnerError> {
         let mut c = Command::new("ssh");
         if let Some(f) = &self.ssh_config {
             c.arg("-F").arg(f);
@@ -293,12 +294,15 @@ impl SshHost {
             .arg(&self.destination)
             .stdin(Stdio::null())
             .output()
-            .map_err(|e| format!("cannot run ssh -G: {e}"))?;
+            .map_err(|error| RunnerError::SshClient {
+                what: "cannot run ssh -G",
+                error,
+            })?;
         let text = String::from_utf8_lossy(&out.stdout);
         let name = text
             .lines()
             .find_map(|l| l.strip_prefix("hostname "))
-            .ok_or("ssh -G names no hostname")?
+            .ok_or(RunnerError::SshNoHostName)?
             .trim()
             .to_owned();
         (name.as_str(), 0)
@@ -306,20 +310,23 @@ impl SshHost {
             .ok()
             .and_then(|mut a| a.next())
             .map(|a| a.ip())
-            .ok_or_else(|| format!("cannot resolve {name}"))
+            .ok_or(RunnerError::Resolve { name })
     }
 
     /// The host's clock minus ours: [`CLOCK_ROUNDS`] round trips over one session of
     /// `gatebench host clock`; the offset is from the shortest round trip, assuming the
     /// host read its clock halfway (so it is known to ± half that round trip; Cristian's
     /// algorithm).
-    fn clock_offset(&self) -> Result<(f64, f64, Vec<f64>), String> {
+    fn clock_offset(&self) -> Result<(f64, f64, Vec<f64>), RunnerError> {
         let mut c = self.ssh();
         c.arg(format!("{} host clock", sh_quote(&self.exe)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child = c.spawn().map_err(|e| format!("cannot run ssh: {e}"))?;
+        let mut child = c.spawn().map_err(|error| RunnerError::SshClient {
+            what: "cannot run ssh",
+            error,
+        })?;
         let mut input = child.stdin.take().expect("piped");
         let mut output = BufReader::new(child.stdout.take().expect("piped"));
         let mut best: Option<(f64, f64)> = None;
@@ -351,8 +358,7 @@ impl SshHost {
         }
         drop(input);
         let _ = child.wait();
-        let (rtt, offset) =
-            best.ok_or_else(|| "cannot read the host's clock (gatebench host clock)".to_owned())?;
+        let (rtt, offset) = best.ok_or(RunnerError::HostClock)?;
         Ok((offset, rtt / 2.0, rtts))
     }
 
@@ -368,9 +374,9 @@ impl SshHost {
                 ),
                 None,
             )
-            .map_err(|message| RunnerError::Host {
+            .map_err(|e| RunnerError::Host {
                 host: self.url.clone(),
-                message,
+                message: e.to_string(),
             })?;
         if out.status.success() {
             return Ok(());

@@ -16,7 +16,7 @@ use crate::sampler::Sample;
 
 impl SshHost {
     /// `n` ports free on the host, and the host's directory for cell `id` (created).
-    pub fn cell_setup(&self, id: &str, n: usize) -> Result<(String, Vec<u16>), String> {
+    pub fn cell_setup(&self, id: &str, n: usize) -> Result<(String, Vec<u16>), RunnerError> {
         let dir = format!("{}/cells/{}-{id}", self.cache, std::process::id());
         let out = self.run(
             &format!(
@@ -27,15 +27,23 @@ impl SshHost {
             None,
         )?;
         if !out.status.success() {
-            return Err(ssh_failure(&out));
+            return Err(RunnerError::Remote {
+                reason: ssh_failure(&out),
+            });
         }
         let ports = String::from_utf8_lossy(&out.stdout)
             .split_whitespace()
             .map(|p| p.parse::<u16>())
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|_| "gatebench host ports printed something else".to_owned())?;
+            .map_err(|_| RunnerError::HostPorts {
+                asked: n,
+                got: None,
+            })?;
         if ports.len() != n {
-            return Err(format!("asked for {n} free ports, got {}", ports.len()));
+            return Err(RunnerError::HostPorts {
+                asked: n,
+                got: Some(ports.len()),
+            });
         }
         Ok((dir, ports))
     }
@@ -52,9 +60,9 @@ impl SshHost {
                 ),
                 None,
             )
-            .map_err(|message| RunnerError::Host {
+            .map_err(|e| RunnerError::Host {
                 host: self.url.clone(),
-                message,
+                message: e.to_string(),
             })?;
         let mut text = out.stdout.clone();
         text.extend_from_slice(&out.stderr);

@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 use rustix::process::{set_parent_process_death_signal, Signal};
 
 use super::HostReport;
+use crate::error::RunnerError;
 
 /// How long ssh may take to connect (`ConnectTimeout`): an unreachable host fails in seconds.
 pub const CONNECT_TIMEOUT_S: u32 = 5;
@@ -64,7 +65,11 @@ impl SshHost {
 
     /// Runs `script` on the host (by its login shell) with `stdin`, to completion. `Err` only
     /// when ssh itself cannot be run.
-    pub fn run(&self, script: &str, stdin: Option<&[u8]>) -> Result<std::process::Output, String> {
+    pub fn run(
+        &self,
+        script: &str,
+        stdin: Option<&[u8]>,
+    ) -> Result<std::process::Output, RunnerError> {
         let mut c = self.ssh();
         c.arg(script)
             .stdin(if stdin.is_some() {
@@ -74,7 +79,10 @@ impl SshHost {
             })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child = c.spawn().map_err(|e| format!("cannot run ssh: {e}"))?;
+        let mut child = c.spawn().map_err(|error| RunnerError::SshClient {
+            what: "cannot run ssh",
+            error,
+        })?;
         let feeder = stdin.map(|data| {
             let mut pipe = child.stdin.take().expect("stdin is piped");
             let data = data.to_vec();
@@ -84,7 +92,10 @@ impl SshHost {
         });
         let out = child
             .wait_with_output()
-            .map_err(|e| format!("ssh failed: {e}"))?;
+            .map_err(|error| RunnerError::SshClient {
+                what: "ssh failed",
+                error,
+            })?;
         if let Some(f) = feeder {
             let _ = f.join();
         }
@@ -92,22 +103,26 @@ impl SshHost {
     }
 
     /// Writes `data` to `path` on the host.
-    pub fn put(&self, path: &str, data: &[u8]) -> Result<(), String> {
+    pub fn put(&self, path: &str, data: &[u8]) -> Result<(), RunnerError> {
         let out = self.run(&format!("cat > {}", sh_quote(path)), Some(data))?;
         if out.status.success() {
             Ok(())
         } else {
-            Err(ssh_failure(&out))
+            Err(RunnerError::Remote {
+                reason: ssh_failure(&out),
+            })
         }
     }
 
     /// Reads `path` on the host.
-    pub fn get(&self, path: &str) -> Result<Vec<u8>, String> {
+    pub fn get(&self, path: &str) -> Result<Vec<u8>, RunnerError> {
         let out = self.run(&format!("cat {}", sh_quote(path)), None)?;
         if out.status.success() {
             Ok(out.stdout)
         } else {
-            Err(ssh_failure(&out))
+            Err(RunnerError::Remote {
+                reason: ssh_failure(&out),
+            })
         }
     }
 }
