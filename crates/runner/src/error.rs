@@ -252,6 +252,109 @@ pub enum RunnerError {
         /// What is wrong, one line.
         message: String,
     },
+    /// A host is written neither `local` nor `ssh://[user@]host[:port]`.
+    #[error("\"{given}\" is not a host (write {forms})")]
+    NotAHost {
+        /// The host as written.
+        given: String,
+        /// The forms accepted there, quoted (`"ssh://[user@]host[:port]"`).
+        forms: &'static str,
+    },
+    /// A host's `:port` is not a port number (1 to 65535).
+    #[error("\"{given}\": \"{port}\" is not a port")]
+    HostPort {
+        /// The host as written.
+        given: String,
+        /// What follows its last `:`.
+        port: String,
+    },
+    /// `[hosts] ssh_config` is given but empty.
+    #[error("[hosts] ssh_config is empty")]
+    EmptySshConfig,
+    /// The `ssh` client could not be run, or failed while it ran.
+    #[error("{what}: {error}")]
+    SshClient {
+        /// What failed (`cannot run ssh`, `cannot run ssh -G`, `ssh failed`).
+        what: &'static str,
+        /// The I/O error (part of this one-line message, not a separate cause).
+        error: io::Error,
+    },
+    /// `ssh -G` printed no `hostname` line for a host.
+    #[error("ssh -G names no hostname")]
+    SshNoHostName,
+    /// The host name ssh connects to does not resolve here.
+    #[error("cannot resolve {name}")]
+    Resolve {
+        /// The name (ssh's `HostName`).
+        name: String,
+    },
+    /// A command run over ssh failed: the last line it or ssh printed on stderr, else ssh's
+    /// exit status.
+    #[error("{reason}")]
+    Remote {
+        /// That line, or `ssh exit status: 255`.
+        reason: String,
+    },
+    /// `gatebench host ports` on a host did not print the free ports asked for.
+    #[error("{}", match got {
+        Some(got) => format!("asked for {asked} free ports, got {got}"),
+        None => "gatebench host ports printed something else".to_owned(),
+    })]
+    HostPorts {
+        /// How many were asked for.
+        asked: usize,
+        /// How many it printed; `None` when its output is not port numbers.
+        got: Option<usize>,
+    },
+    /// `gatebench host clock` on a host gave no reading.
+    #[error("cannot read the host's clock (gatebench host clock)")]
+    HostClock,
+    /// A shard of a load split across generator hosts could not be started.
+    #[error("shard {index}/{count}: {}", error.chain())]
+    ShardStart {
+        /// The shard's index, from 0.
+        index: usize,
+        /// How many shards.
+        count: usize,
+        /// Why (part of this one-line message, with its causes).
+        error: Box<RunnerError>,
+    },
+    /// A shard ended with another status than 0.
+    #[error("shard {index}/{count} on {host} exited with status {code}: {last_line}")]
+    ShardExited {
+        /// The shard's index, from 0.
+        index: usize,
+        /// How many shards.
+        count: usize,
+        /// Its generator host, as written.
+        host: String,
+        /// Its exit status (255: ssh's own failure).
+        code: i32,
+        /// The last line it printed on stderr, or `no message`.
+        last_line: String,
+    },
+    /// A shard's JSON record does not parse.
+    #[error("shard {index}/{count}: its record does not read ({error})")]
+    ShardRecord {
+        /// The shard's index, from 0.
+        index: usize,
+        /// How many shards.
+        count: usize,
+        /// What parsing said (part of this one-line message).
+        error: serde_json::Error,
+    },
+    /// The shards ran past the load's deadline.
+    #[error("the shards had not finished {:.0} s after their start", after.as_secs_f64())]
+    ShardsTimeout {
+        /// The deadline, from their common start.
+        after: std::time::Duration,
+    },
+    /// The shards' records could not be merged into one.
+    #[error("merging the shards' records: {error}")]
+    ShardMerge {
+        /// What merging said (part of this one-line message).
+        error: gatebench_model::merge::MergeError,
+    },
     /// A cell's protocol and its target URL's scheme disagree.
     #[error(
         "protocol {protocol} needs a{} URL, got {url}",
@@ -322,6 +425,102 @@ impl RunnerError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn host_and_shard_messages_read_as_they_did_as_strings() {
+        let io = || io::Error::new(io::ErrorKind::NotFound, "No such file or directory");
+        let cases: Vec<(RunnerError, String)> = vec![
+            (
+                RunnerError::NotAHost {
+                    given: "sut".into(),
+                    forms: "\"local\" or \"ssh://[user@]host[:port]\"",
+                },
+                r#""sut" is not a host (write "local" or "ssh://[user@]host[:port]")"#.into(),
+            ),
+            (
+                RunnerError::HostPort {
+                    given: "ssh://h:x".into(),
+                    port: "x".into(),
+                },
+                r#""ssh://h:x": "x" is not a port"#.into(),
+            ),
+            (
+                RunnerError::EmptySshConfig,
+                "[hosts] ssh_config is empty".into(),
+            ),
+            (
+                RunnerError::SshClient {
+                    what: "cannot run ssh",
+                    error: io(),
+                },
+                "cannot run ssh: No such file or directory".into(),
+            ),
+            (
+                RunnerError::SshNoHostName,
+                "ssh -G names no hostname".into(),
+            ),
+            (
+                RunnerError::Resolve { name: "sut".into() },
+                "cannot resolve sut".into(),
+            ),
+            (
+                RunnerError::HostPorts {
+                    asked: 3,
+                    got: Some(2),
+                },
+                "asked for 3 free ports, got 2".into(),
+            ),
+            (
+                RunnerError::HostPorts {
+                    asked: 3,
+                    got: None,
+                },
+                "gatebench host ports printed something else".into(),
+            ),
+            (
+                RunnerError::HostClock,
+                "cannot read the host's clock (gatebench host clock)".into(),
+            ),
+            (
+                RunnerError::ShardStart {
+                    index: 1,
+                    count: 2,
+                    error: Box::new(RunnerError::Host {
+                        host: "ssh://gen2".into(),
+                        message: "cannot start the sampler: no answer".into(),
+                    }),
+                },
+                "shard 1/2: ssh://gen2: cannot start the sampler: no answer".into(),
+            ),
+            (
+                RunnerError::ShardExited {
+                    index: 0,
+                    count: 2,
+                    host: "ssh://gen1".into(),
+                    code: 2,
+                    last_line: "no message".into(),
+                },
+                "shard 0/2 on ssh://gen1 exited with status 2: no message".into(),
+            ),
+            (
+                RunnerError::ShardRecord {
+                    index: 1,
+                    count: 2,
+                    error: serde_json::from_str::<u8>("x").unwrap_err(),
+                },
+                "shard 1/2: its record does not read (expected value at line 1 column 1)".into(),
+            ),
+            (
+                RunnerError::ShardsTimeout {
+                    after: std::time::Duration::from_millis(42_400),
+                },
+                "the shards had not finished 42 s after their start".into(),
+            ),
+        ];
+        for (e, want) in cases {
+            assert_eq!(e.chain(), want);
+        }
+    }
 
     #[test]
     fn a_cell_reason_is_the_message_then_its_causes() {

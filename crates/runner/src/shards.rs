@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use gatebench_model::LoadReport;
 
+use crate::error::RunnerError;
 use crate::hosts::{spawn_with_lines, unix_now, RemoteProcess, SshHost};
 use crate::launch::Running;
 
@@ -54,7 +55,7 @@ pub fn run(
     deadline: Duration,
     cell_dir: &Path,
     stop: &AtomicBool,
-) -> Result<ShardedLoad, String> {
+) -> Result<ShardedLoad, RunnerError> {
     let n = generators.len();
     let start_unix_s = unix_now() + START_LEAD.as_secs_f64();
     let mut shards: Vec<Shard> = Vec::with_capacity(n);
@@ -80,7 +81,11 @@ pub fn run(
             }),
             Err(e) => {
                 stop_all(&mut shards);
-                return Err(format!("shard {i}/{n}: {}", e.chain()));
+                return Err(RunnerError::ShardStart {
+                    index: i,
+                    count: n,
+                    error: Box::new(e),
+                });
             }
         }
     }
@@ -111,23 +116,24 @@ pub fn run(
                 .find(|l| !l.is_empty())
                 .unwrap_or("no message")
                 .to_owned();
-            return Err(format!(
-                "shard {i}/{n} on {url} exited with status {code}: {last}"
-            ));
+            return Err(RunnerError::ShardExited {
+                index: i,
+                count: n,
+                host: url,
+                code,
+                last_line: last,
+            });
         }
         if shards.iter().all(|s| s.status == Some(0)) {
             break;
         }
         if stop.load(Ordering::Relaxed) {
             stop_all(&mut shards);
-            return Err("interrupted".into());
+            return Err(RunnerError::Interrupted);
         }
         if Instant::now() >= until {
             stop_all(&mut shards);
-            return Err(format!(
-                "the shards had not finished {:.0} s after their start",
-                deadline.as_secs_f64()
-            ));
+            return Err(RunnerError::ShardsTimeout { after: deadline });
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -146,13 +152,17 @@ pub fn run(
             cell_dir.join(format!("generator-{}.log", i + 1)),
             s.process.take_stderr(),
         );
-        let record: LoadReport = serde_json::from_str(&s.stdout)
-            .map_err(|e| format!("shard {i}/{n}: its record does not read ({e})"))?;
+        let record: LoadReport =
+            serde_json::from_str(&s.stdout).map_err(|error| RunnerError::ShardRecord {
+                index: i,
+                count: n,
+                error,
+            })?;
         records.push(record);
         s.process.stop();
     }
     let report = gatebench_model::merge::merge(&records)
-        .map_err(|e| format!("merging the shards' records: {e}"))?;
+        .map_err(|error| RunnerError::ShardMerge { error })?;
     Ok(ShardedLoad {
         report,
         start_unix_s,

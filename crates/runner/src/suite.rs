@@ -450,7 +450,7 @@ impl Suite {
 
         // The validators' errors name the key; the file is named here.
         let in_file = |e: RunnerError| err(e.to_string());
-        let hosts = validate_hosts(raw.hosts, base_dir).map_err(err)?;
+        let hosts = validate_hosts(raw.hosts, base_dir).map_err(in_file)?;
         let load = validate_load(raw.load).map_err(in_file)?;
         let matrix = validate_matrix(raw.matrix).map_err(in_file)?;
         if raw.scenarios.is_empty() {
@@ -683,30 +683,42 @@ impl Suite {
 }
 
 /// `[hosts]`: `local` (the default) or `ssh://[user@]host[:port]` for each role.
-fn validate_hosts(r: RawHosts, base_dir: &Path) -> Result<Hosts, String> {
-    let one = |key: &str, v: Option<String>| -> Result<HostSpec, String> {
-        v.map(|v| HostSpec::parse(&v).map_err(|e| format!("[hosts] {key}: {e}")))
+fn validate_hosts(r: RawHosts, base_dir: &Path) -> Result<Hosts, RunnerError> {
+    let bad = |key: &str, e: RunnerError| RunnerError::SuiteValue {
+        key: format!("[hosts] {key}"),
+        problem: e.to_string(),
+    };
+    let one = |key: &str, v: Option<String>| -> Result<HostSpec, RunnerError> {
+        v.map(|v| HostSpec::parse(&v).map_err(|e| bad(key, e)))
             .unwrap_or(Ok(HostSpec::Local))
     };
     let sut = one("sut", r.sut)?;
     let backend = one("backend", r.backend)?;
     let generators = match r.generators {
         None => vec![HostSpec::Local],
-        Some(g) if g.is_empty() => return Err("[hosts] generators: the list is empty".into()),
+        Some(g) if g.is_empty() => {
+            return Err(RunnerError::SuiteValue {
+                key: "[hosts] generators".into(),
+                problem: "the list is empty".into(),
+            })
+        }
         Some(g) => g
             .iter()
-            .map(|g| HostSpec::parse(g).map_err(|e| format!("[hosts] generators: {e}")))
+            .map(|g| HostSpec::parse(g).map_err(|e| bad("generators", e)))
             .collect::<Result<_, _>>()?,
     };
     if backend.is_local() && !sut.is_local() {
-        return Err(format!(
-            "[hosts] backend: a system under test on {} cannot reach back-ends on this \
-             machine's loopback; give backend a host too",
-            sut.name()
-        ));
+        return Err(RunnerError::SuiteValue {
+            key: "[hosts] backend".into(),
+            problem: format!(
+                "a system under test on {} cannot reach back-ends on this machine's loopback; \
+                 give backend a host too",
+                sut.name()
+            ),
+        });
     }
     let ssh_config = match r.ssh_config {
-        Some(c) if c.trim().is_empty() => return Err("[hosts] ssh_config is empty".into()),
+        Some(c) if c.trim().is_empty() => return Err(RunnerError::EmptySshConfig),
         Some(c) => Some(base_dir.join(c)),
         None => None,
     };
