@@ -392,9 +392,15 @@ impl LoadConfig {
     /// `None` for the closed model.
     pub fn mean_rate(&self) -> Option<f64> {
         if let Arrival::Replay(r) = &self.arrival {
-            // Its requests over its span (none for a replay of one instant).
+            // The rate between its first request and its last: n − 1 gaps over the span (the
+            // exact rate of evenly spaced requests); a replay of one instant counts as one
+            // second's requests.
             let span = r.span_s();
-            return (span > 0.0).then(|| r.len() as f64 / span);
+            return Some(if span > 0.0 && r.len() > 1 {
+                (r.len() - 1) as f64 / span
+            } else {
+                r.len() as f64
+            });
         }
         let program = self.arrival.rate_program()?;
         let len = self

@@ -4,6 +4,7 @@
 mod support;
 
 mod accounting;
+mod mixes;
 mod errors;
 mod models;
 mod programs;
