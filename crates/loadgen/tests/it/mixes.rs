@@ -301,3 +301,26 @@ fn replay_count_rule_takes_the_first_lines() {
     assert_eq!(r.measurement.requests, 5);
     assert_eq!(server.requests_seen(), 5);
 }
+
+/// Over h2c several requests share a connection: each header block goes as literals, and the
+/// server decodes every one (a block that referred to another request's table entries would
+/// be a compression error and fail the connection).
+#[test]
+fn a_mix_over_h2c_sends_every_class_on_shared_connections() {
+    let echo = support::Echo::start_with(gatebench_services::echo::EchoConfig {
+        threads: 1,
+        http2: true,
+        ..Default::default()
+    });
+    let mut s = mix_spec(&echo.url(), 1000);
+    s.protocol = gatebench_loadgen::Protocol::Http2;
+    s.connections = 2;
+    s.streams = 4;
+    s.verify = true;
+    let r = support::run(s).report;
+    assert_eq!(r.measurement.outcomes.get(Outcome::Ok), 1000, "{:?}", r.measurement.outcomes);
+    assert_eq!(r.measurement.connections.opened, 2);
+    let counts: Vec<u64> = r.classes.as_ref().unwrap().iter().map(|c| c.requests).collect();
+    assert_eq!(counts, vec![100, 200, 700]);
+    assert_classes_add_up(&r);
+}
