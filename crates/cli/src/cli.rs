@@ -209,7 +209,13 @@ pub struct LoadArgs {
     pub replay: Option<PathBuf>,
     /// The format of the --replay file [default: goreplay when its first line is a goreplay
     /// header, else an access log in the combined or common format].
-    #[arg(long, value_enum, value_name = "FORMAT", requires = "replay", help_heading = "Mixes and replay")]
+    #[arg(
+        long,
+        value_enum,
+        value_name = "FORMAT",
+        requires = "replay",
+        help_heading = "Mixes and replay"
+    )]
     pub replay_format: Option<ReplayFormatArg>,
     /// --replay: how many times faster than recorded (1 = the recorded pace, 10 = ten times
     /// faster, 0.5 = half as fast); more than 0, at most 1e6.

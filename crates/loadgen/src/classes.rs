@@ -17,6 +17,9 @@ use crate::replay::Replay;
 use crate::request::{RequestBody, RequestTemplate};
 use crate::target::Target;
 
+/// What makes two recorded requests the same: method, target, headers, body.
+type RequestKey<'a> = (&'a str, &'a str, &'a [String], &'a [u8]);
+
 /// Where a run's requests come from.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub enum Requests {
@@ -146,7 +149,10 @@ impl RequestSet {
         keepalive: bool,
     ) -> Result<(RequestSet, ReplayTimes), LoadgenError> {
         let n = limit.map_or(replay.requests.len(), |l| {
-            replay.requests.len().min(usize::try_from(l).unwrap_or(usize::MAX))
+            replay
+                .requests
+                .len()
+                .min(usize::try_from(l).unwrap_or(usize::MAX))
         });
         let requests = &replay.requests[..n];
         // Classes: method and path without the query, the largest first.
@@ -188,13 +194,18 @@ impl RequestSet {
             });
         }
         let other = own as u32;
-        let mut dedup: HashMap<(&str, &str, &[String], &[u8]), u32> = HashMap::new();
+        let mut dedup: HashMap<RequestKey<'_>, u32> = HashMap::new();
         let mut templates = Vec::new();
         let mut class_of = Vec::new();
         let mut template = Vec::with_capacity(n);
         let mut due_ns = Vec::with_capacity(n);
         for r in requests {
-            let k = (r.method.as_str(), r.target.as_str(), &r.headers[..], &r.body[..]);
+            let k = (
+                r.method.as_str(),
+                r.target.as_str(),
+                &r.headers[..],
+                &r.body[..],
+            );
             let t = match dedup.get(&k) {
                 Some(t) => *t,
                 None => {
@@ -205,10 +216,12 @@ impl RequestSet {
                     } else {
                         RequestBody::Inline(r.body.clone())
                     };
-                    let enc = RequestTemplate::encode_to(target, &r.target, &r.method, &h, body, keepalive)
-                        .map_err(|err| {
-                            LoadgenError::config(format!("{}:{}: {err}", replay.file, r.line))
-                        })?;
+                    let enc = RequestTemplate::encode_to(
+                        target, &r.target, &r.method, &h, body, keepalive,
+                    )
+                    .map_err(|err| {
+                        LoadgenError::config(format!("{}:{}: {err}", replay.file, r.line))
+                    })?;
                     let t = templates.len() as u32;
                     templates.push(enc);
                     class_of.push(*class_index.get(&key(r)).unwrap_or(&other));
@@ -285,4 +298,3 @@ impl RequestSet {
         self.from.clone()
     }
 }
-

@@ -349,13 +349,9 @@ impl LoadConfig {
                 spec.body,
                 spec.keepalive,
             )?),
-            Requests::Mix(mix) => RequestSet::mix(
-                &mix,
-                &target,
-                &spec.method,
-                &spec.headers,
-                spec.keepalive,
-            )?,
+            Requests::Mix(mix) => {
+                RequestSet::mix(&mix, &target, &spec.method, &spec.headers, spec.keepalive)?
+            }
             Requests::Replay(r) => {
                 let (set, times) = RequestSet::replay(
                     &r,

@@ -69,10 +69,10 @@ mod worker;
 
 pub use arrival::{ArrivalProgram, RateProgram, Spacing};
 pub use config::{Arrival, LoadConfig, LoadSpec, Protocol, Requests, StopRule};
-pub use mix::Mix;
-pub use replay::{Replay, ReplayFormat};
 pub use error::LoadgenError;
+pub use mix::Mix;
 pub use probe::probe;
+pub use replay::{Replay, ReplayFormat};
 pub use request::RequestBody;
 pub use run::{run, IntervalView, RunOptions, RunOutput};
 pub use tls::TlsOptions;

@@ -107,7 +107,10 @@ impl Mix {
                     continue;
                 }
                 let e: RawEntry = serde_json::from_str(line).map_err(|e| {
-                    at(i + 1, &format!("not a mix entry (a JSON object per line): {e}"))
+                    at(
+                        i + 1,
+                        &format!("not a mix entry (a JSON object per line): {e}"),
+                    )
                 })?;
                 raw.push((i + 1, e));
             }
@@ -125,7 +128,11 @@ impl Mix {
         if raw.is_empty() {
             return Err(LoadgenError::config(format!(
                 "{file}: the mix has no requests (give at least one {})",
-                if json { "JSON object" } else { "[[request]] table" }
+                if json {
+                    "JSON object"
+                } else {
+                    "[[request]] table"
+                }
             )));
         }
         if raw.len() > MAX_CLASSES {
@@ -152,7 +159,10 @@ impl Mix {
                 (None, Some(p)) => {
                     let p = dir.join(p);
                     RequestBody::Inline(std::fs::read(&p).map_err(|err| {
-                        at(line, &format!("cannot read body_file {}: {err}", p.display()))
+                        at(
+                            line,
+                            &format!("cannot read body_file {}: {err}", p.display()),
+                        )
                     })?)
                 }
                 (None, None) => RequestBody::None,
@@ -256,7 +266,10 @@ mod tests {
         assert_eq!(t.entries[1].weight, 1, "the default weight");
         assert_eq!(t.entries[1].body, RequestBody::Inline(b"hi".to_vec()));
         for (a, b) in t.entries.iter().zip(&j.entries) {
-            assert_eq!((&a.name, a.weight, &a.path, &a.body), (&b.name, b.weight, &b.path, &b.body));
+            assert_eq!(
+                (&a.name, a.weight, &a.path, &a.body),
+                (&b.name, b.weight, &b.path, &b.body)
+            );
         }
         // A TOML entry starts at its `[[request]]` line.
         assert_eq!(t.entries[1].line, 5);
@@ -268,13 +281,41 @@ mod tests {
         for (name, text, want) in [
             ("m.toml", "", "m.toml: the mix has no requests"),
             ("m.jsonl", "\n\n", "m.jsonl: the mix has no requests"),
-            ("m.toml", "[[request]]\npath = \"/a\"\n[[request]]\nweight = 0\n", "m.toml:3: weight must be from 1"),
-            ("m.jsonl", "{\"path\":\"/a\"}\n{\"weight\":-2}\n", "m.jsonl:2: weight must be from 1"),
-            ("m.jsonl", "{\"path\":\"/a\"}\nnot json\n", "m.jsonl:2: not a mix entry"),
-            ("m.toml", "[[request]]\npath = \"/a\"\ncolour = 1\n", "m.toml:3: not a mix file"),
-            ("m.toml", "[[request]]\npath = \"a\"\n", "m.toml:1: the path `a` must start with `/`"),
-            ("m.toml", "[[request]]\nheaders = [\"bad\"]\n", "m.toml:1: invalid header `bad`"),
-            ("m.toml", "[[request]]\nbody = \"x\"\nbody_file = \"y\"\n", "m.toml:1: give body or body_file"),
+            (
+                "m.toml",
+                "[[request]]\npath = \"/a\"\n[[request]]\nweight = 0\n",
+                "m.toml:3: weight must be from 1",
+            ),
+            (
+                "m.jsonl",
+                "{\"path\":\"/a\"}\n{\"weight\":-2}\n",
+                "m.jsonl:2: weight must be from 1",
+            ),
+            (
+                "m.jsonl",
+                "{\"path\":\"/a\"}\nnot json\n",
+                "m.jsonl:2: not a mix entry",
+            ),
+            (
+                "m.toml",
+                "[[request]]\npath = \"/a\"\ncolour = 1\n",
+                "m.toml:3: not a mix file",
+            ),
+            (
+                "m.toml",
+                "[[request]]\npath = \"a\"\n",
+                "m.toml:1: the path `a` must start with `/`",
+            ),
+            (
+                "m.toml",
+                "[[request]]\nheaders = [\"bad\"]\n",
+                "m.toml:1: invalid header `bad`",
+            ),
+            (
+                "m.toml",
+                "[[request]]\nbody = \"x\"\nbody_file = \"y\"\n",
+                "m.toml:1: give body or body_file",
+            ),
         ] {
             let e = parse(name, text).unwrap_err();
             assert!(e.starts_with(want), "{text:?}: {e}");

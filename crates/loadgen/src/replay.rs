@@ -188,12 +188,18 @@ fn parse_goreplay(bytes: &[u8], text: &str) -> Result<Vec<ReplayRequest>, LineEr
                 break;
             }
         }
-        let nl = payload.iter().position(|b| *b == b'\n').unwrap_or(payload.len());
+        let nl = payload
+            .iter()
+            .position(|b| *b == b'\n')
+            .unwrap_or(payload.len());
         let header = String::from_utf8_lossy(&payload[..nl]);
         let Some((kind, ts)) = gor_header(&header) else {
             return Err((
                 line,
-                format!("not a goreplay payload header (TYPE ID TIMESTAMP_NS LATENCY): `{}`", header.trim_end()),
+                format!(
+                    "not a goreplay payload header (TYPE ID TIMESTAMP_NS LATENCY): `{}`",
+                    header.trim_end()
+                ),
             ));
         };
         if kind != 1 {
@@ -232,9 +238,11 @@ fn parse_http_request(message: &[u8]) -> Result<ReplayRequest, String> {
             .trim();
         match h.name.to_ascii_lowercase().as_str() {
             "content-length" => {
-                length = Some(value.parse::<usize>().map_err(|_| {
-                    format!("invalid Content-Length `{value}`")
-                })?)
+                length = Some(
+                    value
+                        .parse::<usize>()
+                        .map_err(|_| format!("invalid Content-Length `{value}`"))?,
+                )
             }
             "transfer-encoding" => {
                 return Err("a chunked (Transfer-Encoding) request body cannot be replayed".into())
@@ -307,29 +315,42 @@ fn parse_log_line(line: &str, format: ReplayFormat) -> Result<(i64, String, Stri
     let fmt = format.name();
     let bad = |what: &str| format!("not a {fmt} log line: {what}");
     let open = line.find(" [").ok_or_else(|| bad("no [time]"))?;
-    let close = line[open..].find("] \"").ok_or_else(|| bad("no \"request\" after [time]"))? + open;
+    let close = line[open..]
+        .find("] \"")
+        .ok_or_else(|| bad("no \"request\" after [time]"))?
+        + open;
     let sec = parse_log_time(&line[open + 2..close]).map_err(|w| bad(&w))?;
     let rest = &line[close + 3..];
     let end = closing_quote(rest).ok_or_else(|| bad("unterminated \"request\""))?;
     let request = &rest[..end];
     let mut parts = request.split(' ');
     let (Some(method), Some(target)) = (parts.next(), parts.next()) else {
-        return Err(bad(&format!("the request `{request}` is not `METHOD /path HTTP/x.y`")));
+        return Err(bad(&format!(
+            "the request `{request}` is not `METHOD /path HTTP/x.y`"
+        )));
     };
     if method.is_empty() || !method.bytes().all(crate::target::is_token_byte) {
-        return Err(bad(&format!("the request `{request}` is not `METHOD /path HTTP/x.y`")));
+        return Err(bad(&format!(
+            "the request `{request}` is not `METHOD /path HTTP/x.y`"
+        )));
     }
     check_target(target)?;
     let tail: Vec<&str> = rest[end + 1..].split_whitespace().collect();
-    let status_ok = tail.first().is_some_and(|s| s.len() == 3 && s.bytes().all(|b| b.is_ascii_digit()));
-    let bytes_ok = tail.get(1).is_some_and(|s| *s == "-" || s.bytes().all(|b| b.is_ascii_digit()));
+    let status_ok = tail
+        .first()
+        .is_some_and(|s| s.len() == 3 && s.bytes().all(|b| b.is_ascii_digit()));
+    let bytes_ok = tail
+        .get(1)
+        .is_some_and(|s| *s == "-" || s.bytes().all(|b| b.is_ascii_digit()));
     if !status_ok || !bytes_ok {
         return Err(bad("no status and size after the request"));
     }
     let quoted = rest[end + 1..].matches('"').count();
     match format {
         ReplayFormat::Common if tail.len() != 2 => {
-            return Err(bad("more fields after the size (a combined log? --replay-format combined)"))
+            return Err(bad(
+                "more fields after the size (a combined log? --replay-format combined)",
+            ))
         }
         ReplayFormat::Combined if tail.len() > 2 && quoted < 4 => {
             return Err(bad("the \"referer\" \"user-agent\" fields are not quoted"))
@@ -364,7 +385,11 @@ fn parse_log_time(s: &str) -> Result<i64, String> {
     let hms = f.next().ok_or_else(bad)?;
     let mut t = hms.split(':');
     let num = |x: Option<&str>, max: i64| -> Result<i64, String> {
-        let v: i64 = x.filter(|v| v.len() == 2).ok_or_else(bad)?.parse().map_err(|_| bad())?;
+        let v: i64 = x
+            .filter(|v| v.len() == 2)
+            .ok_or_else(bad)?
+            .parse()
+            .map_err(|_| bad())?;
         if v > max {
             return Err(bad());
         }
@@ -438,9 +463,15 @@ mod tests {
     #[test]
     fn the_unix_time_of_a_log_stamp() {
         // date -u -d '2000-10-10T20:55:36Z' +%s
-        assert_eq!(parse_log_time("10/Oct/2000:13:55:36 -0700"), Ok(971_211_336));
+        assert_eq!(
+            parse_log_time("10/Oct/2000:13:55:36 -0700"),
+            Ok(971_211_336)
+        );
         assert_eq!(parse_log_time("01/Jan/1970:00:00:00 +0000"), Ok(0));
-        assert_eq!(parse_log_time("29/Feb/2024:00:00:00 +0000"), Ok(1_709_164_800));
+        assert_eq!(
+            parse_log_time("29/Feb/2024:00:00:00 +0000"),
+            Ok(1_709_164_800)
+        );
     }
 
     #[test]
@@ -449,7 +480,7 @@ mod tests {
         for (text, format, want) in [
             (format!("{ok}garbage\n"), None, "x.log:2: not a combined log line: no [time]"),
             (format!("{ok}{ok}\n1.2.3.4 - - [25/Nov/2026:16:00:00 +0000] \"-\" 408 0\n"), None, "x.log:4: not a combined log line: the request `-`"),
-            (format!("1.2.3.4 - - [32/Nov/2026:16:00:00 +0000] \"GET / HTTP/1.1\" 200 1\n"), None, "x.log:1: not a combined log line: the time"),
+            ("1.2.3.4 - - [32/Nov/2026:16:00:00 +0000] \"GET / HTTP/1.1\" 200 1\n".to_owned(), None, "x.log:1: not a combined log line: the time"),
             (format!("{ok}1.2.3.4 - - [25/Nov/2026:16:00:00 +0000] \"GET x HTTP/1.1\" 200 1\n"), None, "x.log:2: the path `x` must start with `/`"),
             (format!("{ok}1.2.3.4 - - [25/Nov/2026:16:00:00 +0000] \"GET / HTTP/1.1\" 200 1 \"-\" \"-\"\n"), Some(ReplayFormat::Common), "x.log:2: not a common log line: more fields"),
             ("\n\n".to_owned(), None, "x.log: no requests to replay"),
@@ -477,19 +508,32 @@ mod tests {
         assert_eq!(r.format, ReplayFormat::Goreplay);
         assert_eq!(r.requests.len(), 2);
         let a = &r.requests[0];
-        assert_eq!((a.at_ns, a.method.as_str(), a.target.as_str(), a.line), (0, "POST", "/api/items?x=1", 1));
+        assert_eq!(
+            (a.at_ns, a.method.as_str(), a.target.as_str(), a.line),
+            (0, "POST", "/api/items?x=1", 1)
+        );
         assert_eq!(a.headers, vec!["Content-Type: application/json".to_owned()]);
         assert_eq!(a.body, b"{\"a\":\"b\"}");
         let b = &r.requests[1];
-        assert_eq!((b.at_ns, b.target.as_str(), b.line), (250_000_000, "/health", 15));
+        assert_eq!(
+            (b.at_ns, b.target.as_str(), b.line),
+            (250_000_000, "/health", 15)
+        );
         assert_eq!(b.headers, vec!["X-Trace: 7".to_owned()]);
         assert!(b.body.is_empty());
 
         let bad = "1 1 5 0\nGET / HTTP/1.1\r\nHost: x\r\n\r\n\n🐵🙈🙉\nnonsense\nGET / HTTP/1.1\r\n\r\n\n🐵🙈🙉\n";
-        let e = Replay::parse("t.gor", bad.as_bytes(), None).unwrap_err().to_string();
-        assert!(e.starts_with("t.gor:7: not a goreplay payload header"), "{e}");
+        let e = Replay::parse("t.gor", bad.as_bytes(), None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("t.gor:7: not a goreplay payload header"),
+            "{e}"
+        );
         let cut = "1 1 5 0\nGET / HTTP/1.1\r\nHost: x\r\n\r\n";
-        let e = Replay::parse("t.gor", cut.as_bytes(), None).unwrap_err().to_string();
+        let e = Replay::parse("t.gor", cut.as_bytes(), None)
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("t.gor:1: a goreplay payload without"), "{e}");
     }
 }

@@ -82,7 +82,14 @@ impl RequestTemplate {
         body: RequestBody,
         keepalive: bool,
     ) -> Result<RequestTemplate, LoadgenError> {
-        Self::encode_to(target, &target.path_and_query, method, headers, body, keepalive)
+        Self::encode_to(
+            target,
+            &target.path_and_query,
+            method,
+            headers,
+            body,
+            keepalive,
+        )
     }
 
     /// As [`RequestTemplate::encode`], to `path` (path and query, origin form) on the target's
@@ -189,10 +196,7 @@ impl RequestTemplate {
         } else {
             self.h2.indexed.len()
         };
-        FRAME_HEAD
-            + block
-            + self.body.len()
-            + self.body.len().div_ceil(MAX_FRAME) * FRAME_HEAD
+        FRAME_HEAD + block + self.body.len() + self.body.len().div_ceil(MAX_FRAME) * FRAME_HEAD
     }
 
     /// The HTTP/2 header blocks (the body is sent apart).

@@ -251,7 +251,9 @@ impl Tickets {
     /// A replay: the request the next ticket carries.
     fn request(&self) -> Option<u32> {
         match &self.source {
-            Source::Replay { times, .. } => Some(times.template[self.replay_index(self.next.get())?]),
+            Source::Replay { times, .. } => {
+                Some(times.template[self.replay_index(self.next.get())?])
+            }
             Source::Curve { .. } => None,
         }
     }

@@ -217,7 +217,10 @@ impl ClassStats {
         add(&mut self.latency, &other.latency);
         add(&mut self.latency_uncorrected, &other.latency_uncorrected);
         add(&mut self.timed_out, &other.timed_out);
-        add(&mut self.timed_out_uncorrected, &other.timed_out_uncorrected);
+        add(
+            &mut self.timed_out_uncorrected,
+            &other.timed_out_uncorrected,
+        );
         add(&mut self.cut, &other.cut);
         add(&mut self.cut_uncorrected, &other.cut_uncorrected);
         add(&mut self.backlog, &other.backlog);

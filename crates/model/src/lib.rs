@@ -29,8 +29,9 @@ pub mod suite;
 pub use capacity::{CapacityReport, CapacityStep, CapacityVerdict};
 pub use latency::{LatencySummary, Percentile, PERCENTILES};
 pub use load::{
-    ArrivalRecord, ClassReport, ConnectionStats, LoadConfigRecord, LoadReport, MergeInfo, MergedShard, Model,
-    PhaseHistograms, PhaseReport, RequestsFrom, SecondRecord, SelfCheck, ShardInfo, ToolInfo,
+    ArrivalRecord, ClassReport, ConnectionStats, LoadConfigRecord, LoadReport, MergeInfo,
+    MergedShard, Model, PhaseHistograms, PhaseReport, RequestsFrom, SecondRecord, SelfCheck,
+    ShardInfo, ToolInfo,
 };
 pub use outcome::{Outcome, OutcomeCounts};
 pub use suite::{

@@ -284,7 +284,11 @@ fn classes(out: &mut String, classes: &[ClassReport], total: u64) {
         };
         let point = |p: f64| match c.latency.point(p) {
             Some(x) if c.latency.count > 0 => {
-                format!("{}{}", if x.lower_bound { "≥" } else { "" }, duration_ms(x.ms))
+                format!(
+                    "{}{}",
+                    if x.lower_bound { "≥" } else { "" },
+                    duration_ms(x.ms)
+                )
             }
             _ => "-".to_owned(),
         };

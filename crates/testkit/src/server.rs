@@ -3,8 +3,8 @@
 //!
 //! It owns the lifecycle only; what a server does with a connection is `script`'s business.
 
-use std::net::{Ipv4Addr, SocketAddr};
 use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;

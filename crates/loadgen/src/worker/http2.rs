@@ -43,7 +43,12 @@ pub(super) async fn slot(shared: Rc<Shared>) {
                 if config.target.tls && !est.alpn_h2 {
                     // The server did not agree to HTTP/2: nothing can be sent.
                     failures += 1;
-                    shared.complete(first.phase, first.req, Outcome::ProtocolError, Took::Nothing);
+                    shared.complete(
+                        first.phase,
+                        first.req,
+                        Outcome::ProtocolError,
+                        Took::Nothing,
+                    );
                     continue;
                 }
                 match http2::handshake(stream, streams, config.connect_timeout).await {
@@ -124,7 +129,12 @@ async fn h2_stream_loop(
                 if !acquire_before(&conn, &mut timer).await {
                     // The connection was opened for this request: it cannot be lost silently.
                     let outcome = stream_wait_outcome(&conn, by_deadline);
-                    shared.complete(permit.phase, permit.req, outcome, unsent_took(outcome, start));
+                    shared.complete(
+                        permit.phase,
+                        permit.req,
+                        outcome,
+                        unsent_took(outcome, start),
+                    );
                     return StreamEnd::ConnectionLost;
                 }
                 (permit, start, limit, by_deadline)
@@ -143,7 +153,12 @@ async fn h2_stream_loop(
                 timer.as_mut().reset(limit.into());
                 if !acquire_before(&conn, &mut timer).await {
                     let outcome = stream_wait_outcome(&conn, by_deadline);
-                    shared.complete(permit.phase, permit.req, outcome, unsent_took(outcome, start));
+                    shared.complete(
+                        permit.phase,
+                        permit.req,
+                        outcome,
+                        unsent_took(outcome, start),
+                    );
                     if conn.is_dead() {
                         return StreamEnd::ConnectionLost;
                     }

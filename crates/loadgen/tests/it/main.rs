@@ -4,8 +4,8 @@
 mod support;
 
 mod accounting;
-mod mixes;
 mod errors;
+mod mixes;
 mod models;
 mod programs;
 mod protocols;

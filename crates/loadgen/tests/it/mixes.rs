@@ -56,7 +56,10 @@ fn assert_classes_add_up(r: &LoadReport) {
         outcomes.merge(&c.outcomes);
         assert_eq!(c.requests, c.outcomes.total(), "{}", c.name);
     }
-    assert_eq!(outcomes, m.outcomes, "the classes' outcomes are the totals'");
+    assert_eq!(
+        outcomes, m.outcomes,
+        "the classes' outcomes are the totals'"
+    );
     let total = m.histograms.as_ref().expect("histograms");
     let mut sum = new_histogram();
     let mut sum_uncorrected = new_histogram();
@@ -66,7 +69,12 @@ fn assert_classes_add_up(r: &LoadReport) {
         if let Some(u) = &h.answered_uncorrected {
             sum_uncorrected.add(decode(u).unwrap()).unwrap();
         }
-        assert_eq!(c.latency.count, decode(&h.answered).unwrap().len(), "{}", c.name);
+        assert_eq!(
+            c.latency.count,
+            decode(&h.answered).unwrap().len(),
+            "{}",
+            c.name
+        );
     }
     let want = decode(&total.answered).unwrap();
     assert_eq!(sum.len(), want.len());
@@ -91,7 +99,15 @@ fn a_mix_sends_each_request_exactly_in_proportion_to_its_weight() {
     let classes = r.classes.as_ref().unwrap();
     let got: Vec<(&str, &str, &str, Option<u64>, u64)> = classes
         .iter()
-        .map(|c| (c.name.as_str(), c.method.as_str(), c.path.as_str(), c.weight, c.requests))
+        .map(|c| {
+            (
+                c.name.as_str(),
+                c.method.as_str(),
+                c.path.as_str(),
+                c.weight,
+                c.requests,
+            )
+        })
         .collect();
     assert_eq!(
         got,
@@ -127,7 +143,13 @@ fn an_open_model_mix_on_two_workers_is_exact_and_adds_up() {
     s.arrival = Arrival::Open { rate: 2000.0 };
     let out = support::run(s);
     let r = &out.report;
-    let counts: Vec<u64> = r.classes.as_ref().unwrap().iter().map(|c| c.requests).collect();
+    let counts: Vec<u64> = r
+        .classes
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|c| c.requests)
+        .collect();
     assert_eq!(counts, vec![100, 200, 700]);
     assert!(r.classes.as_ref().unwrap()[0].latency_uncorrected.is_some());
     assert_classes_add_up(r);
@@ -198,7 +220,10 @@ fn a_replay_sends_every_line_at_its_intended_time() {
     let mut want = targets.clone();
     seen.sort();
     want.sort();
-    assert_eq!(seen, want, "every line's target, as logged (query included)");
+    assert_eq!(
+        seen, want,
+        "every line's target, as logged (query included)"
+    );
     // Each request reached the server no earlier than its due time (the run starts after
     // `before`) and not much later: sending all at once, or at the recorded pace, fails.
     let mut arrivals: Vec<Duration> = log.iter().map(|q| q.at - before).collect();
@@ -259,7 +284,10 @@ fn a_goreplay_capture_is_replayed_with_its_headers_and_bodies() {
     assert_eq!(post.body, br#"{"product":42,"qty":2}"#);
     assert!(post.headers.contains(&"X-Request-Id: 7c1e".to_owned()));
     assert!(
-        !post.headers.iter().any(|h| h.starts_with("Host") || h.starts_with("Content-Length")),
+        !post
+            .headers
+            .iter()
+            .any(|h| h.starts_with("Host") || h.starts_with("Content-Length")),
         "{:?}",
         post.headers
     );
@@ -273,13 +301,23 @@ fn a_goreplay_capture_is_replayed_with_its_headers_and_bodies() {
     replay.speed = 5.0;
     s.requests = Requests::Replay(replay);
     let r = support::run(s).report;
-    assert_eq!(r.measurement.outcomes.get(Outcome::Ok), 8, "{:?}", r.measurement.outcomes);
+    assert_eq!(
+        r.measurement.outcomes.get(Outcome::Ok),
+        8,
+        "{:?}",
+        r.measurement.outcomes
+    );
     let seen = server.requests_by_target();
     assert_eq!(seen.get("/api/products/42"), Some(&2));
     assert_eq!(seen.get("/api/cart"), Some(&1));
     let from = r.config.requests_from.as_ref().unwrap();
     assert_eq!(
-        (from.kind.as_str(), from.format.as_deref(), from.speed, from.entries),
+        (
+            from.kind.as_str(),
+            from.format.as_deref(),
+            from.speed,
+            from.entries
+        ),
         ("replay", Some("goreplay"), Some(5.0), 8)
     );
     assert_classes_add_up(&r);
@@ -318,9 +356,20 @@ fn a_mix_over_h2c_sends_every_class_on_shared_connections() {
     s.streams = 4;
     s.verify = true;
     let r = support::run(s).report;
-    assert_eq!(r.measurement.outcomes.get(Outcome::Ok), 1000, "{:?}", r.measurement.outcomes);
+    assert_eq!(
+        r.measurement.outcomes.get(Outcome::Ok),
+        1000,
+        "{:?}",
+        r.measurement.outcomes
+    );
     assert_eq!(r.measurement.connections.opened, 2);
-    let counts: Vec<u64> = r.classes.as_ref().unwrap().iter().map(|c| c.requests).collect();
+    let counts: Vec<u64> = r
+        .classes
+        .as_ref()
+        .unwrap()
+        .iter()
+        .map(|c| c.requests)
+        .collect();
     assert_eq!(counts, vec![100, 200, 700]);
     assert_classes_add_up(&r);
 }
