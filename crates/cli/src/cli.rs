@@ -233,7 +233,7 @@ pub struct LoadArgs {
 /// A `--replay` file's format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum ReplayFormatArg {
-    /// Common log format: host ident user [time] "request" status bytes.
+    /// Common log format: `host ident user [time] "request" status bytes`.
     Common,
     /// Combined log format: the common one and "referer" "user-agent".
     Combined,

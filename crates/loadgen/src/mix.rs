@@ -338,5 +338,27 @@ mod tests {
             .map(|r| r.len())
             .max();
         assert!(longest <= Some(3), "{longest:?}");
+        // At every point, each entry's count is within one of its exact share.
+        for weights in [
+            vec![1, 2, 7],
+            vec![5, 1],
+            vec![3, 3, 3, 1],
+            vec![13, 1, 6, 20],
+        ] {
+            let sum: u64 = weights.iter().sum();
+            let mut p = Picker::new(&weights);
+            let mut counts = vec![0u64; weights.len()];
+            for n in 1..=3 * sum {
+                counts[p.pick() as usize] += 1;
+                for (c, w) in counts.iter().zip(&weights) {
+                    let exact = (n * w) as f64 / sum as f64;
+                    assert!(
+                        (*c as f64 - exact).abs() <= 1.0,
+                        "{weights:?} after {n}: {counts:?}"
+                    );
+                }
+            }
+            assert_eq!(counts, weights.iter().map(|w| 3 * w).collect::<Vec<_>>());
+        }
     }
 }
