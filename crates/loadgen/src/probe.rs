@@ -85,7 +85,7 @@ async fn probe_async(config: &LoadConfig) -> Result<(), LoadgenError> {
             "the target answered with {} to {} {} (use --no-probe to benchmark it anyway)",
             other.label().trim_end_matches(" responses"),
             config.request().method(),
-            config.target.path_and_query
+            config.request().path()
         ))),
     }
 }

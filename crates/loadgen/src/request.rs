@@ -63,6 +63,7 @@ pub fn json_payload(size: usize) -> Result<Vec<u8>, LoadgenError> {
 #[derive(Clone, Debug)]
 pub struct RequestTemplate {
     method: String,
+    path: String,
     bytes: Bytes,
     body: Bytes,
     head_only: bool,
@@ -152,6 +153,7 @@ impl RequestTemplate {
         let h2 = h2_parts(target, path, method, &parsed, default_type, body.len())?;
         Ok(RequestTemplate {
             method: method.to_owned(),
+            path: path.to_owned(),
             bytes: Bytes::from(bytes),
             body: Bytes::from(body),
             head_only: method == "HEAD",
@@ -177,6 +179,11 @@ impl RequestTemplate {
     /// The method.
     pub fn method(&self) -> &str {
         &self.method
+    }
+
+    /// The request target (path and query).
+    pub fn path(&self) -> &str {
+        &self.path
     }
 
     /// Whether responses carry no body whatever their headers say (HEAD).

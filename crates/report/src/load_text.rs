@@ -319,6 +319,7 @@ fn classes(out: &mut String, classes: &[ClassReport], total: u64) {
             max
         );
     }
+    out.push('\n');
 }
 
 fn latency(out: &mut String, title: &str, l: &LatencySummary) {
