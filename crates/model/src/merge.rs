@@ -585,6 +585,19 @@ mod tests {
     }
 
     #[test]
+    fn records_with_request_classes_are_refused_rather_than_dropped() {
+        let mut mixed = shard(1, 2, &[1], 0);
+        mixed.classes = Some(Vec::new());
+        let e = merge(&[shard(0, 2, &[1], 0), mixed])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "shard 1: the record has request classes (--mix), which gatebench merge does not merge yet"
+        );
+    }
+
+    #[test]
     fn records_that_are_not_every_shard_of_one_run_are_refused() {
         let e = |r: &[LoadReport]| merge(r).unwrap_err().to_string();
         assert_eq!(
