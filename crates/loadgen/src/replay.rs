@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use crate::error::LoadgenError;
-use crate::mix::{check_target, line_of};
+use crate::mix::check_target;
 
 /// The separator line of goreplay's payloads.
 const GOR_SEPARATOR: &str = "🐵🙈🙉";
@@ -100,7 +100,7 @@ impl Replay {
         let format = format.unwrap_or_else(|| detect(&text));
         let at = |line: usize, msg: String| LoadgenError::config(format!("{file}:{line}: {msg}"));
         let mut requests = match format {
-            ReplayFormat::Goreplay => parse_goreplay(bytes, &text).map_err(|(l, m)| at(l, m))?,
+            ReplayFormat::Goreplay => parse_goreplay(bytes).map_err(|(l, m)| at(l, m))?,
             _ => parse_log(&text, format).map_err(|(l, m)| at(l, m))?,
         };
         if requests.is_empty() {
@@ -158,19 +158,25 @@ fn gor_header(line: &str) -> Option<(u8, u64)> {
 
 type LineError = (usize, String);
 
-fn parse_goreplay(bytes: &[u8], text: &str) -> Result<Vec<ReplayRequest>, LineError> {
+fn parse_goreplay(bytes: &[u8]) -> Result<Vec<ReplayRequest>, LineError> {
     let mut out = Vec::new();
-    // Byte offsets in `bytes` (bodies are replayed as recorded, not as lossy text); the line
-    // numbers come from `text`, whose line breaks are the same.
+    // Byte offsets in `bytes`: bodies are replayed as recorded, not as lossy text.
     let sep = format!("\n{GOR_SEPARATOR}");
     let mut pos = 0;
+    // Line numbers counted as `pos` moves on, never from the start again.
+    let (mut counted, mut lines) = (0, 1);
+    let mut line_at = |pos: usize| {
+        lines += bytes[counted..pos].iter().filter(|b| **b == b'\n').count();
+        counted = pos;
+        lines
+    };
     while pos < bytes.len() {
         // Skip blank lines between payloads.
         if bytes[pos] == b'\n' || bytes[pos] == b'\r' {
             pos += 1;
             continue;
         }
-        let line = line_of(text, pos);
+        let line = line_at(pos);
         let end = find(&bytes[pos..], sep.as_bytes()).map(|i| pos + i);
         let Some(end) = end else {
             return Err((
