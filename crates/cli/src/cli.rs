@@ -197,6 +197,59 @@ pub struct LoadArgs {
     /// An instant more than a second past is refused.
     #[arg(long, value_name = "TIME", value_parser = parse_start_at, help_heading = "Shards")]
     pub start_at: Option<std::time::SystemTime>,
+    /// Send a weighted mix of requests from FILE (TOML `[[request]]` tables, or JSON lines for
+    /// .jsonl/.ndjson/.json): each entry has weight, method, path, headers, body or body_file.
+    /// All go to the URL's host; -m and -H are each entry's defaults. The record and the
+    /// report give every entry's figures.
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "Mixes and replay",
+        conflicts_with_all = ["body", "body_file", "payload_size", "replay"]
+    )]
+    pub mix: Option<PathBuf>,
+    /// Replay recorded traffic from FILE (an access log in the common or combined format, or
+    /// a goreplay capture), each request at its recorded time divided by --speed, latency
+    /// measured from that time. Runs until the last request unless -d or -n stops it first.
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "Mixes and replay",
+        conflicts_with_all = ["body", "body_file", "payload_size", "rate", "find_max", "shard"]
+    )]
+    pub replay: Option<PathBuf>,
+    /// The format of the --replay file [default: goreplay when its first line is a goreplay
+    /// header, else an access log in the combined or common format].
+    #[arg(
+        long,
+        value_enum,
+        value_name = "FORMAT",
+        requires = "replay",
+        help_heading = "Mixes and replay"
+    )]
+    pub replay_format: Option<ReplayFormatArg>,
+    /// --replay: how many times faster than recorded (1 = the recorded pace, 10 = ten times
+    /// faster, 0.5 = half as fast); more than 0, at most 1e6.
+    #[arg(
+        long,
+        value_name = "X",
+        default_value_t = 1.0,
+        requires = "replay",
+        allow_negative_numbers = true,
+        help_heading = "Mixes and replay"
+    )]
+    pub speed: f64,
+}
+
+/// A `--replay` file's format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReplayFormatArg {
+    /// Common log format: `host ident user [time] "request" status bytes`.
+    Common,
+    /// Combined log format: the common one and "referer" "user-agent".
+    Combined,
+    /// goreplay payloads: a `1 ID TIMESTAMP_NS LATENCY` line, the raw request, a 🐵🙈🙉 line.
+    Goreplay,
 }
 
 /// How open-model requests are spaced.

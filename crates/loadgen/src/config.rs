@@ -5,6 +5,7 @@
 //! only starts when everything is valid (raw input → validated types → effects). Nothing here
 //! opens a socket.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gatebench_model::{ArrivalRecord, LoadConfigRecord, Model};
@@ -14,6 +15,7 @@ use crate::bounds::{
     check_count, check_rate, MAX_CONNECTIONS, MAX_DURATION, MAX_DURATION_TEXT, MAX_PAYLOAD,
     MAX_STREAMS, MAX_THREADS,
 };
+pub use crate::classes::{ClassInfo, ReplayTimes, RequestSet, Requests};
 use crate::error::LoadgenError;
 use crate::request::{RequestBody, RequestTemplate};
 use crate::target::is_token_byte;
@@ -34,6 +36,9 @@ pub enum Arrival {
     /// The open model with a rate that follows a program (ramp, steps, sine), or with Poisson
     /// arrivals; latency is measured from each request's intended send time as with `Open`.
     Program(ArrivalProgram),
+    /// The open model with explicit due times: a replay's recorded requests at their own
+    /// times (set by [`LoadConfig::try_new`] from [`Requests::Replay`]; not given by callers).
+    Replay(Arc<ReplayTimes>),
 }
 
 impl Arrival {
@@ -48,6 +53,7 @@ impl Arrival {
             Arrival::Closed => None,
             Arrival::Open { rate } => Some(RateProgram::Constant(*rate)),
             Arrival::Program(p) => Some(p.rate.clone()),
+            Arrival::Replay(_) => None,
         }
     }
 
@@ -57,6 +63,7 @@ impl Arrival {
             Arrival::Closed => None,
             Arrival::Open { .. } => Some(Spacing::Even),
             Arrival::Program(p) => Some(p.spacing),
+            Arrival::Replay(_) => None,
         }
     }
 }
@@ -103,6 +110,8 @@ pub struct LoadSpec {
     pub headers: Vec<String>,
     /// The request body.
     pub body: RequestBody,
+    /// Where the requests come from: one (`method`, `headers`, `body`), a mix, a replay.
+    pub requests: Requests,
     /// Concurrent connections.
     pub connections: u32,
     /// Worker threads; `None` = the cores this process may use.
@@ -141,6 +150,7 @@ impl LoadSpec {
             method: "GET".to_owned(),
             headers: Vec::new(),
             body: RequestBody::None,
+            requests: Requests::Single,
             connections: 10,
             threads: None,
             arrival: Arrival::Closed,
@@ -166,8 +176,8 @@ impl LoadSpec {
 pub struct LoadConfig {
     /// Where requests go.
     pub target: Target,
-    /// The encoded request and what a correct answer looks like.
-    pub request: RequestTemplate,
+    /// The encoded requests (one, a mix's, a replay's) and their classes.
+    pub requests: RequestSet,
     /// The wire protocol.
     pub protocol: Protocol,
     /// Concurrent connections, ≥ 1.
@@ -194,16 +204,46 @@ pub struct LoadConfig {
     pub tls: TlsOptions,
     /// The spec's header lines, for the record.
     headers: Vec<String>,
+    /// The spec's method, for the record.
+    method: String,
 }
 
 impl LoadConfig {
     /// Validates `spec`, resolves the target and encodes the request.
-    pub fn try_new(spec: LoadSpec) -> Result<LoadConfig, LoadgenError> {
+    pub fn try_new(mut spec: LoadSpec) -> Result<LoadConfig, LoadgenError> {
         let cfg = |option: &str, reason: String| LoadgenError::config(format!("{option} {reason}"));
+        let replay = matches!(spec.requests, Requests::Replay(_));
+        if let Requests::Replay(r) = &spec.requests {
+            if spec.arrival != Arrival::Closed {
+                return Err(LoadgenError::config(
+                    "--replay sends each request at its recorded time: leave out -R",
+                ));
+            }
+            if !(r.speed.is_finite() && r.speed > 0.0 && r.speed <= 1e6) {
+                return Err(cfg(
+                    "--speed",
+                    format!("must be more than 0 and at most 1e6, got {}", r.speed),
+                ));
+            }
+            let span = Duration::from_secs_f64(r.span_ns() as f64 / 1e9 / r.speed);
+            if span > MAX_DURATION {
+                return Err(LoadgenError::config(format!(
+                    "{}: the replay lasts {} at --speed {}, more than {MAX_DURATION_TEXT}",
+                    r.file,
+                    humantime::format_duration(Duration::from_secs(span.as_secs())),
+                    r.speed
+                )));
+            }
+        }
         check_count(u64::from(spec.connections), u64::from(MAX_CONNECTIONS))
             .map_err(|r| cfg("-c/--connections", r))?;
         match &spec.arrival {
             Arrival::Closed => {}
+            Arrival::Replay(_) => {
+                return Err(LoadgenError::config(
+                    "a replay's schedule comes from its file (Requests::Replay)",
+                ))
+            }
             Arrival::Open { rate } => check_rate(*rate).map_err(|r| cfg("-R/--rate", r))?,
             Arrival::Program(p) => p
                 .rate
@@ -211,6 +251,8 @@ impl LoadConfig {
                 .map_err(|r| cfg("-R/--rate", r.to_string()))?,
         }
         match (spec.stop.duration, spec.stop.requests) {
+            // A replay ends with its last request.
+            (None, None) if replay => {}
             (None, None) => {
                 return Err(LoadgenError::config(
                     "give a duration (-d) or a request count (-n)",
@@ -248,8 +290,12 @@ impl LoadConfig {
         }
         // The run adds warm-up, measurement and a timeout to the clock: make sure the sum is
         // a time this clock can hold (the bounds above already ensure it on any real clock).
+        let replay_span = match &spec.requests {
+            Requests::Replay(r) => Duration::from_secs_f64(r.span_ns() as f64 / 1e9 / r.speed),
+            _ => Duration::ZERO,
+        };
         let horizon = spec.warmup
-            + spec.stop.duration.unwrap_or_default()
+            + spec.stop.duration.unwrap_or_default().max(replay_span)
             + spec.timeout.max(spec.connect_timeout);
         if Instant::now().checked_add(horizon).is_none() {
             return Err(LoadgenError::config(
@@ -299,14 +345,6 @@ impl LoadConfig {
         if target.tls {
             crate::tls::client(&spec.tls, &target.host, &[])?;
         }
-        let request = RequestTemplate::encode(
-            &target,
-            &spec.method,
-            &spec.headers,
-            spec.body,
-            spec.keepalive,
-        )?
-        .with_expected_status(spec.expect_status);
         if let Some(s) = spec.expect_status {
             if !(200..=599).contains(&s) {
                 return Err(LoadgenError::config(format!(
@@ -314,9 +352,34 @@ impl LoadConfig {
                 )));
             }
         }
+        let requests = match std::mem::take(&mut spec.requests) {
+            Requests::Single => RequestSet::single(RequestTemplate::encode(
+                &target,
+                &spec.method,
+                &spec.headers,
+                spec.body,
+                spec.keepalive,
+            )?),
+            Requests::Mix(mix) => {
+                RequestSet::mix(&mix, &target, &spec.method, &spec.headers, spec.keepalive)?
+            }
+            Requests::Replay(r) => {
+                let (set, times) = RequestSet::replay(
+                    &r,
+                    spec.stop.requests,
+                    &target,
+                    &spec.headers,
+                    spec.keepalive,
+                )?;
+                spec.arrival = Arrival::Replay(Arc::new(times));
+                set
+            }
+        }
+        .with_expected_status(spec.expect_status);
         Ok(LoadConfig {
             target,
-            request,
+            requests,
+            method: spec.method,
             protocol: spec.protocol,
             streams: spec.streams,
             tls: spec.tls,
@@ -336,6 +399,17 @@ impl LoadConfig {
     /// The open model's mean target rate over the measurement (the rate itself when constant);
     /// `None` for the closed model.
     pub fn mean_rate(&self) -> Option<f64> {
+        if let Arrival::Replay(r) = &self.arrival {
+            // The rate between its first request and its last: n − 1 gaps over the span (the
+            // exact rate of evenly spaced requests); a replay of one instant counts as one
+            // second's requests.
+            let span = r.span_s();
+            return Some(if span > 0.0 && r.len() > 1 {
+                (r.len() - 1) as f64 / span
+            } else {
+                r.len() as f64
+            });
+        }
         let program = self.arrival.rate_program()?;
         let len = self
             .stop
@@ -349,11 +423,16 @@ impl LoadConfig {
         })
     }
 
+    /// The single request of a plain run; a mix's or a replay's first.
+    pub fn request(&self) -> &RequestTemplate {
+        self.requests.first()
+    }
+
     /// The record of this configuration embedded in every report.
     pub fn record(&self) -> LoadConfigRecord {
         LoadConfigRecord {
             url: self.target.url.clone(),
-            method: self.request.method().to_owned(),
+            method: self.method.clone(),
             protocol: self.protocol.name(self.target.tls).to_owned(),
             model: if self.arrival.is_open() {
                 Model::Open
@@ -386,7 +465,8 @@ impl LoadConfig {
             keepalive: self.keepalive,
             verify: self.verify,
             headers: self.headers.clone(),
-            body_bytes: self.request.body_len() as u64,
+            body_bytes: self.requests.first().body_len() as u64,
+            requests_from: self.requests.from(),
         }
     }
 }

@@ -91,6 +91,14 @@ pub(crate) async fn handshake(
     }
 }
 
+impl H2Conn {
+    /// Every header block as literals (see `conn::State::literal_only`); before the first
+    /// stream.
+    pub(crate) fn literal_only(&self) {
+        self.shared.state.borrow_mut().literal_only();
+    }
+}
+
 /// Resets a stream whose request task stopped waiting for it.
 struct CancelOnDrop<'a> {
     shared: &'a Shared,

@@ -17,6 +17,9 @@
 //! - [`capacity`]: the capacity search (`--find-max`): the highest rate within an objective.
 //! - [`arrival`]: arrival programs (ramp, steps, sine) and Poisson arrivals for the open model.
 //! - [`request`]: the request, encoded once; seed-004 JSON payloads.
+//! - [`mix`]: a weighted mix of requests read from a file, and the picker that follows it.
+//! - [`replay`]: recorded traffic (access logs, goreplay captures) read for replay.
+//! - `classes`: the requests of a run (one, a mix's, a replay's) and their classes.
 //! - `connect`: establishing connections (TCP, TLS) and classifying connect failures.
 //! - [`tls`]: the TLS client configuration (trust, ALPN, SNI, resumption).
 //! - `exchange`: what an exchange ends in (answer or failure), whatever the protocol.
@@ -39,6 +42,7 @@ pub mod arrival;
 mod body;
 pub mod bounds;
 pub mod capacity;
+mod classes;
 pub mod config;
 mod connect;
 pub mod error;
@@ -52,7 +56,9 @@ mod http1;
 mod http2;
 mod huffman;
 pub mod limits;
+pub mod mix;
 pub mod probe;
+pub mod replay;
 pub mod request;
 pub mod run;
 mod schedule;
@@ -62,9 +68,11 @@ pub mod tls;
 mod worker;
 
 pub use arrival::{ArrivalProgram, RateProgram, Spacing};
-pub use config::{Arrival, LoadConfig, LoadSpec, Protocol, StopRule};
+pub use config::{Arrival, LoadConfig, LoadSpec, Protocol, Requests, StopRule};
 pub use error::LoadgenError;
+pub use mix::Mix;
 pub use probe::probe;
+pub use replay::{Replay, ReplayFormat};
 pub use request::RequestBody;
 pub use run::{run, IntervalView, RunOptions, RunOutput};
 pub use tls::TlsOptions;

@@ -49,7 +49,7 @@ async fn probe_async(config: &LoadConfig) -> Result<(), LoadgenError> {
             let mut conn = H1Conn::new(stream);
             tokio::time::timeout(
                 config.timeout.min(PROBE_TIMEOUT),
-                conn.exchange(&config.request, config.verify),
+                conn.exchange(config.request(), config.verify),
             )
             .await
             .map_err(|_| fail("no response within the timeout".into()))?
@@ -69,7 +69,7 @@ async fn probe_async(config: &LoadConfig) -> Result<(), LoadgenError> {
             }
             tokio::time::timeout(
                 config.timeout.min(PROBE_TIMEOUT),
-                conn.exchange(&config.request, config.verify),
+                conn.exchange(config.request(), config.verify),
             )
             .await
             .map_err(|_| fail("no response within the timeout".into()))?
@@ -84,8 +84,8 @@ async fn probe_async(config: &LoadConfig) -> Result<(), LoadgenError> {
         other => Err(fail(format!(
             "the target answered with {} to {} {} (use --no-probe to benchmark it anyway)",
             other.label().trim_end_matches(" responses"),
-            config.request.method(),
-            config.target.path_and_query
+            config.request().method(),
+            config.request().path()
         ))),
     }
 }

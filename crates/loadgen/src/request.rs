@@ -64,6 +64,7 @@ pub fn json_payload(size: usize) -> Result<Vec<u8>, LoadgenError> {
 #[derive(Clone, Debug)]
 pub struct RequestTemplate {
     method: String,
+    path: String,
     bytes: Bytes,
     body: Bytes,
     head_only: bool,
@@ -86,6 +87,26 @@ impl RequestTemplate {
         body: RequestBody,
         keepalive: bool,
     ) -> Result<RequestTemplate, LoadgenError> {
+        Self::encode_to(
+            target,
+            &target.path_and_query,
+            method,
+            headers,
+            body,
+            keepalive,
+        )
+    }
+
+    /// As [`RequestTemplate::encode`], to `path` (path and query, origin form) on the target's
+    /// host rather than the URL's own path.
+    pub fn encode_to(
+        target: &Target,
+        path: &str,
+        method: &str,
+        headers: &[String],
+        body: RequestBody,
+        keepalive: bool,
+    ) -> Result<RequestTemplate, LoadgenError> {
         let (body, default_type) = match body {
             RequestBody::None => (Vec::new(), None),
             RequestBody::Inline(b) => (b, None),
@@ -101,7 +122,7 @@ impl RequestTemplate {
                 "-H Transfer-Encoding is not supported: bodies are sent with Content-Length",
             ));
         }
-        let mut head = format!("{method} {} HTTP/1.1\r\n", target.path_and_query);
+        let mut head = format!("{method} {path} HTTP/1.1\r\n");
         if !has("host") {
             head.push_str(&format!("Host: {}\r\n", target.authority));
         }
@@ -133,9 +154,10 @@ impl RequestTemplate {
         head.push_str("\r\n");
         let mut bytes = head.into_bytes();
         bytes.extend_from_slice(&body);
-        let h2 = h2_parts(target, method, &parsed, default_type, body.len())?;
+        let h2 = h2_parts(target, path, method, &parsed, default_type, body.len())?;
         Ok(RequestTemplate {
             method: method.to_owned(),
+            path: path.to_owned(),
             bytes: Bytes::from(bytes),
             body: Bytes::from(body),
             head_only: method == "HEAD",
@@ -186,6 +208,11 @@ impl RequestTemplate {
         &self.method
     }
 
+    /// The request target (path and query).
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
     /// Whether responses carry no body whatever their headers say (HEAD).
     pub fn head_only(&self) -> bool {
         self.head_only
@@ -193,13 +220,17 @@ impl RequestTemplate {
 
     /// Bytes on the wire for one HTTP/2 request after a connection's first: the HEADERS
     /// frame with the indexed block, and the body in DATA frames of the default maximum size.
-    pub(crate) fn h2_wire_len(&self) -> usize {
+    /// With `literal` (a run of several requests, whose connections send every header block
+    /// as literals), the literal block instead.
+    pub(crate) fn h2_wire_len(&self, literal: bool) -> usize {
         const FRAME_HEAD: usize = 9;
         const MAX_FRAME: usize = 16_384;
-        FRAME_HEAD
-            + self.h2.indexed.len()
-            + self.body.len()
-            + self.body.len().div_ceil(MAX_FRAME) * FRAME_HEAD
+        let block = if literal {
+            self.h2.literal.len()
+        } else {
+            self.h2.indexed.len()
+        };
+        FRAME_HEAD + block + self.body.len() + self.body.len().div_ceil(MAX_FRAME) * FRAME_HEAD
     }
 
     /// The HTTP/2 header blocks (the body is sent apart).
@@ -210,6 +241,7 @@ impl RequestTemplate {
 
 fn h2_parts(
     target: &Target,
+    path: &str,
     method: &str,
     headers: &[(String, String)],
     default_type: Option<&'static str>,
@@ -250,20 +282,20 @@ fn h2_parts(
     http::Uri::builder()
         .scheme(scheme)
         .authority(authority.as_str())
-        .path_and_query(target.path_and_query.as_str())
+        .path_and_query(path)
         .build()
         .map_err(|e| bad(format!("cannot build the HTTP/2 request URI: {e}")))?;
     let mut all = vec![
         (":method".to_owned(), method.to_owned()),
         (":scheme".to_owned(), scheme.to_owned()),
         (":authority".to_owned(), authority),
-        (":path".to_owned(), target.path_and_query.clone()),
+        (":path".to_owned(), path.to_owned()),
     ];
     all.extend(fields);
     Ok(crate::hpack::RequestHead::encode(&all))
 }
 
-fn parse_header(line: &str) -> Result<(String, String), LoadgenError> {
+pub(crate) fn parse_header(line: &str) -> Result<(String, String), LoadgenError> {
     let bad = |why: &str| LoadgenError::config(format!("invalid header `{line}`: {why}"));
     let (name, value) = line
         .split_once(':')

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use gatebench_model::{
-    histogram, ConnectionStats, LoadReport, Outcome, PhaseHistograms, PhaseReport, SecondRecord,
-    SelfCheck, ToolInfo, SCHEMA_VERSION,
+    histogram, ClassReport, ConnectionStats, LoadReport, Outcome, PhaseHistograms, PhaseReport,
+    SecondRecord, SelfCheck, ToolInfo, SCHEMA_VERSION,
 };
 
 use crate::arrival::Curve;
@@ -20,8 +20,8 @@ use crate::hlog;
 use crate::limits;
 use crate::schedule::{Clock, OpenPlan, Quota};
 use crate::stats::{
-    longer_than_all, new_sparse_histogram, summarize, summarize_censored, IntervalStats,
-    LatencyHistogram, PhaseStats,
+    longer_than_all, new_sparse_histogram, summarize, summarize_censored, ClassStats,
+    IntervalStats, LatencyHistogram, PhaseStats,
 };
 use crate::worker::{self, Stalls, WorkerMsg, WorkerPlan, WorkerResult, STALL_COUNTED};
 
@@ -127,6 +127,7 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
                         Spacing::Poisson { seed } => format!(" --arrival poisson --seed {seed}"),
                     }
                 ),
+                Arrival::Replay(r) => format!(" --speed {}", r.speed),
             }
         );
         hlog::write_header(out, wall_start, &comment).map_err(|source| LoadgenError::Output {
@@ -158,6 +159,7 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
         let share = conns as f64 / f64::from(config.connections);
         let plan = WorkerPlan {
             id,
+            workers: threads,
             config: config.clone(),
             clock,
             connections: conns as u32,
@@ -177,6 +179,8 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
                 },
             }),
             quota: match (config.arrival.is_open(), &shared_quota, &open_quotas) {
+                // A replay's `-n` took its first n requests already.
+                _ if matches!(config.arrival, Arrival::Replay(_)) => Quota::Unlimited,
                 (_, None, _) => Quota::Unlimited,
                 (true, _, Some(q)) => Quota::Own(std::cell::Cell::new(q[id])),
                 (_, Some(shared), _) => Quota::Shared(shared.clone()),
@@ -217,9 +221,13 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
         .collect::<Result<_, _>>()?;
     let mut warm = PhaseStats::default();
     let mut meas = PhaseStats::default();
+    let mut classes = vec![ClassStats::default(); config.requests.classes().len()];
     for r in &results {
         warm.merge(&r.phases[0]);
         meas.merge(&r.phases[1]);
+        for (c, w) in classes.iter_mut().zip(&r.classes) {
+            c.merge(w);
+        }
     }
     // With no answer at all in the run, every request cut off at the end is a stall; otherwise
     // one must also have waited at least the stall floor (see `censor`).
@@ -228,6 +236,12 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
     } else {
         config.timeout.min(STALL_FLOOR)
     };
+    // The classes against the whole measurement's answers, as its totals are: what each
+    // class moves and censors adds up to what the totals do.
+    let class_censored: Vec<Censored> = classes
+        .iter_mut()
+        .map(|c| censor_class(c, &meas, floor))
+        .collect();
     let censored = [
         censor(&mut warm, 0, &mut results, floor),
         censor(&mut meas, 1, &mut results, floor),
@@ -241,6 +255,18 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
     let timeline = collector.timeline.take();
     let mut out = build(&config, clock, wall_start, results, warm, meas, censored);
     out.report.timeline = timeline;
+    if config.requests.is_multi() {
+        let open = config.arrival.is_open();
+        out.report.classes = Some(
+            config
+                .requests
+                .classes()
+                .iter()
+                .zip(classes.iter().zip(&class_censored))
+                .map(|(info, (s, c))| class_report(info, s, c, open))
+                .collect(),
+        );
+    }
     Ok(out)
 }
 
@@ -312,6 +338,61 @@ fn censor(
     Censored {
         latency,
         latency_uncorrected,
+    }
+}
+
+/// One class's share of [`censor`]: its stalled requests (against the merged measurement's
+/// answers, before the totals' own censoring changes nothing of them) become `unanswered`, and
+/// its censored values are returned.
+fn censor_class(c: &mut ClassStats, meas: &PhaseStats, floor: Duration) -> Censored {
+    let mut latency = c.timed_out.clone();
+    let mut latency_uncorrected = c.timed_out_uncorrected.clone();
+    let stalled = longer_than_all(&c.cut, &meas.latency);
+    let stalled_uncorrected = longer_than_all(&c.cut_uncorrected, &meas.latency_uncorrected);
+    let backlog = longer_than_all(&c.backlog, &meas.latency);
+    let n = count_at_least(&stalled, floor);
+    move_class(&mut c.outcomes, Outcome::InFlight, Outcome::Unanswered, n);
+    crate::stats::add(&mut latency, &stalled);
+    crate::stats::add(&mut latency, &backlog);
+    crate::stats::add(&mut latency_uncorrected, &stalled_uncorrected);
+    Censored {
+        latency,
+        latency_uncorrected,
+    }
+}
+
+/// The record of one request class.
+fn class_report(
+    info: &crate::config::ClassInfo,
+    s: &ClassStats,
+    censored: &Censored,
+    open: bool,
+) -> ClassReport {
+    let some = |h: &LatencyHistogram| (!h.is_empty()).then(|| histogram::encode(h));
+    ClassReport {
+        name: info.name.clone(),
+        method: info.method.clone(),
+        path: info.path.clone(),
+        weight: info.weight,
+        requests: s.outcomes.total(),
+        outcomes: s.outcomes,
+        error_percent: s.outcomes.error_percent(),
+        latency: summarize_censored(&s.latency, &censored.latency),
+        latency_uncorrected: open
+            .then(|| summarize_censored(&s.latency_uncorrected, &censored.latency_uncorrected)),
+        histograms: Some(PhaseHistograms {
+            answered: histogram::encode(&s.latency),
+            censored: some(&censored.latency),
+            answered_uncorrected: open.then(|| histogram::encode(&s.latency_uncorrected)),
+            censored_uncorrected: if open {
+                some(&censored.latency_uncorrected)
+            } else {
+                None
+            },
+            connect_time: None,
+            tls_handshake: None,
+            send_lag: None,
+        }),
     }
 }
 
@@ -542,7 +623,7 @@ fn build(
     let meas_end = stopped_at.map_or(meas_end, |s| s.max(clock.measure_start).min(meas_end));
     let meas_len = meas_end.saturating_duration_since(clock.measure_start);
     let target = config.mean_rate();
-    let open = target.is_some();
+    let open = config.arrival.is_open();
     let http2 = config.protocol == crate::config::Protocol::Http2;
     let [warm_censored, meas_censored] = &censored;
     let warm_len = stopped_at.map_or(config.warmup, |s| {
@@ -628,6 +709,7 @@ fn build(
         },
         target_warnings,
         timeline: None,
+        classes: None,
         valid,
         shard: None,
         merged: None,

@@ -11,6 +11,11 @@
 //! omission. If the ticket is in the future, the connection sleeps until it and latency is
 //! measured from the actual send; the timer's lateness is the generator's own and is recorded
 //! apart as send lag for the self-check.
+//!
+//! A replay's tickets are its recorded requests at their own times, dealt to the workers in
+//! turn (worker `i` of `n` takes requests `i`, `i + n`, …); each ticket carries its request. A
+//! mix's requests are picked per permit (and per backlog ticket) by the worker's
+//! [`Picker`](crate::mix::Picker).
 
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -18,6 +23,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::arrival::{Curve, ExpGaps, Spacing};
+use crate::classes::ReplayTimes;
+use crate::mix::Picker;
 
 /// Which phase a request belongs to (by its scheduled time).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +61,8 @@ pub(crate) struct Permit {
     pub due: Option<Instant>,
     /// The phase it counts in.
     pub phase: Phase,
+    /// Which of the run's requests to send (an index into its `RequestSet`).
+    pub req: u32,
 }
 
 /// How many measurement requests may still be scheduled (count stop rule).
@@ -114,6 +123,8 @@ pub(crate) struct Schedule {
     stop: Arc<AtomicBool>,
     /// When this worker first saw `stop` set: tickets due after it are not a backlog.
     stopped_at: Cell<Option<Instant>>,
+    /// A mix: picks each permit's request.
+    picker: Option<RefCell<Picker>>,
 }
 
 /// An open-model worker's part of the run's arrival curve.
@@ -133,18 +144,31 @@ pub(crate) struct OpenPlan {
 /// The open model's ticket dispenser. Ticket `k` of this worker sits at a coordinate in
 /// requests of the whole run — `offset + k ÷ share` evenly spaced, or a sum of exponential
 /// gaps ÷ `share` for Poisson arrivals — and is due when the run's arrival curve reaches it.
-/// Even coordinates are computed afresh for each ticket, so rounding never accumulates.
+/// Even coordinates are computed afresh for each ticket, so rounding never accumulates. A
+/// replay's ticket `k` is its request `first + k × stride`, due at its own time.
 #[derive(Debug)]
 struct Tickets {
     base: Instant,
-    plan: OpenPlan,
-    gaps: RefCell<Option<ExpGaps>>,
+    source: Source,
     /// Index of the next ticket.
     next: Cell<u64>,
-    /// Its coordinate.
-    coord: Cell<f64>,
-    /// Its due time; `None` when the program ends at rate zero before it.
+    /// Its due time; `None` when the program ends at rate zero (or the replay ends) before it.
     due: Cell<Option<Instant>>,
+}
+
+#[derive(Debug)]
+enum Source {
+    Curve {
+        plan: OpenPlan,
+        gaps: RefCell<Option<ExpGaps>>,
+        /// The next ticket's coordinate.
+        coord: Cell<f64>,
+    },
+    Replay {
+        times: Arc<ReplayTimes>,
+        first: usize,
+        stride: usize,
+    },
 }
 
 impl Tickets {
@@ -159,20 +183,64 @@ impl Tickets {
         };
         let t = Tickets {
             base,
-            plan,
-            gaps: RefCell::new(gaps),
+            source: Source::Curve {
+                plan,
+                gaps: RefCell::new(gaps),
+                coord: Cell::new(coord),
+            },
             next: Cell::new(0),
-            coord: Cell::new(coord),
             due: Cell::new(None),
         };
-        t.due.set(t.at(coord));
+        t.due.set(t.at(0));
         t
     }
 
-    fn at(&self, coord: f64) -> Option<Instant> {
-        let secs = self.plan.curve.time_of(coord)?;
-        // Past any run's end (bounds cap runs at 100 days): never due.
-        (secs.is_finite() && secs < 1e9).then(|| self.base + Duration::from_secs_f64(secs.max(0.0)))
+    fn replay(base: Instant, times: Arc<ReplayTimes>, first: usize, stride: usize) -> Tickets {
+        let t = Tickets {
+            base,
+            source: Source::Replay {
+                times,
+                first,
+                stride: stride.max(1),
+            },
+            next: Cell::new(0),
+            due: Cell::new(None),
+        };
+        t.due.set(t.at(0));
+        t
+    }
+
+    /// The due time of ticket `k` (whose coordinate, on a curve, is already set).
+    fn at(&self, k: u64) -> Option<Instant> {
+        match &self.source {
+            Source::Curve { plan, coord, .. } => {
+                let secs = plan.curve.time_of(coord.get())?;
+                // Past any run's end (bounds cap runs at 100 days): never due.
+                (secs.is_finite() && secs < 1e9)
+                    .then(|| self.base + Duration::from_secs_f64(secs.max(0.0)))
+            }
+            Source::Replay { times, .. } => {
+                let i = self.replay_index(k)?;
+                Some(self.base + Duration::from_nanos(times.due_ns[i]))
+            }
+        }
+    }
+
+    /// A replay: the request index of ticket `k`, if there is one.
+    fn replay_index(&self, k: u64) -> Option<usize> {
+        let Source::Replay {
+            times,
+            first,
+            stride,
+        } = &self.source
+        else {
+            return None;
+        };
+        let i = usize::try_from(k)
+            .ok()?
+            .checked_mul(*stride)?
+            .checked_add(*first)?;
+        (i < times.len()).then_some(i)
     }
 
     /// The next ticket's due time.
@@ -180,16 +248,28 @@ impl Tickets {
         self.due.get()
     }
 
+    /// A replay: the request the next ticket carries.
+    fn request(&self) -> Option<u32> {
+        match &self.source {
+            Source::Replay { times, .. } => {
+                Some(times.template[self.replay_index(self.next.get())?])
+            }
+            Source::Curve { .. } => None,
+        }
+    }
+
     /// Moves on to the following ticket.
     fn advance(&self) {
         let k = self.next.get() + 1;
         self.next.set(k);
-        let coord = match self.gaps.borrow_mut().as_mut() {
-            None => self.plan.offset + k as f64 / self.plan.share,
-            Some(g) => self.coord.get() + g.next() / self.plan.share,
-        };
-        self.coord.set(coord);
-        self.due.set(self.at(coord));
+        if let Source::Curve { plan, gaps, coord } = &self.source {
+            let c = match gaps.borrow_mut().as_mut() {
+                None => plan.offset + k as f64 / plan.share,
+                Some(g) => coord.get() + g.next() / plan.share,
+            };
+            coord.set(c);
+        }
+        self.due.set(self.at(k));
     }
 }
 
@@ -202,6 +282,45 @@ impl Schedule {
             open: None,
             stop,
             stopped_at: Cell::new(None),
+            picker: None,
+        }
+    }
+
+    /// A replay's schedule: this worker's share of its requests (every `stride`-th from
+    /// `first`), each due at its own time.
+    pub(crate) fn replay(
+        clock: Clock,
+        quota: Quota,
+        times: Arc<ReplayTimes>,
+        first: usize,
+        stride: usize,
+        stop: Arc<AtomicBool>,
+    ) -> Schedule {
+        Schedule {
+            stop,
+            stopped_at: Cell::new(None),
+            clock,
+            quota,
+            open: Some(Tickets::replay(clock.start, times, first, stride)),
+            picker: None,
+        }
+    }
+
+    /// Picks each request among `weights` (a mix) rather than always the first.
+    pub(crate) fn with_mix(mut self, weights: Option<&[u64]>) -> Schedule {
+        self.picker = weights.map(|w| RefCell::new(Picker::new(w)));
+        self
+    }
+
+    /// The request of the next permit or backlog ticket.
+    #[inline]
+    fn pick(&self) -> u32 {
+        if let Some(t) = self.open.as_ref().and_then(Tickets::request) {
+            return t;
+        }
+        match &self.picker {
+            Some(p) => p.borrow_mut().pick(),
+            None => 0,
         }
     }
 
@@ -218,6 +337,7 @@ impl Schedule {
             clock,
             quota,
             open: Some(Tickets::new(clock.start, plan)),
+            picker: None,
         }
     }
 
@@ -273,11 +393,12 @@ impl Schedule {
         if phase == Phase::Measure && !self.quota.take() {
             return None;
         }
+        let req = self.pick();
         let due = self.open.as_ref().map(|t| {
             t.advance();
             at
         });
-        Some(Permit { due, phase })
+        Some(Permit { due, phase, req })
     }
 
     /// The instant the schedule ended: the deadline, or the interruption, or `end` (when the
@@ -293,13 +414,14 @@ impl Schedule {
     #[cfg(test)]
     pub(crate) fn never_sent(&self, end: Instant) -> [u64; 2] {
         let mut n = [0u64; 2];
-        self.backlog(end, |phase, _| n[phase as usize] += 1);
+        self.backlog(end, |phase, _, _| n[phase as usize] += 1);
         n
     }
 
     /// Open model: calls `f` with the phase of each backlog ticket (see
-    /// [`Schedule::never_sent`]) and how long it had been due when the schedule ended.
-    pub(crate) fn backlog(&self, end: Instant, mut f: impl FnMut(Phase, Duration)) {
+    /// [`Schedule::never_sent`]), how long it had been due when the schedule ended, and its
+    /// request.
+    pub(crate) fn backlog(&self, end: Instant, mut f: impl FnMut(Phase, Duration, u32)) {
         let Some(t) = &self.open else { return };
         let end = self.ended_at(end);
         let mut left = self.quota.left();
@@ -312,7 +434,7 @@ impl Schedule {
                     None => {}
                 }
             }
-            f(phase, end.saturating_duration_since(due));
+            f(phase, end.saturating_duration_since(due), self.pick());
             t.advance();
         }
     }
@@ -458,7 +580,7 @@ mod tests {
         let c = clock(0, Some(1000));
         let s = Schedule::open(c, Quota::Unlimited, constant(c, 10.0), no_stop());
         let mut waits = Vec::new();
-        s.backlog(c.deadline.unwrap(), |_, w| waits.push(w));
+        s.backlog(c.deadline.unwrap(), |_, w, _| waits.push(w));
         // 10 tickets due at 0, 100, …, 900 ms; at 1 s they had waited 1000, 900, …, 100 ms.
         assert_eq!(waits.len(), 10);
         for (i, w) in waits.iter().enumerate() {

@@ -172,6 +172,61 @@ impl PhaseStats {
     }
 }
 
+/// The measurement's figures for one request class (a mix entry, a replay group), kept beside
+/// the phase's totals, which they add up to. Histograms are sparse: a class costs memory for
+/// the range of latencies it saw only.
+#[derive(Debug, Clone)]
+pub struct ClassStats {
+    /// Its requests by class of outcome.
+    pub outcomes: OutcomeCounts,
+    /// As [`PhaseStats::latency`].
+    pub latency: LatencyHistogram,
+    /// As [`PhaseStats::latency_uncorrected`].
+    pub latency_uncorrected: LatencyHistogram,
+    /// As [`PhaseStats::timed_out`].
+    pub timed_out: LatencyHistogram,
+    /// As [`PhaseStats::timed_out_uncorrected`].
+    pub timed_out_uncorrected: LatencyHistogram,
+    /// As [`PhaseStats::cut`].
+    pub cut: LatencyHistogram,
+    /// As [`PhaseStats::cut_uncorrected`].
+    pub cut_uncorrected: LatencyHistogram,
+    /// As [`PhaseStats::backlog`].
+    pub backlog: LatencyHistogram,
+}
+
+impl Default for ClassStats {
+    fn default() -> Self {
+        ClassStats {
+            outcomes: OutcomeCounts::default(),
+            latency: new_sparse_histogram(),
+            latency_uncorrected: new_sparse_histogram(),
+            timed_out: new_sparse_histogram(),
+            timed_out_uncorrected: new_sparse_histogram(),
+            cut: new_sparse_histogram(),
+            cut_uncorrected: new_sparse_histogram(),
+            backlog: new_sparse_histogram(),
+        }
+    }
+}
+
+impl ClassStats {
+    /// Adds `other` into `self`, exactly.
+    pub fn merge(&mut self, other: &ClassStats) {
+        self.outcomes.merge(&other.outcomes);
+        add(&mut self.latency, &other.latency);
+        add(&mut self.latency_uncorrected, &other.latency_uncorrected);
+        add(&mut self.timed_out, &other.timed_out);
+        add(
+            &mut self.timed_out_uncorrected,
+            &other.timed_out_uncorrected,
+        );
+        add(&mut self.cut, &other.cut);
+        add(&mut self.cut_uncorrected, &other.cut_uncorrected);
+        add(&mut self.backlog, &other.backlog);
+    }
+}
+
 /// What a worker reports for one second of the run (the live view and the interval log).
 #[derive(Debug, Clone)]
 pub struct IntervalStats {

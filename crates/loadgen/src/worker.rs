@@ -19,12 +19,11 @@ use std::time::{Duration, Instant};
 use gatebench_model::Outcome;
 use tokio::task::LocalSet;
 
-use crate::config::LoadConfig;
-use crate::config::Protocol;
+use crate::config::{Arrival, LoadConfig, Protocol};
 use crate::connect::{connect, Established, Stream, Transport};
 use crate::exchange::{Answer, Failure};
 use crate::schedule::{Clock, OpenPlan, Permit, Phase, Quota, Schedule};
-use crate::stats::{record, IntervalStats, PhaseStats};
+use crate::stats::{record, ClassStats, IntervalStats, PhaseStats};
 
 /// Messages from workers to the collector.
 #[derive(Debug)]
@@ -40,6 +39,8 @@ pub(crate) enum WorkerMsg {
 pub(crate) struct WorkerResult {
     /// `[warm-up, measurement]`.
     pub phases: [PhaseStats; 2],
+    /// With several requests: the measurement by request class.
+    pub classes: Vec<ClassStats>,
     /// User CPU seconds of this thread.
     pub cpu_user: f64,
     /// System CPU seconds of this thread.
@@ -80,6 +81,8 @@ const WATCH_PERIOD: Duration = Duration::from_millis(5);
 #[derive(Debug)]
 pub(crate) struct WorkerPlan {
     pub id: usize,
+    /// How many workers the run has (a replay deals its requests to them in turn).
+    pub workers: usize,
     pub config: Arc<LoadConfig>,
     pub clock: Clock,
     pub connections: u32,
@@ -95,10 +98,13 @@ struct Shared {
     config: Arc<LoadConfig>,
     schedule: Schedule,
     transport: Transport,
-    /// Bytes written per request (HTTP/2: after the connection's first, whose header block
-    /// is longer by the fields it adds to the server's table).
-    req_len: u64,
+    /// Bytes written per request, for each of the run's requests (HTTP/2: after the
+    /// connection's first, whose header block is longer by the fields it adds to the server's
+    /// table).
+    req_len: Vec<u64>,
     phases: RefCell<[PhaseStats; 2]>,
+    /// With several requests: the measurement by request class.
+    classes: RefCell<Vec<ClassStats>>,
     interval: RefCell<IntervalStats>,
     /// Woken when the run is interrupted: connections waiting for a future ticket give it up.
     stopped: tokio::sync::Notify,
@@ -126,7 +132,7 @@ enum Took {
 }
 
 impl Shared {
-    fn complete(&self, phase: Phase, outcome: Outcome, took: Took) {
+    fn complete(&self, phase: Phase, req: u32, outcome: Outcome, took: Took) {
         // A request still unanswered at the end held its connection through the measurement,
         // whichever phase scheduled it: the measurement is where it shows.
         let phase = match took {
@@ -134,6 +140,11 @@ impl Shared {
             _ => phase,
         };
         let open = self.schedule_is_open();
+        if phase == Phase::Measure {
+            if let Some(c) = self.config.requests.class_of(req) {
+                record_class(&mut self.classes.borrow_mut()[c], open, outcome, took);
+            }
+        }
         let mut phases = self.phases.borrow_mut();
         let p = &mut phases[phase as usize];
         p.outcomes.add(outcome, 1);
@@ -173,6 +184,33 @@ impl Shared {
     }
 }
 
+/// A settled request of a class, recorded as [`Shared::complete`] records it in the phase.
+fn record_class(c: &mut ClassStats, open: bool, outcome: Outcome, took: Took) {
+    c.outcomes.add(outcome, 1);
+    match took {
+        Took::Nothing => {}
+        Took::Answered(corrected, uncorrected) => {
+            record(&mut c.latency, corrected);
+            if open {
+                record(&mut c.latency_uncorrected, uncorrected);
+            }
+        }
+        Took::TimedOut(corrected, uncorrected) => {
+            record(&mut c.timed_out, corrected);
+            if let (true, Some(u)) = (open, uncorrected) {
+                record(&mut c.timed_out_uncorrected, u);
+            }
+        }
+        Took::CutSent(corrected, uncorrected) => {
+            record(&mut c.cut, corrected);
+            if let (true, Some(u)) = (open, uncorrected) {
+                record(&mut c.cut_uncorrected, u);
+            }
+        }
+        Took::CutUnsent(waited) => record(&mut c.backlog, waited),
+    }
+}
+
 /// Runs a worker to completion on the current thread.
 pub(crate) fn run(plan: WorkerPlan, tx: Sender<WorkerMsg>) -> WorkerResult {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -180,18 +218,36 @@ pub(crate) fn run(plan: WorkerPlan, tx: Sender<WorkerMsg>) -> WorkerResult {
         .build()
         .expect("a current-thread runtime only fails to build when the OS is out of resources");
     let cpu0 = thread_cpu();
-    let schedule = match plan.open {
-        None => Schedule::closed(plan.clock, plan.quota, plan.stop.clone()),
-        Some(open) => Schedule::open(plan.clock, plan.quota, open, plan.stop.clone()),
-    };
+    let schedule = match (&plan.config.arrival, plan.open) {
+        (Arrival::Replay(times), _) => Schedule::replay(
+            plan.clock,
+            plan.quota,
+            times.clone(),
+            plan.id,
+            plan.workers,
+            plan.stop.clone(),
+        ),
+        (_, None) => Schedule::closed(plan.clock, plan.quota, plan.stop.clone()),
+        (_, Some(open)) => Schedule::open(plan.clock, plan.quota, open, plan.stop.clone()),
+    }
+    .with_mix(plan.config.requests.weights());
+    let requests = &plan.config.requests;
+    // Several requests: HTTP/2 connections send every header block as literals (see
+    // `worker::http2`).
+    let literal = requests.templates().len() > 1;
     let shared = Rc::new(Shared {
         config: plan.config.clone(),
         schedule,
         transport: transport(&plan.config),
-        req_len: match plan.config.protocol {
-            Protocol::Http1 => plan.config.request.bytes().len(),
-            Protocol::Http2 => plan.config.request.h2_wire_len(),
-        } as u64,
+        req_len: requests
+            .templates()
+            .iter()
+            .map(|t| match plan.config.protocol {
+                Protocol::Http1 => t.bytes().len() as u64,
+                Protocol::Http2 => t.h2_wire_len(literal) as u64,
+            })
+            .collect(),
+        classes: RefCell::new(vec![ClassStats::default(); requests.classes().len()]),
         phases: RefCell::new([PhaseStats::default(), PhaseStats::default()]),
         interval: RefCell::new(IntervalStats::new(0)),
         stopped: tokio::sync::Notify::new(),
@@ -255,15 +311,28 @@ pub(crate) fn run(plan: WorkerPlan, tx: Sender<WorkerMsg>) -> WorkerResult {
     let mut phases = shared
         .phases
         .replace([PhaseStats::default(), PhaseStats::default()]);
-    shared.schedule.backlog(end, |phase, waited| {
+    let mut classes = shared.classes.take();
+    let open = plan.config.arrival.is_open();
+    shared.schedule.backlog(end, |phase, waited, req| {
         let p = &mut phases[phase as usize];
         p.outcomes.add(Outcome::NeverSent, 1);
         record(&mut p.backlog, waited);
         last.outcomes.add(Outcome::NeverSent, 1);
+        if phase == Phase::Measure {
+            if let Some(c) = plan.config.requests.class_of(req) {
+                record_class(
+                    &mut classes[c],
+                    open,
+                    Outcome::NeverSent,
+                    Took::CutUnsent(waited),
+                );
+            }
+        }
     });
     let cpu1 = thread_cpu();
     WorkerResult {
         phases,
+        classes,
         cpu_user: cpu1.0 - cpu0.0,
         cpu_sys: cpu1.1 - cpu0.1,
         finished,
@@ -413,6 +482,7 @@ impl Shared {
     fn settle(
         &self,
         phase: Phase,
+        req: u32,
         result: Option<Result<Answer, Failure>>,
         start: Instant,
         sent_at: Instant,
@@ -421,9 +491,10 @@ impl Shared {
         let done = Instant::now();
         match result {
             Some(Ok(answer)) => {
-                self.count_sent(phase, answer.bytes_read);
+                self.count_sent(phase, req, answer.bytes_read);
                 self.complete(
                     phase,
+                    req,
                     answer.outcome,
                     Took::Answered(done - start, done - sent_at),
                 );
@@ -432,22 +503,24 @@ impl Shared {
                 }
             }
             Some(Err(f)) => {
-                self.count_sent(phase, f.bytes_read);
-                self.complete(phase, f.outcome, Took::Nothing);
+                self.count_sent(phase, req, f.bytes_read);
+                self.complete(phase, req, f.outcome, Took::Nothing);
                 Settled::Failed(f.outcome)
             }
             None => {
-                self.count_sent(phase, 0);
+                self.count_sent(phase, req, 0);
                 let (corrected, uncorrected) = (done - start, Some(done - sent_at));
                 if by_deadline {
                     self.complete(
                         phase,
+                        req,
                         Outcome::InFlight,
                         Took::CutSent(corrected, uncorrected),
                     );
                 } else {
                     self.complete(
                         phase,
+                        req,
                         Outcome::Timeout,
                         Took::TimedOut(corrected, uncorrected),
                     );
@@ -458,11 +531,11 @@ impl Shared {
     }
 
     /// Records a request that was written (whatever came back).
-    fn count_sent(&self, phase: Phase, bytes_read: u64) {
+    fn count_sent(&self, phase: Phase, req: u32, bytes_read: u64) {
         let mut phases = self.phases.borrow_mut();
         let p = &mut phases[phase as usize];
         p.sent += 1;
-        p.bytes_written += self.req_len;
+        p.bytes_written += self.req_len[req as usize];
         p.bytes_read += bytes_read;
     }
 }

@@ -32,8 +32,9 @@ pub use capacity::{CapacityReport, CapacityStep, CapacityVerdict};
 pub use cost::{AddedLatency, CostReport, CostRun};
 pub use latency::{LatencySummary, Percentile, PERCENTILES};
 pub use load::{
-    ArrivalRecord, ConnectionStats, LoadConfigRecord, LoadReport, MergeInfo, MergedShard, Model,
-    PhaseHistograms, PhaseReport, SecondRecord, SelfCheck, ShardInfo, ToolInfo,
+    ArrivalRecord, ClassReport, ConnectionStats, LoadConfigRecord, LoadReport, MergeInfo,
+    MergedShard, Model, PhaseHistograms, PhaseReport, RequestsFrom, SecondRecord, SelfCheck,
+    ShardInfo, ToolInfo,
 };
 pub use outcome::{Outcome, OutcomeCounts};
 pub use suite::{

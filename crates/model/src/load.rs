@@ -66,8 +66,59 @@ pub struct LoadConfigRecord {
     pub verify: bool,
     /// Extra request header lines as given.
     pub headers: Vec<String>,
-    /// Request body size in bytes.
+    /// Request body size in bytes (with several requests, the first one's).
     pub body_bytes: u64,
+    /// Where the requests came from when they are not one request: a mix file (`--mix`) or a
+    /// replayed traffic file (`--replay`). Absent for a single request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_from: Option<RequestsFrom>,
+}
+
+/// The source of a run's requests when there are several (see [`LoadReport::classes`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RequestsFrom {
+    /// `mix` (a weighted list of requests) or `replay` (recorded traffic at its own times).
+    pub kind: String,
+    /// The file, as given.
+    pub file: String,
+    /// Replay: the file's format (`combined`, `common` or `goreplay`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<String>,
+    /// Replay: the speed factor (1 = the recorded pace, 2 = twice as fast).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed: Option<f64>,
+    /// Requests in the file: a mix's entries, a replay's lines (after `-n`, if given).
+    pub entries: u64,
+}
+
+/// The measurement's figures for one request class of a mix or a replay. The classes add up
+/// to the measurement's totals: their outcomes and histograms sum to the phase's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClassReport {
+    /// The class's name: a mix entry's `name` (by default `METHOD path`), or a replay's
+    /// `METHOD path` with the query left out (`other` for the rest beyond the largest classes).
+    pub name: String,
+    /// HTTP method.
+    pub method: String,
+    /// The path (and query, for a mix entry) its requests go to.
+    pub path: String,
+    /// Mix: the entry's weight. Absent for a replay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<u64>,
+    /// Requests of the class scheduled in the measurement (the sum of `outcomes`).
+    pub requests: u64,
+    /// Its requests by outcome.
+    pub outcomes: OutcomeCounts,
+    /// Error % over its finished requests.
+    pub error_percent: f64,
+    /// Its latency, as the phase's (corrected in the open model, censored values included).
+    pub latency: LatencySummary,
+    /// Open model: its latency from the actual send.
+    pub latency_uncorrected: Option<LatencySummary>,
+    /// Its histograms (`answered`, `censored` and, in the open model, their uncorrected
+    /// twins), lossless, when the record carries histograms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histograms: Option<PhaseHistograms>,
 }
 
 /// An open-model arrival program as run: enough to run it again.
@@ -305,6 +356,10 @@ pub struct LoadReport {
     /// With an arrival program: every second of the run, the target rate beside the achieved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline: Option<Vec<SecondRecord>>,
+    /// With several requests (`--mix`, `--replay`): the measurement by request class. Absent
+    /// for a single request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classes: Option<Vec<ClassReport>>,
     /// False when the generator was the bottleneck (see `self_check.warnings`).
     pub valid: bool,
     /// Set when this record is one shard of a run (`--shard I/N`).

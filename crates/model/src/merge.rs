@@ -90,6 +90,13 @@ pub enum MergeError {
         /// The shard's index.
         index: u32,
     },
+    /// A record has request classes (`--mix`): their figures are not merged, so the merge is
+    /// refused rather than dropping them.
+    #[error("shard {index}: the record has request classes (--mix), which gatebench merge does not merge yet")]
+    Classes {
+        /// The shard's index.
+        index: u32,
+    },
     /// A record is of another schema version.
     #[error("record {position} has schema version {found}, this gatebench reads version {SCHEMA_VERSION}")]
     SchemaVersion {
@@ -232,6 +239,7 @@ pub fn merge(records: &[LoadReport]) -> Result<LoadReport, MergeError> {
         self_check,
         target_warnings,
         timeline: merge_timelines(&shards),
+        classes: None,
         valid: shards.iter().all(|r| r.valid),
         shard: None,
         merged: Some(MergeInfo {
@@ -313,6 +321,9 @@ fn check(records: &[LoadReport]) -> Result<Vec<&LoadReport>, MergeError> {
         let phases = std::iter::once(&r.measurement).chain(r.warmup.as_ref());
         if phases.into_iter().any(|p| p.histograms.is_none()) {
             return Err(MergeError::NoHistograms { index });
+        }
+        if r.classes.is_some() {
+            return Err(MergeError::Classes { index });
         }
     }
     let missing: Vec<u32> = (0..count).filter(|i| !seen.contains(i)).collect();
@@ -476,6 +487,7 @@ mod tests {
                 verify: false,
                 headers: vec![],
                 body_bytes: 0,
+                requests_from: None,
             },
             warmup: None,
             measurement: PhaseReport {
@@ -509,6 +521,7 @@ mod tests {
             },
             target_warnings: vec![],
             timeline: None,
+            classes: None,
             valid: true,
             shard: Some(ShardInfo {
                 index,
@@ -569,6 +582,19 @@ mod tests {
         assert_eq!(m.self_check.warnings, ["shard 1/2: busy"]);
         let shards = &m.merged.unwrap().shards;
         assert_eq!((shards[1].index, shards[1].valid), (1, false));
+    }
+
+    #[test]
+    fn records_with_request_classes_are_refused_rather_than_dropped() {
+        let mut mixed = shard(1, 2, &[1], 0);
+        mixed.classes = Some(Vec::new());
+        let e = merge(&[shard(0, 2, &[1], 0), mixed])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "shard 1: the record has request classes (--mix), which gatebench merge does not merge yet"
+        );
     }
 
     #[test]

@@ -5,7 +5,9 @@
 
 use std::fmt::Write;
 
-use gatebench_model::{LatencySummary, LoadReport, Model, Outcome, PhaseReport, SecondRecord};
+use gatebench_model::{
+    ClassReport, LatencySummary, LoadReport, Model, Outcome, PhaseReport, SecondRecord,
+};
 
 use crate::fmt::{bytes, count, duration_ms, rate};
 
@@ -31,9 +33,20 @@ pub fn render(r: &LoadReport) -> String {
         (Some(d), Some(n)) => format!("{} or {} requests", secs(d), count(n)),
         (Some(d), None) => secs(d),
         (None, Some(n)) => format!("{} requests", count(n)),
-        (None, None) => String::new(),
+        (None, None) => "to the end of the replay".to_owned(),
     };
+    let replay = c.requests_from.as_ref().filter(|f| f.kind == "replay");
     let model = match (c.model, c.rate, &c.arrival) {
+        (Model::Open, _, _) if replay.is_some() => {
+            let f = replay.expect("checked");
+            format!(
+                "replay of {} ({}, {} requests) at speed {}",
+                f.file,
+                f.format.as_deref().unwrap_or("?"),
+                count(f.entries),
+                f.speed.unwrap_or(1.0)
+            )
+        }
         (Model::Open, Some(rate_), Some(a)) => format!(
             "open model, rate {} (mean {} req/s){}",
             a.program,
@@ -48,7 +61,21 @@ pub fn render(r: &LoadReport) -> String {
         }
         _ => "closed model".to_owned(),
     };
-    let _ = writeln!(out, "{} {} {}", c.method, c.url, c.protocol);
+    match &c.requests_from {
+        Some(f) if f.kind == "mix" => {
+            let _ = writeln!(
+                out,
+                "mix of {} requests ({}) to {} {}",
+                f.entries, f.file, c.url, c.protocol
+            );
+        }
+        Some(_) => {
+            let _ = writeln!(out, "replay to {} {}", c.url, c.protocol);
+        }
+        None => {
+            let _ = writeln!(out, "{} {} {}", c.method, c.url, c.protocol);
+        }
+    }
     let streams = if c.streams > 1 {
         format!(" × {} streams", c.streams)
     } else {
@@ -83,6 +110,9 @@ pub fn render(r: &LoadReport) -> String {
     }
     out.push('\n');
     phase(&mut out, &r.measurement, c.model);
+    if let Some(cls) = &r.classes {
+        classes(&mut out, cls, r.measurement.requests);
+    }
     if let Some(worst) = r.timeline.as_deref().and_then(worst_second) {
         let _ = writeln!(
             out,
@@ -228,6 +258,68 @@ fn phase(out: &mut String, m: &PhaseReport, model: Model) {
             "HTTP/2: at most {s} streams in use at once on a connection"
         );
     }
+}
+
+/// The measurement by request class: one line each, after the totals.
+fn classes(out: &mut String, classes: &[ClassReport], total: u64) {
+    let _ = writeln!(
+        out,
+        "\nBy request class{}",
+        if classes.iter().any(|c| c.weight.is_some()) {
+            ""
+        } else {
+            " (method and path, query left out)"
+        }
+    );
+    let _ = writeln!(
+        out,
+        "  {:<32} {:>6} {:>10} {:>7} {:>8} {:>10} {:>10} {:>10}",
+        "class", "weight", "requests", "share", "errors", "p50", "p99", "max"
+    );
+    for c in classes {
+        let name: String = if c.name.chars().count() > 32 {
+            c.name.chars().take(31).chain(['…']).collect()
+        } else {
+            c.name.clone()
+        };
+        let point = |p: f64| match c.latency.point(p) {
+            Some(x) if c.latency.count > 0 => {
+                format!(
+                    "{}{}",
+                    if x.lower_bound { "≥" } else { "" },
+                    duration_ms(x.ms)
+                )
+            }
+            _ => "-".to_owned(),
+        };
+        let max = if c.latency.count == 0 {
+            "-".to_owned()
+        } else {
+            format!(
+                "{}{}",
+                if c.latency.censored > 0 { "≥" } else { "" },
+                duration_ms(c.latency.max_ms)
+            )
+        };
+        let share = if total == 0 {
+            0.0
+        } else {
+            100.0 * c.requests as f64 / total as f64
+        };
+        let _ = writeln!(
+            out,
+            "  {:<32} {:>6} {:>10} {:>6.1}% {:>8} {:>10} {:>10} {:>10}",
+            name,
+            c.weight.map_or("-".to_owned(), |w| w.to_string()),
+            count(c.requests),
+            share,
+            count(c.outcomes.errors()),
+            point(50.0),
+            point(99.0),
+            max
+        );
+    }
+    out.push('\n');
 }
 
 fn latency(out: &mut String, title: &str, l: &LatencySummary) {

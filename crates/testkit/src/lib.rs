@@ -25,7 +25,8 @@
 //!
 //! # Layout
 //!
-//! - `server`: [`TestServer`] — listener, thread, runtime, counters, stop on drop.
+//! - `server`: [`TestServer`] — listener, thread, runtime, counters and the log of requests
+//!   read (method, target, instant), stop on drop.
 //! - `script`: what each [`Behavior`] does with one connection.
 //! - `request`: the minimal request framing (head, `Content-Length`, body).
 //! - [`h2`]: scripted HTTP/2 servers (refused and reset streams, GOAWAY, a stream limit).
@@ -41,6 +42,17 @@ use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::time::Duration;
 
 pub use crate::server::TestServer;
+
+/// A request head a [`TestServer`] read: what its request line said, and when it was read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeenRequest {
+    /// The method.
+    pub method: String,
+    /// The request target (path and query), as sent.
+    pub target: String,
+    /// When the head was read.
+    pub at: std::time::Instant,
+}
 
 /// What a [`TestServer`] does on every connection it accepts.
 ///

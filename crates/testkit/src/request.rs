@@ -22,10 +22,14 @@ const MAX_BODY: usize = 64 * 1024 * 1024;
 const READ_CHUNK: usize = 8 * 1024;
 
 /// What the servers need to know about a request head.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Head {
     /// The announced body length (0 without a `Content-Length` header).
     pub(crate) content_length: usize,
+    /// The request line's method and target (`GET`, `/a?x=1`), as sent (lossy UTF-8).
+    pub(crate) method: String,
+    /// See `method`.
+    pub(crate) target: String,
 }
 
 /// Reads requests one after the other from a byte stream, keeping bytes read past the current
@@ -49,8 +53,17 @@ impl RequestReader {
             if let Some(pos) = find(&self.buf[scanned..], b"\r\n\r\n") {
                 let end = scanned + pos + 4;
                 let content_length = content_length(&self.buf[..end])?;
+                let line_end = find(&self.buf[..end], b"\r\n").unwrap_or(end);
+                let line = String::from_utf8_lossy(&self.buf[..line_end]).into_owned();
+                let mut parts = line.split(' ');
+                let method = parts.next().unwrap_or_default().to_owned();
+                let target = parts.next().unwrap_or_default().to_owned();
                 self.buf.drain(..end);
-                return Ok(Some(Head { content_length }));
+                return Ok(Some(Head {
+                    content_length,
+                    method,
+                    target,
+                }));
             }
             if self.buf.len() > MAX_HEAD {
                 return Err(io::Error::new(

@@ -150,8 +150,17 @@ impl Conn<'_> {
     /// Reads the next request head and counts it; `None` at a clean end of stream.
     async fn next_head(&mut self) -> io::Result<Option<Head>> {
         let head = self.reader.read_head(&mut self.stream).await?;
-        if head.is_some() {
+        if let Some(h) = &head {
             self.stats.requests_seen.fetch_add(1, Ordering::Relaxed);
+            self.stats
+                .log
+                .lock()
+                .expect("no test server task panics while holding the log")
+                .push(crate::SeenRequest {
+                    method: h.method.clone(),
+                    target: h.target.clone(),
+                    at: Instant::now(),
+                });
         }
         Ok(head)
     }

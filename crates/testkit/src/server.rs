@@ -3,9 +3,10 @@
 //!
 //! It owns the lifecycle only; what a server does with a connection is `script`'s business.
 
+use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -14,7 +15,7 @@ use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
 use crate::script::{self, Script};
-use crate::Behavior;
+use crate::{Behavior, SeenRequest};
 
 /// How long a dropped server waits for its connection tasks to be torn down. They never block,
 /// so this only bounds a bug: a test must not hang on drop.
@@ -29,6 +30,8 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 pub(crate) struct Stats {
     pub(crate) requests_seen: AtomicU64,
     pub(crate) connections_accepted: AtomicU64,
+    /// Every request head read, in order.
+    pub(crate) log: Mutex<Vec<SeenRequest>>,
 }
 
 /// A scripted HTTP/1.1 server on `127.0.0.1:0`, running on its own thread with its own
@@ -103,6 +106,24 @@ impl TestServer {
     /// [`Behavior::CloseOnAccept`] never read, so they never count.
     pub fn requests_seen(&self) -> u64 {
         self.stats.requests_seen.load(Ordering::Relaxed)
+    }
+
+    /// Every request head read so far, in the order read: method, target, when.
+    pub fn requests_log(&self) -> Vec<SeenRequest> {
+        self.stats
+            .log
+            .lock()
+            .expect("no test server task panics while holding the log")
+            .clone()
+    }
+
+    /// Requests read so far by request target (path and query, as sent).
+    pub fn requests_by_target(&self) -> BTreeMap<String, u64> {
+        let mut out = BTreeMap::new();
+        for r in self.requests_log() {
+            *out.entry(r.target).or_insert(0) += 1;
+        }
+        out
     }
 
     /// TCP connections accepted so far.

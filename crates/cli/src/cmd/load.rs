@@ -13,13 +13,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 use gatebench_loadgen::{
-    Arrival, ArrivalProgram, IntervalView, LoadConfig, LoadSpec, Protocol, RateProgram,
-    RequestBody, RunOptions, Spacing, StopRule, TlsOptions,
+    Arrival, ArrivalProgram, IntervalView, LoadConfig, LoadSpec, Mix, Protocol, RateProgram,
+    Replay, ReplayFormat, RequestBody, Requests, RunOptions, Spacing, StopRule, TlsOptions,
 };
 use gatebench_model::ShardInfo;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
 
-use crate::cli::{ArrivalSpacing, LoadArgs, START_AT_TOLERANCE};
+use crate::cli::{ArrivalSpacing, LoadArgs, ReplayFormatArg, START_AT_TOLERANCE};
 use crate::signal;
 
 /// Runs the subcommand.
@@ -171,7 +171,7 @@ fn apply_shard(s: &mut LoadSpec, args: &LoadArgs, index: u32, count: u32) -> Res
     s.connections = conns as u32;
     let part = conns as f64 / total as f64;
     match &mut s.arrival {
-        Arrival::Closed => {}
+        Arrival::Closed | Arrival::Replay(_) => {}
         Arrival::Open { rate } => *rate *= part,
         Arrival::Program(p) => {
             p.rate = p.rate.scaled(part);
@@ -210,11 +210,28 @@ pub(crate) fn spec(args: &LoadArgs) -> Result<LoadSpec> {
     } else {
         RequestBody::None
     };
+    // The whole file is read and checked here, before the probe and the load.
+    s.requests = if let Some(p) = &args.mix {
+        Requests::Mix(Mix::read(p)?)
+    } else if let Some(p) = &args.replay {
+        let format = args.replay_format.map(|f| match f {
+            ReplayFormatArg::Common => ReplayFormat::Common,
+            ReplayFormatArg::Combined => ReplayFormat::Combined,
+            ReplayFormatArg::Goreplay => ReplayFormat::Goreplay,
+        });
+        let mut r = Replay::read(p, format)?;
+        r.speed = args.speed;
+        Requests::Replay(r)
+    } else {
+        Requests::Single
+    };
     s.connections = args.connections;
     s.threads = args.threads;
     s.arrival = arrival(args)?;
     s.stop = StopRule {
         duration: match (args.duration, args.requests) {
+            // A replay runs until its last request.
+            (None, None) if args.replay.is_some() => None,
             (None, None) => Some(
                 s.arrival
                     .rate_program()
@@ -291,7 +308,7 @@ fn banner(c: &LoadConfig, shard: Option<&ShardInfo>) -> String {
         (Some(d), Some(n)) => format!("{} or {n} requests", humantime::format_duration(d)),
         (Some(d), None) => humantime::format_duration(d).to_string(),
         (None, Some(n)) => format!("{n} requests"),
-        (None, None) => String::new(),
+        (None, None) => "to the end of the replay".to_owned(),
     };
     let model = match &c.arrival {
         Arrival::Closed => "closed model".to_owned(),
@@ -307,6 +324,19 @@ fn banner(c: &LoadConfig, shard: Option<&ShardInfo>) -> String {
                 Spacing::Poisson { .. } => ", Poisson arrivals",
             }
         ),
+        Arrival::Replay(r) => format!(
+            "replay of {} requests over {:.1}s at speed {}",
+            r.len(),
+            r.span_s(),
+            r.speed
+        ),
+    };
+    let model = match c.requests.classes() {
+        [] => model,
+        classes if matches!(c.arrival, Arrival::Replay(_)) => {
+            format!("{model}, {} classes", classes.len())
+        }
+        classes => format!("{model}, a mix of {} requests", classes.len()),
     };
     let warm = if c.warmup.is_zero() {
         String::new()

@@ -329,6 +329,13 @@ impl State {
         Poll::Pending
     }
 
+    /// Sends every header block as literals without indexing, never the indexed form: for a
+    /// run of several requests, whose blocks could not all share the dynamic table entries of
+    /// the connection's first. Called before the first stream opens.
+    pub(crate) fn literal_only(&mut self) {
+        self.encoding = Encoding::Literal;
+    }
+
     /// Opens a stream for `req`: queues its HEADERS and as much of its body as the windows
     /// allow. Returns the stream identifier.
     pub(crate) fn open(&mut self, req: &RequestTemplate, verify: bool) -> Result<u32, Outcome> {

@@ -17,7 +17,6 @@ pub(super) async fn slot(shared: Rc<Shared>) {
     let mut conn: Option<H1Conn<Stream>> = None;
     let mut had_conn = false;
     let mut failures = 0u32;
-    let req = config.request.clone();
     let timer = tokio::time::sleep(Duration::ZERO);
     tokio::pin!(timer);
     while let Some(permit) = shared.schedule.next() {
@@ -26,6 +25,7 @@ pub(super) async fn slot(shared: Rc<Shared>) {
             continue;
         };
         let phase = permit.phase;
+        let req = config.requests.get(permit.req);
         let c = match conn.as_mut() {
             Some(c) => c,
             None => match shared.open_connection(phase, had_conn).await {
@@ -37,7 +37,7 @@ pub(super) async fn slot(shared: Rc<Shared>) {
                     if outcome != Outcome::InFlight {
                         failures += 1;
                     }
-                    shared.complete(phase, outcome, unsent_took(outcome, start));
+                    shared.complete(phase, permit.req, outcome, unsent_took(outcome, start));
                     continue;
                 }
             },
@@ -47,16 +47,16 @@ pub(super) async fn slot(shared: Rc<Shared>) {
         if by_deadline && sent_at >= limit {
             // The run ended while its connection was being opened: in flight, like a connect
             // cut short by the end.
-            shared.complete(phase, Outcome::InFlight, Took::Nothing);
+            shared.complete(phase, permit.req, Outcome::InFlight, Took::Nothing);
             continue;
         }
         timer.as_mut().reset(limit.into());
         let result = tokio::select! {
             biased;
-            r = c.exchange(&req, config.verify) => Some(r),
+            r = c.exchange(req, config.verify) => Some(r),
             _ = &mut timer => None,
         };
-        match shared.settle(phase, result, start, sent_at, by_deadline) {
+        match shared.settle(phase, permit.req, result, start, sent_at, by_deadline) {
             Settled::Answered { reusable } => {
                 failures = 0;
                 if !reusable || !config.keepalive {

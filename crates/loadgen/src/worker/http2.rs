@@ -43,14 +43,26 @@ pub(super) async fn slot(shared: Rc<Shared>) {
                 if config.target.tls && !est.alpn_h2 {
                     // The server did not agree to HTTP/2: nothing can be sent.
                     failures += 1;
-                    shared.complete(first.phase, Outcome::ProtocolError, Took::Nothing);
+                    shared.complete(
+                        first.phase,
+                        first.req,
+                        Outcome::ProtocolError,
+                        Took::Nothing,
+                    );
                     continue;
                 }
                 match http2::handshake(stream, streams, config.connect_timeout).await {
-                    Ok(c) => c,
+                    Ok(c) => {
+                        // Several requests cannot all be the few indices of a connection's
+                        // first request's table entries: each is sent as literals.
+                        if config.requests.templates().len() > 1 {
+                            c.literal_only();
+                        }
+                        c
+                    }
                     Err(o) => {
                         failures += 1;
-                        shared.complete(first.phase, o, Took::Nothing);
+                        shared.complete(first.phase, first.req, o, Took::Nothing);
                         continue;
                     }
                 }
@@ -59,7 +71,7 @@ pub(super) async fn slot(shared: Rc<Shared>) {
                 if outcome != Outcome::InFlight {
                     failures += 1;
                 }
-                shared.complete(first.phase, outcome, unsent_took(outcome, start));
+                shared.complete(first.phase, first.req, outcome, unsent_took(outcome, start));
                 continue;
             }
         };
@@ -107,7 +119,6 @@ async fn h2_stream_loop(
 ) -> StreamEnd {
     let config = shared.config.clone();
     let slot_first = shared.schedule.slot_first();
-    let req = config.request.clone();
     let timer = tokio::time::sleep(Duration::ZERO);
     tokio::pin!(timer);
     loop {
@@ -118,7 +129,12 @@ async fn h2_stream_loop(
                 if !acquire_before(&conn, &mut timer).await {
                     // The connection was opened for this request: it cannot be lost silently.
                     let outcome = stream_wait_outcome(&conn, by_deadline);
-                    shared.complete(permit.phase, outcome, unsent_took(outcome, start));
+                    shared.complete(
+                        permit.phase,
+                        permit.req,
+                        outcome,
+                        unsent_took(outcome, start),
+                    );
                     return StreamEnd::ConnectionLost;
                 }
                 (permit, start, limit, by_deadline)
@@ -137,7 +153,12 @@ async fn h2_stream_loop(
                 timer.as_mut().reset(limit.into());
                 if !acquire_before(&conn, &mut timer).await {
                     let outcome = stream_wait_outcome(&conn, by_deadline);
-                    shared.complete(permit.phase, outcome, unsent_took(outcome, start));
+                    shared.complete(
+                        permit.phase,
+                        permit.req,
+                        outcome,
+                        unsent_took(outcome, start),
+                    );
                     if conn.is_dead() {
                         return StreamEnd::ConnectionLost;
                     }
@@ -160,13 +181,14 @@ async fn h2_stream_loop(
             }
         };
         let phase = permit.phase;
+        let req = config.requests.get(permit.req);
         let sent_at = Instant::now();
         let result = if sent_at >= limit {
             None
         } else {
             tokio::select! {
                 biased;
-                r = conn.exchange(&req, config.verify) => Some(r),
+                r = conn.exchange(req, config.verify) => Some(r),
                 _ = &mut timer => None,
             }
         };
@@ -179,12 +201,12 @@ async fn h2_stream_loop(
             } else {
                 Outcome::Timeout
             };
-            shared.complete(phase, outcome, unsent_took(outcome, start));
+            shared.complete(phase, permit.req, outcome, unsent_took(outcome, start));
             continue;
         }
         // A cut-off stream was reset (RST_STREAM CANCEL) when its response future was dropped;
         // the connection itself stays usable.
-        match shared.settle(phase, result, start, sent_at, by_deadline) {
+        match shared.settle(phase, permit.req, result, start, sent_at, by_deadline) {
             Settled::Answered { .. } => {
                 answered.set(answered.get() + 1);
                 if !config.keepalive {

@@ -5,6 +5,7 @@ mod support;
 
 mod accounting;
 mod errors;
+mod mixes;
 mod models;
 mod programs;
 mod protocols;

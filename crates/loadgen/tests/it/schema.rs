@@ -234,3 +234,42 @@ fn schema_rejects_open_model_figures_in_a_closed_record() {
         matches!(k, ErrorKind::Type { .. })
     });
 }
+
+/// Records with request classes — a mix in the closed model, a replay (open model) — match
+/// the schema, and a class's invented field is refused.
+#[test]
+fn mix_and_replay_records_match_schema() {
+    let schema = Schema::load();
+    let echo = support::Echo::start(Duration::ZERO);
+    let mut spec = support::spec(&echo.url(), 2, Duration::from_millis(300));
+    spec.requests = gatebench_loadgen::Requests::Mix(
+        gatebench_loadgen::Mix::parse(
+            "mix.jsonl",
+            "{\"weight\":3,\"path\":\"/a\"}\n{\"name\":\"post\",\"method\":\"POST\",\"path\":\"/b\",\"body\":\"x\"}\n",
+            std::path::Path::new("."),
+        )
+        .unwrap(),
+    );
+    let record = serde_json::to_value(&support::run(spec).report).unwrap();
+    assert_eq!(record["classes"].as_array().map(Vec::len), Some(2));
+    assert_eq!(record["config"]["requests_from"]["kind"], "mix");
+    schema.assert_valid(&record);
+    let mut bad = record.clone();
+    bad["classes"][0]["p99_ms"] = json!(1.0);
+    schema.assert_rejected(&bad, "/classes/0", |k| {
+        matches!(k, ErrorKind::AdditionalProperties { .. })
+    });
+
+    let log = "1.2.3.4 - - [25/Nov/2026:16:00:00 +0000] \"GET /x?a=1 HTTP/1.1\" 200 5\n\
+               1.2.3.4 - - [25/Nov/2026:16:00:01 +0000] \"GET /y HTTP/1.1\" 200 5\n";
+    let mut replay = gatebench_loadgen::Replay::parse("access.log", log.as_bytes(), None).unwrap();
+    replay.speed = 20.0;
+    let mut spec = support::spec(&echo.url(), 1, Duration::from_millis(300));
+    spec.stop.duration = None;
+    spec.requests = gatebench_loadgen::Requests::Replay(replay);
+    let record = serde_json::to_value(&support::run(spec).report).unwrap();
+    assert_eq!(record["config"]["model"], "open");
+    assert_eq!(record["config"]["requests_from"]["format"], "combined");
+    assert!(record["classes"][0]["latency_uncorrected"].is_object());
+    schema.assert_valid(&record);
+}

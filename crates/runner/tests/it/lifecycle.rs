@@ -152,13 +152,16 @@ backend = { serve = "echo --port {port}" }
     let c = run_one(&s, &mut l, &mut d);
     assert_eq!(c.record.status, CellStatus::Ok, "{:?}", c.record.reason);
     let config = d.configs.lock().unwrap()[0].clone();
-    assert_eq!(config.request.method(), "GET");
+    assert_eq!(config.request().method(), "GET");
     assert_eq!(config.target.path_and_query, "/error");
-    assert_eq!(config.request.expected_status(), Some(500));
-    assert_eq!(config.request.outcome_of(500), gatebench_model::Outcome::Ok);
+    assert_eq!(config.request().expected_status(), Some(500));
+    assert_eq!(
+        config.request().outcome_of(500),
+        gatebench_model::Outcome::Ok
+    );
     assert!(!config.verify, "a GET has no body to echo");
     assert!(!config.keepalive);
-    assert!(config.request.body().is_empty());
+    assert!(config.request().body().is_empty());
 }
 
 /// `{backends:…}` gives an nginx upstream block one line per back-end, and a command line one

@@ -220,6 +220,7 @@ pub fn report(config: &LoadConfig) -> LoadReport {
         },
         target_warnings: vec![],
         timeline: None,
+        classes: None,
         valid: true,
         shard: None,
         merged: None,
