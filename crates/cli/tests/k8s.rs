@@ -6,54 +6,16 @@
 //! everything but the scheduling.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use gatebench_model::LoadReport;
 use k8s_openapi::api::batch::v1::Job;
 
-const BIN: &str = env!("CARGO_BIN_EXE_gatebench");
+mod support;
+
+use support::{EchoChild, BIN};
 const INDEX_ANNOTATION: &str = "metadata.annotations['batch.kubernetes.io/job-completion-index']";
-
-/// `gatebench serve echo --port 0` as a child; stopped (by PID) when dropped.
-struct EchoChild {
-    child: Child,
-    url: String,
-}
-
-impl EchoChild {
-    fn start() -> EchoChild {
-        let mut child = Command::new(BIN)
-            .args(["serve", "echo", "--port", "0", "--threads", "1"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn gatebench serve echo");
-        let stdout = child.stdout.take().unwrap();
-        let mut url = String::new();
-        for line in BufReader::new(stdout).lines() {
-            let line = line.unwrap();
-            if let Some(i) = line.find("listening on ") {
-                url = line[i + "listening on ".len()..]
-                    .split_whitespace()
-                    .next()
-                    .unwrap()
-                    .to_owned();
-                break;
-            }
-        }
-        assert!(!url.is_empty(), "the echo backend printed its address");
-        EchoChild { child, url }
-    }
-}
-
-impl Drop for EchoChild {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// Decodes a Job into `k8s_openapi`'s types, failing on every field they do not know (which
 /// serde would otherwise skip without a word) and on a wrong apiVersion or kind.
@@ -193,7 +155,7 @@ fn the_manifest_is_a_strict_indexed_job_and_refuses_bad_load_arguments() {
 /// against one backend; their logs merge into one run.
 #[test]
 fn each_pods_command_runs_here_and_the_logs_merge() {
-    let echo = EchoChild::start();
+    let echo = EchoChild::start(&[]);
     let dir = std::env::temp_dir().join(format!("gatebench-k8s-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

@@ -1,64 +1,15 @@
 //! Shards as a user runs them: `gatebench load --shard I/N --start-at T` processes against a
 //! real echo backend on a free loopback port, their records merged by `gatebench merge`.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use gatebench_model::{histogram, LoadReport, Outcome};
 
-const BIN: &str = env!("CARGO_BIN_EXE_gatebench");
+mod support;
 
-/// `gatebench serve echo --port 0` as a child; stopped (by PID) when dropped.
-struct EchoChild {
-    child: Child,
-    url: String,
-}
-
-impl EchoChild {
-    fn start() -> EchoChild {
-        let mut child = Command::new(BIN)
-            .args(["serve", "echo", "--port", "0", "--threads", "1"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn gatebench serve echo");
-        let stdout = child.stdout.take().unwrap();
-        let mut url = String::new();
-        for line in BufReader::new(stdout).lines() {
-            let line = line.unwrap();
-            if let Some(i) = line.find("listening on ") {
-                url = line[i + "listening on ".len()..]
-                    .split_whitespace()
-                    .next()
-                    .unwrap()
-                    .to_owned();
-                break;
-            }
-        }
-        assert!(!url.is_empty(), "the echo backend printed its address");
-        EchoChild { child, url }
-    }
-}
-
-impl Drop for EchoChild {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn gatebench(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .output()
-        .expect("run gatebench")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use support::{gatebench, stderr, EchoChild, BIN};
 
 fn temp_dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("gatebench-shards-{name}-{}", std::process::id()));
@@ -83,7 +34,7 @@ fn unix_now() -> u64 {
 /// shards' histograms added.
 #[test]
 fn two_shards_started_at_one_instant_merge_into_one_run() {
-    let echo = EchoChild::start();
+    let echo = EchoChild::start(&[]);
     let dir = temp_dir("two");
     // Far enough ahead that both processes are up and probed on a loaded machine.
     let at = unix_now() + 4;
@@ -200,7 +151,7 @@ fn bad_shard_arguments_exit_2_with_one_line() {
 /// `merge` names the shard that is missing.
 #[test]
 fn merge_names_a_missing_shard() {
-    let echo = EchoChild::start();
+    let echo = EchoChild::start(&[]);
     let dir = temp_dir("missing");
     let f = dir.join("shard-0.json");
     let out = Command::new(BIN)

@@ -238,6 +238,11 @@ pub fn search<E>(
         };
         let (passed, bound) = run(rate, phase, &mut steps)?;
         if bound {
+            // A pass despite the generator's own trouble still shows the target sustains the
+            // rate (the trouble only adds latency): a lower bound for the answer.
+            if passed {
+                lo = Some(lo.map_or(rate, |l: f64| l.max(rate)));
+            }
             verdict = Some(CapacityVerdict::GeneratorBound);
             break;
         }
@@ -500,7 +505,9 @@ mod tests {
         }
     }
 
-    /// A step whose generator was the bottleneck ends the search; the answer is a lower bound.
+    /// A step whose generator was the bottleneck ends the search; the answer is a lower bound:
+    /// that step's own rate when it met the objective anyway (1,000 → 1,500 → 2,250 → 3,375,
+    /// where the generator gives out above 3,000), else the last clean pass.
     #[test]
     fn a_generator_bound_step_stops_the_search() {
         let r = search(
@@ -512,8 +519,19 @@ mod tests {
         )
         .unwrap();
         assert_eq!(r.verdict, CapacityVerdict::GeneratorBound);
-        assert_eq!(r.max_rate, Some(2_250.0));
+        assert_eq!(r.max_rate, Some(3_375.0));
         assert!(!r.steps.last().unwrap().generator_warnings.is_empty());
+        // A generator-bound step that failed the objective adds nothing.
+        let r = search(
+            &settings("p99<10ms", 1_000.0),
+            "http://t/",
+            10,
+            |rate, _| Ok::<_, ()>(modelled(3_300.0, rate, 3_000.0)),
+            |_| {},
+        )
+        .unwrap();
+        assert_eq!(r.verdict, CapacityVerdict::GeneratorBound);
+        assert_eq!(r.max_rate, Some(2_250.0));
     }
 
     /// A pass by luck at the answer fails its check: the search continues below and the

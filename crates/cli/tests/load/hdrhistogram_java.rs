@@ -194,6 +194,7 @@ fn assert_agree(what: &str, java: &Totals, json: &Totals) {
 /// Runs `gatebench load` on a fresh echo with `args`, writing the JSON record and the interval
 /// log into a fresh directory; returns (record, hlog path, directory).
 fn load(name: &str, args: &[&str]) -> (serde_json::Value, PathBuf, PathBuf) {
+    let _shared = super::support::shared();
     let echo = EchoChild::start(&[]);
     let dir = std::env::temp_dir().join(format!("gatebench-hdr-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -1,0 +1,92 @@
+//! What several of the CLI's test binaries share: the real binary, an echo backend as a child
+//! process on a free loopback port, and running the binary for its output.
+
+// Each test binary uses its own part of this module.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+
+use rustix::process::{Pid, Signal};
+
+/// The gatebench binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_gatebench");
+
+/// `gatebench serve echo --port 0 --threads 1 EXTRA…` as a child; stopped by SIGTERM (by PID)
+/// when dropped, as a user's Ctrl-C would, and it must drain and exit 0.
+pub struct EchoChild {
+    /// The child process.
+    pub child: Child,
+    /// Where it listens, as it printed it.
+    pub url: String,
+}
+
+impl EchoChild {
+    /// Starts it and waits for the address it prints.
+    pub fn start(extra: &[&str]) -> EchoChild {
+        let mut child = Command::new(BIN)
+            .args(["serve", "echo", "--port", "0", "--threads", "1"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn gatebench serve echo");
+        let stdout = child.stdout.take().unwrap();
+        let mut url = String::new();
+        for line in BufReader::new(stdout).lines() {
+            let line = line.unwrap();
+            if let Some(i) = line.find("listening on ") {
+                url = line[i + "listening on ".len()..]
+                    .split_whitespace()
+                    .next()
+                    .unwrap()
+                    .to_owned();
+                break;
+            }
+        }
+        assert!(!url.is_empty(), "the echo backend printed its address");
+        EchoChild { child, url }
+    }
+}
+
+impl Drop for EchoChild {
+    fn drop(&mut self) {
+        kill(&self.child, Signal::TERM);
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "echo exited with {status} on SIGTERM");
+    }
+}
+
+/// Sends `sig` to a child of this test, by its PID.
+pub fn kill(child: &Child, sig: Signal) {
+    let pid = Pid::from_raw(child.id() as i32).expect("a child's pid is positive");
+    rustix::process::kill_process(pid, sig).expect("signalling our own child");
+}
+
+/// Runs gatebench with `args` to completion.
+pub fn gatebench(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("run gatebench")
+}
+
+/// A run's stderr as text.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Tests of one binary share the machine; a test whose assertions depend on timing (a
+/// capacity search, an intermediary's cost) runs alone, and a test that runs an unthrottled
+/// load holds the machine shared, so it cannot starve a timing test's generator.
+static MACHINE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// The machine to this test alone, until the guard drops.
+pub fn alone() -> std::sync::RwLockWriteGuard<'static, ()> {
+    MACHINE.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The machine shared with the other load tests, until the guard drops.
+pub fn shared() -> std::sync::RwLockReadGuard<'static, ()> {
+    MACHINE.read().unwrap_or_else(|e| e.into_inner())
+}
