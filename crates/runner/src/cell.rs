@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use gatebench_loadgen::arrival::Spacing;
 use gatebench_loadgen::{Arrival, IntervalView, LoadConfig, LoadSpec, RequestBody, StopRule};
 use gatebench_model::{CellParams, CellRecord, CellStatus, ProcessRecord, SCHEMA_VERSION};
 use gatebench_results::rows::{to_csv, TimelineRow};
@@ -424,6 +425,7 @@ fn lifecycle(
             errors: Some(v.errors),
             rps: v.rps,
             p99_ms: v.p99_ms,
+            target_rate: None,
         });
         events(CellEvent::Interval(v));
     };
@@ -455,6 +457,22 @@ fn lifecycle(
     }
     let samples: Vec<Sample> = sampler.finish();
     let report = report?;
+    // A cell with an arrival program: each row gains the program's rate over its second, from
+    // the record's per-second timeline (its `t_s` counts from the measurement's start).
+    if let Some(seconds) = &report.timeline {
+        let warmup = ctx.suite.warmup.as_secs_f64();
+        for (row, start) in timeline.iter_mut().zip(&interval_starts) {
+            row.target_rate = seconds
+                .iter()
+                .find(|s| (s.t_s + warmup - start).abs() < 0.5)
+                .map(|s| s.target_rate);
+        }
+    }
+    let header = if report.timeline.is_some() {
+        TimelineRow::HEADER_WITH_TARGET
+    } else {
+        TimelineRow::HEADER
+    };
     let windows = Windows {
         load_start_s,
         warmup_s: report.warmup.as_ref().map_or(0.0, |w| w.duration_s),
@@ -469,7 +487,7 @@ fn lifecycle(
     out.record.sut_warmup = windows.summarize(&samples, Window::Warmup);
     out.record.sut_measurement = windows.summarize(&samples, Window::Measurement);
     out.samples_csv = Some(windows.csv(&samples));
-    out.timeline_csv = Some(to_csv(TimelineRow::HEADER, timeline));
+    out.timeline_csv = Some(to_csv(header, timeline));
     out.record.load = Some(report);
     // A remote log carries the host's wall clock (JVM `time` decorations): its cell start is
     // ours plus the host's measured clock offset.
@@ -751,7 +769,7 @@ impl Common<'_> {
             "users",
             match c.intensity {
                 Intensity::Users(u) => u.to_string(),
-                Intensity::Rate(_) => String::new(),
+                _ => String::new(),
             },
         );
         m.insert("cell_dir", self.cell_dir.display().to_string());
@@ -872,11 +890,19 @@ fn shard_args(suite: &Suite, sc: &Scenario, cell: &Cell, url: &str) -> Vec<Strin
         a.push(k.to_owned());
         a.push(v);
     };
-    match cell.intensity {
-        Intensity::Users(u) => push("-c", u.to_string()),
-        Intensity::Rate(r) => {
-            push("-c", l.connections.to_string());
-            push("-R", r.to_string());
+    match suite.arrival(&cell.intensity, cell.repeat) {
+        (u, Arrival::Closed) => push("-c", u.to_string()),
+        (c, Arrival::Open { rate }) => {
+            push("-c", c.to_string());
+            push("-R", rate.to_string());
+        }
+        (c, Arrival::Program(p)) => {
+            push("-c", c.to_string());
+            push("-R", p.rate.to_string());
+            if let Spacing::Poisson { seed } = p.spacing {
+                push("--arrival", "poisson".to_owned());
+                push("--seed", seed.to_string());
+            }
         }
     }
     if suite.duration_bound {
@@ -944,10 +970,7 @@ fn load_config(
     } else {
         RequestBody::None
     };
-    let (connections, arrival) = match cell.intensity {
-        Intensity::Users(u) => (u, Arrival::Closed),
-        Intensity::Rate(rate) => (l.connections, Arrival::Open { rate }),
-    };
+    let (connections, arrival) = suite.arrival(&cell.intensity, cell.repeat);
     spec.connections = connections;
     spec.arrival = arrival;
     spec.threads = l.threads;
@@ -991,7 +1014,19 @@ fn params(ctx: &CellContext<'_>, cell: &Cell) -> CellParams {
     let sc = &ctx.suite.scenarios[cell.scenario];
     let (users, rate) = match cell.intensity {
         Intensity::Users(u) => (u, None),
-        Intensity::Rate(r) => (ctx.suite.load.connections, Some(r)),
+        _ => (
+            ctx.suite.load.connections,
+            cell.intensity.mean_rate(
+                ctx.suite
+                    .duration_bound
+                    .then_some(ctx.suite.duration)
+                    .unwrap_or_default(),
+            ),
+        ),
+    };
+    let program = match &cell.intensity {
+        Intensity::Program(p) => Some(p.to_string()),
+        _ => None,
     };
     CellParams {
         id: cell.id.clone(),
@@ -1000,6 +1035,7 @@ fn params(ctx: &CellContext<'_>, cell: &Cell) -> CellParams {
         scenario_index: cell.scenario as u32,
         users,
         rate,
+        program,
         size_bytes: cell.size,
         delay_ms: cell.delay.as_secs_f64() * 1e3,
         protocol: cell.protocol.name().to_owned(),
