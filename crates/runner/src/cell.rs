@@ -1016,12 +1016,7 @@ fn params(ctx: &CellContext<'_>, cell: &Cell) -> CellParams {
         Intensity::Users(u) => (u, None),
         _ => (
             ctx.suite.load.connections,
-            cell.intensity.mean_rate(
-                ctx.suite
-                    .duration_bound
-                    .then_some(ctx.suite.duration)
-                    .unwrap_or_default(),
-            ),
+            cell.intensity.mean_rate(ctx.suite.measurement_bound()),
         ),
     };
     let program = match &cell.intensity {

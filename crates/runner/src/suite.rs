@@ -583,6 +583,15 @@ impl Suite {
             .map_err(|e| RunnerError::suite(&self.source, e.to_string()))
     }
 
+    /// The longest a cell's measurement may take; zero when a request count alone ends it.
+    pub fn measurement_bound(&self) -> Duration {
+        if self.duration_bound {
+            self.duration
+        } else {
+            Duration::ZERO
+        }
+    }
+
     /// How long one cell's measurement is expected to take: its duration, or with a request
     /// count the time those requests take at the cell's rate (open model) or at
     /// [`Suite::expected_rate`] (closed model), whichever ends first.
@@ -591,11 +600,7 @@ impl Suite {
             return self.duration;
         };
         let rate = intensity
-            .mean_rate(
-                self.duration_bound
-                    .then_some(self.duration)
-                    .unwrap_or_default(),
-            )
+            .mean_rate(self.measurement_bound())
             .unwrap_or(self.expected_rate);
         let by_count = Duration::try_from_secs_f64(n as f64 / rate).unwrap_or(Duration::MAX);
         if self.duration_bound {
