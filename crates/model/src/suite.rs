@@ -151,8 +151,13 @@ pub struct CellParams {
     pub scenario_index: u32,
     /// Concurrent users (connections).
     pub users: u32,
-    /// Target rate in requests/s (open model); `None` for the closed model.
+    /// Target rate in requests/s (open model); `None` for the closed model. For a cell that
+    /// runs an arrival program, the program's mean rate over the measurement.
     pub rate: Option<f64>,
+    /// The arrival program a `rates` cell runs (`ramp:1000..20000/30s`), when the suite's
+    /// `rates` gives one rather than a number; absent otherwise (and in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
     /// Request payload size, bytes.
     pub size_bytes: u64,
     /// Back-end service delay, ms.

@@ -48,6 +48,9 @@ pub struct IntervalPoint {
     /// The interval log records it; `timeline.csv` only through `responses / rps`, so it is
     /// `None` there for an interval without responses.
     pub length_s: Option<f64>,
+    /// The arrival program's rate over the interval, requests/s, for a cell that ran one
+    /// (`timeline.csv`'s `target_rate`); `None` otherwise.
+    pub target_rate: Option<f64>,
 }
 
 /// A latency spectrum: (percentile 0–100, latency ms) points, HdrHistogram style.
@@ -83,7 +86,8 @@ pub fn parse_samples(text: &str) -> Vec<ResourcePoint> {
         .collect()
 }
 
-/// Reads `timeline.csv` (`t_s,window,responses,errors,rps,p99_ms`).
+/// Reads `timeline.csv` (`t_s,window,responses,errors,rps,p99_ms`, and `target_rate` for a
+/// cell with an arrival program).
 pub fn parse_timeline(text: &str) -> Vec<IntervalPoint> {
     read_rows(text)
         .into_iter()
@@ -102,6 +106,7 @@ pub fn parse_timeline(text: &str) -> Vec<IntervalPoint> {
                 p99_ms: r.p99_ms,
                 responses: r.responses,
                 length_s,
+                target_rate: r.target_rate,
             }
         })
         .collect()
@@ -138,6 +143,7 @@ pub fn read_hlog(bytes: &[u8], warmup_s: f64) -> Result<HlogData, String> {
                     errors: None,
                     responses: Some(h.len()),
                     length_s: Some(len),
+                    target_rate: None,
                 });
                 &mut corrected
             }

@@ -728,11 +728,20 @@ fn cell_section(h: &mut String, svgs: &mut Vec<(String, String)>, c: &CellData<'
     };
     let mut panels = Vec::new();
     if !c.timeline.is_empty() {
-        panels.push(panel(
-            "Throughput per second",
-            "requests/s",
-            tl(|t| Some(t.rps)),
-        ));
+        let mut throughput = panel("Throughput per second", "requests/s", tl(|t| Some(t.rps)));
+        // A cell with an arrival program: the rate it asked for, dashed, beside the achieved.
+        let target = tl(|t| t.target_rate);
+        if !target.is_empty() {
+            throughput.series[0].name = "achieved".to_owned();
+            throughput.series.push(Series {
+                name: "target".to_owned(),
+                points: target,
+                dashed: true,
+                markers: false,
+                ..Series::default()
+            });
+        }
+        panels.push(throughput);
         panels.push(panel(
             "p99 latency per second",
             "ms",
@@ -1037,5 +1046,50 @@ mod tests {
         assert!(timeline.contains(">warm-up<"));
         assert!(timeline.contains("Errors per second"));
         assert!(timeline.contains("SUT memory"));
+        assert!(
+            !timeline.contains("<title>target</title>"),
+            "no target rate without a program"
+        );
+    }
+
+    /// A cell with an arrival program: its throughput panel draws the target rate, dashed,
+    /// beside the achieved rate, at the same points.
+    #[test]
+    fn a_program_cell_draws_its_target_rate_dashed_beside_the_achieved() {
+        let recs = records();
+        let mut cells: Vec<CellData<'_>> = recs.iter().map(CellData::new).collect();
+        cells[0].timeline = parse_timeline(
+            "t_s,window,responses,errors,rps,p99_ms,target_rate\n\
+             2.000,warmup,900,0,900.0,1.1,1000.0\n\
+             3.000,measurement,1000,1,1000.0,1.2,1000.0\n\
+             4.000,measurement,1900,0,1900.0,1.0,2000.0\n",
+        );
+        assert_eq!(cells[0].timeline[2].target_rate, Some(2000.0));
+        let r = render(&ReportInput {
+            suite: "programs",
+            manifest: None,
+            environment: None,
+            cells,
+            missing: 0,
+        });
+        let timeline = &r
+            .svgs
+            .iter()
+            .find(|(f, _)| f.ends_with("-timeline.svg"))
+            .unwrap()
+            .1;
+        let target = timeline
+            .lines()
+            .find(|l| l.contains("<title>target</title>"))
+            .expect("a target series");
+        assert!(target.contains("stroke-dasharray"), "dashed: {target}");
+        // Three seconds, one path command each.
+        assert_eq!(target.matches(['M', 'L']).count(), 3, "{target}");
+        let achieved = timeline
+            .lines()
+            .find(|l| l.contains("<title>achieved</title>"))
+            .expect("the achieved series, named beside it");
+        assert!(!achieved.contains("stroke-dasharray"));
+        assert!(timeline.contains(">target</text>"), "in the legend");
     }
 }

@@ -88,8 +88,15 @@ pub fn flags(r: &CellRecord) -> Vec<String> {
             f.push("generator-bound".to_owned());
         }
     }
-    if let Some(rate) = r.cell.rate {
-        f.push(format!("open model at {} req/s", number(rate)));
+    match (&r.cell.program, r.cell.rate) {
+        // A program's rate changes: the program says what ran, its mean where a number goes.
+        (Some(program), rate) => f.push(format!(
+            "open model: {program}{}",
+            rate.map(|r| format!(" (mean {} req/s)", number(r)))
+                .unwrap_or_default()
+        )),
+        (None, Some(rate)) => f.push(format!("open model at {} req/s", number(rate))),
+        (None, None) => {}
     }
     if r.cell.repeat > 1 {
         f.push(format!("repeat {}", r.cell.repeat));
@@ -404,6 +411,7 @@ pub fn json(suite: &str, records: &[CellRecord], missing: usize) -> String {
                     "scenario_name": scenario_name(r, records),
                     "users": r.cell.users,
                     "rate": r.cell.rate,
+                    "program": r.cell.program,
                     "size_bytes": r.cell.size_bytes,
                     "delay_ms": r.cell.delay_ms,
                     "protocol": r.cell.protocol,
@@ -717,6 +725,24 @@ mod tests {
             measured(&r[0].cell),
             "1000000 requests or 30 s, whichever came first"
         );
+    }
+
+    #[test]
+    fn a_program_cell_shows_its_program_and_its_mean_rate() {
+        let mut r = fixture();
+        r[0].cell.rate = Some(10500.0);
+        r[0].cell.program = Some("ramp:1000..20000/30s".into());
+        r[1].cell.rate = Some(5000.0);
+        assert!(flags(&r[0])
+            .contains(&"open model: ramp:1000..20000/30s (mean 10500 req/s)".to_owned()));
+        assert!(flags(&r[1]).contains(&"open model at 5000 req/s".to_owned()));
+        let v: serde_json::Value = serde_json::from_str(&json("suite", &r, 0)).unwrap();
+        let m = v["measurement"].as_array().unwrap();
+        let cell = |id: &str| m.iter().find(|c| c["cell"] == id).unwrap().clone();
+        let program = cell(&r[0].cell.id);
+        assert_eq!(program["program"], "ramp:1000..20000/30s");
+        assert_eq!(program["rate"], 10500.0);
+        assert!(cell(&r[1].cell.id)["program"].is_null());
     }
 
     #[test]

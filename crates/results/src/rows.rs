@@ -69,11 +69,25 @@ pub struct TimelineRow {
     /// 99th percentile latency, milliseconds (3 decimals).
     #[serde(serialize_with = "fixed3")]
     pub p99_ms: f64,
+    /// The arrival program's mean rate over the interval, requests/s (1 decimal). Written
+    /// only by cells that run a program (a `rates` program or Poisson arrivals), whose files
+    /// then have the column in every line ([`TimelineRow::HEADER_WITH_TARGET`]); the other
+    /// cells' files are as they always were, and read back as `None`.
+    #[serde(
+        default,
+        deserialize_with = "csv::invalid_option",
+        serialize_with = "fixed1_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub target_rate: Option<f64>,
 }
 
 impl TimelineRow {
     /// The header line of `timeline.csv`: the fields' names in order.
     pub const HEADER: &'static str = "t_s,window,responses,errors,rps,p99_ms\n";
+    /// The header line of the `timeline.csv` of a cell with an arrival program.
+    pub const HEADER_WITH_TARGET: &'static str =
+        "t_s,window,responses,errors,rps,p99_ms,target_rate\n";
 }
 
 /// One line of `summary.csv` or `warmup.csv`: one cell, its values formatted as the summary
@@ -135,6 +149,13 @@ fn fixed2<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
 
 fn fixed3<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
     fixed(*v, 3, s)
+}
+
+fn fixed1_opt<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(v) => fixed(*v, 1, s),
+        None => s.serialize_none(),
+    }
 }
 
 fn fixed2_opt<S: Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
@@ -200,6 +221,7 @@ mod tests {
             errors: Some(0),
             rps: 9.96,
             p99_ms: 0.5,
+            target_rate: None,
         }
     }
 
@@ -208,6 +230,15 @@ mod tests {
         assert_eq!(
             to_csv(TimelineRow::HEADER, [timeline()]),
             "t_s,window,responses,errors,rps,p99_ms\n1.235,warmup,10,0,10.0,0.500\n"
+        );
+        let program = TimelineRow {
+            target_rate: Some(1250.04),
+            ..timeline()
+        };
+        assert_eq!(
+            to_csv(TimelineRow::HEADER_WITH_TARGET, [program]),
+            "t_s,window,responses,errors,rps,p99_ms,target_rate\n\
+             1.235,warmup,10,0,10.0,0.500,1250.0\n"
         );
         assert_eq!(
             to_csv(SampleRow::HEADER, [sample()]),
@@ -231,6 +262,11 @@ mod tests {
         }
         assert_eq!(serde_header(sample()), SampleRow::HEADER);
         assert_eq!(serde_header(timeline()), TimelineRow::HEADER);
+        let program = TimelineRow {
+            target_rate: Some(1.0),
+            ..timeline()
+        };
+        assert_eq!(serde_header(program), TimelineRow::HEADER_WITH_TARGET);
     }
 
     #[test]
@@ -250,5 +286,10 @@ mod tests {
         assert_eq!(t[0].responses, None);
         assert_eq!(t[0].errors, None);
         assert_eq!(t[0].p99_ms, 1.25);
+        assert_eq!(t[0].target_rate, None);
+        let t: Vec<TimelineRow> = read_rows(
+            "t_s,window,responses,errors,rps,p99_ms,target_rate\n2.000,measurement,5,0,5.0,1.000,7.5\n",
+        );
+        assert_eq!(t[0].target_rate, Some(7.5));
     }
 }

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use gatebench_loadgen::{Arrival, IntervalView, LoadConfig, LoadSpec, RequestBody, StopRule};
+use gatebench_loadgen::{IntervalView, LoadConfig, LoadSpec, RequestBody, StopRule};
 use gatebench_model::{CellParams, CellRecord, CellStatus, ProcessRecord, SCHEMA_VERSION};
 use gatebench_results::rows::{to_csv, TimelineRow};
 
@@ -427,6 +427,7 @@ fn lifecycle(
             errors: Some(v.errors),
             rps: v.rps,
             p99_ms: v.p99_ms,
+            target_rate: None,
         });
         events(CellEvent::Interval(v));
     };
@@ -460,6 +461,22 @@ fn lifecycle(
     }
     let samples: Vec<Sample> = sampler.finish();
     let report = report?;
+    // A cell with an arrival program: each row gains the program's rate over its second, from
+    // the record's per-second timeline (its `t_s` counts from the measurement's start).
+    if let Some(seconds) = &report.timeline {
+        let warmup = ctx.suite.warmup.as_secs_f64();
+        for (row, start) in timeline.iter_mut().zip(&interval_starts) {
+            row.target_rate = seconds
+                .iter()
+                .find(|s| (s.t_s + warmup - start).abs() < 0.5)
+                .map(|s| s.target_rate);
+        }
+    }
+    let header = if report.timeline.is_some() {
+        TimelineRow::HEADER_WITH_TARGET
+    } else {
+        TimelineRow::HEADER
+    };
     let windows = Windows {
         load_start_s,
         warmup_s: report.warmup.as_ref().map_or(0.0, |w| w.duration_s),
@@ -474,7 +491,7 @@ fn lifecycle(
     out.record.sut_warmup = windows.summarize(&samples, Window::Warmup);
     out.record.sut_measurement = windows.summarize(&samples, Window::Measurement);
     out.samples_csv = Some(windows.csv(&samples));
-    out.timeline_csv = Some(to_csv(TimelineRow::HEADER, timeline));
+    out.timeline_csv = Some(to_csv(header, timeline));
     out.record.load = Some(report);
     // A remote log carries the host's wall clock (JVM `time` decorations): its cell start is
     // ours plus the host's measured clock offset.
@@ -598,7 +615,7 @@ impl Common<'_> {
             "users",
             match c.intensity {
                 Intensity::Users(u) => u.to_string(),
-                Intensity::Rate(_) => String::new(),
+                _ => String::new(),
             },
         );
         m.insert("cell_dir", self.cell_dir.display().to_string());
@@ -733,10 +750,7 @@ fn load_config(
     } else {
         RequestBody::None
     };
-    let (connections, arrival) = match cell.intensity {
-        Intensity::Users(u) => (u, Arrival::Closed),
-        Intensity::Rate(rate) => (l.connections, Arrival::Open { rate }),
-    };
+    let (connections, arrival) = suite.arrival(&cell.intensity, cell.repeat);
     spec.connections = connections;
     spec.arrival = arrival;
     spec.threads = l.threads;
@@ -780,7 +794,14 @@ fn params(ctx: &CellContext<'_>, cell: &Cell) -> CellParams {
     let sc = &ctx.suite.scenarios[cell.scenario];
     let (users, rate) = match cell.intensity {
         Intensity::Users(u) => (u, None),
-        Intensity::Rate(r) => (ctx.suite.load.connections, Some(r)),
+        _ => (
+            ctx.suite.load.connections,
+            cell.intensity.mean_rate(ctx.suite.measurement_bound()),
+        ),
+    };
+    let program = match &cell.intensity {
+        Intensity::Program(p) => Some(p.to_string()),
+        _ => None,
     };
     CellParams {
         id: cell.id.clone(),
@@ -789,6 +810,7 @@ fn params(ctx: &CellContext<'_>, cell: &Cell) -> CellParams {
         scenario_index: cell.scenario as u32,
         users,
         rate,
+        program,
         size_bytes: cell.size,
         delay_ms: cell.delay.as_secs_f64() * 1e3,
         protocol: cell.protocol.name().to_owned(),

@@ -18,8 +18,9 @@ pub const CELL_OVERHEAD: Duration = Duration::from_secs(1);
 #[derive(Clone, Debug, PartialEq)]
 pub struct Cell {
     /// Stable, filesystem-safe id: `<scenario>_u<users>_s<size>_d<delay ms>_r<repeat>`, with
-    /// `R<rate>` instead of `u<users>` for rate cells and `_<protocol>` before the repeat when
-    /// the scenario runs over several protocols.
+    /// `R<rate>` instead of `u<users>` for rate cells (`R<program>` for a program, e.g.
+    /// `Rramp-1000-20000-30s`) and `_<protocol>` before the repeat when the scenario runs over
+    /// several protocols.
     pub id: String,
     /// Index of the scenario in the suite.
     pub scenario: usize,
@@ -95,21 +96,21 @@ pub fn estimate(suite: &Suite, cells: usize) -> Duration {
         .matrix
         .intensities
         .first()
-        .copied()
+        .cloned()
         .unwrap_or(Intensity::Users(1));
     // Saturating: the suite's bounds keep it far from overflow, but an estimate must never
     // be the reason a plan cannot be printed.
-    per_cell(suite, intensity).saturating_mul(u32::try_from(cells).unwrap_or(u32::MAX))
+    per_cell(suite, &intensity).saturating_mul(u32::try_from(cells).unwrap_or(u32::MAX))
 }
 
 /// The estimated length of one cell: warm-up, the measurement (for a request count, at the
 /// cell's rate or the suite's `expected_rate`: [`Suite::measurement_estimate`]) and
 /// [`CELL_OVERHEAD`].
 pub fn cell_time(suite: &Suite, cell: &Cell) -> Duration {
-    per_cell(suite, cell.intensity)
+    per_cell(suite, &cell.intensity)
 }
 
-fn per_cell(suite: &Suite, intensity: Intensity) -> Duration {
+fn per_cell(suite: &Suite, intensity: &Intensity) -> Duration {
     suite
         .warmup
         .saturating_add(suite.measurement_estimate(intensity))
@@ -123,10 +124,10 @@ pub fn expand(suite: &Suite) -> Vec<Cell> {
     // are spread over the whole run rather than back to back.
     let mut points: Vec<Point> = Vec::new();
     for repeat in 1..=suite.repeats.get() {
-        for &intensity in &m.intensities {
+        for intensity in &m.intensities {
             for &size in &m.sizes {
                 for &delay in &m.delays {
-                    points.push((intensity, size, delay, repeat));
+                    points.push((intensity.clone(), size, delay, repeat));
                 }
             }
         }
@@ -135,7 +136,7 @@ pub fn expand(suite: &Suite) -> Vec<Cell> {
         let sc = &suite.scenarios[s];
         let shown = (sc.protocols.len() > 1).then_some(protocol);
         Cell {
-            id: cell_id(&sc.name, intensity, size, delay, shown, repeat),
+            id: cell_id(&sc.name, &intensity, size, delay, shown, repeat),
             scenario: s,
             intensity,
             size,
@@ -152,7 +153,7 @@ pub fn expand(suite: &Suite) -> Vec<Cell> {
                 for j in 0..n {
                     let s = (k + j) % n;
                     for &protocol in &suite.scenarios[s].protocols {
-                        out.push(make(s, protocol, *p));
+                        out.push(make(s, protocol, p.clone()));
                     }
                 }
             }
@@ -170,7 +171,7 @@ pub fn expand(suite: &Suite) -> Vec<Cell> {
             for s in 0..n {
                 for &protocol in &suite.scenarios[s].protocols {
                     for p in &by_repeat {
-                        out.push(make(s, protocol, *p));
+                        out.push(make(s, protocol, p.clone()));
                     }
                 }
             }
@@ -185,7 +186,7 @@ type Point = (Intensity, u64, Duration, u32);
 /// `<scenario>_u<users>_s<size>_d<delay ms>[_<protocol>]_r<repeat>`.
 pub fn cell_id(
     scenario: &str,
-    intensity: Intensity,
+    intensity: &Intensity,
     size: u64,
     delay: Duration,
     protocol: Option<Protocol>,
@@ -193,13 +194,37 @@ pub fn cell_id(
 ) -> String {
     let load = match intensity {
         Intensity::Users(u) => format!("u{u}"),
-        Intensity::Rate(r) => format!("R{}", number(r)),
+        Intensity::Rate(r) => format!("R{}", number(*r)),
+        Intensity::Program(p) => format!("R{}", program_label(&p.to_string())),
     };
     let delay_ms = number(delay.as_secs_f64() * 1e3);
     let proto = protocol
         .map(|p| format!("_{}", p.name()))
         .unwrap_or_default();
     format!("{scenario}_{load}_s{size}_d{delay_ms}{proto}_r{repeat}")
+}
+
+/// A program's text made filesystem-safe and free of `_` (the id's separator): every run of
+/// characters other than letters, digits and `.` becomes one `-`, so `ramp:1000..20000/30s`
+/// is `ramp-1000-20000-30s` and `sine:10000±5000/1m 30s` is `sine-10000-5000-1m-30s`.
+fn program_label(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut last_dot = false;
+    for c in text.chars() {
+        // `..` (a ramp's range) is a separator too; a single `.` is a decimal point.
+        if c.is_ascii_alphanumeric() || (c == '.' && !last_dot) {
+            out.push(c);
+        } else if c == '.' {
+            out.pop();
+            if !out.ends_with('-') {
+                out.push('-');
+            }
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+        last_dot = c == '.';
+    }
+    out.trim_end_matches('-').to_owned()
 }
 
 /// A number without a trailing `.0`, and never in exponent form (ids must be stable).
@@ -269,7 +294,7 @@ mod tests {
     fn ids_are_stable_and_filesystem_safe() {
         let id = cell_id(
             "passthrough-h1c-h1c",
-            Intensity::Users(100),
+            &Intensity::Users(100),
             50,
             Duration::ZERO,
             None,
@@ -278,13 +303,27 @@ mod tests {
         assert_eq!(id, "passthrough-h1c-h1c_u100_s50_d0_r1");
         let id = cell_id(
             "x",
-            Intensity::Rate(2500.0),
+            &Intensity::Rate(2500.0),
             1024,
             Duration::from_micros(500),
             Some(Protocol::H2),
             3,
         );
         assert_eq!(id, "x_R2500_s1024_d0.5_h2_r3");
+        let program = |text: &str| {
+            let p = text.parse().expect("a program");
+            cell_id("x", &Intensity::Program(p), 50, Duration::ZERO, None, 1)
+        };
+        assert_eq!(
+            program("ramp:1k..20k/30s"),
+            "x_Rramp-1000-20000-30s_s50_d0_r1"
+        );
+        assert_eq!(program("ramp:0.5..2/90s"), "x_Rramp-0.5-2-1m-30s_s50_d0_r1");
+        assert_eq!(
+            program("steps:1k,2k,4k/10s"),
+            "x_Rsteps-1000-2000-4000-10s_s50_d0_r1"
+        );
+        assert_eq!(program("sine:10k±5k/1m"), "x_Rsine-10000-5000-1m_s50_d0_r1");
     }
 
     #[test]

@@ -12,7 +12,9 @@ use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use gatebench_loadgen::arrival::{ArrivalProgram, RateProgram, Spacing};
 use gatebench_loadgen::bounds::parse_duration;
+use gatebench_loadgen::Arrival;
 
 use crate::error::RunnerError;
 use crate::gc::GcFormat;
@@ -131,13 +133,39 @@ impl Order {
     }
 }
 
-/// How hard the generator pushes: concurrent users (closed model) or a target rate (open).
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// How hard the generator pushes: concurrent users (closed model), a target rate or an
+/// arrival program (open model).
+#[derive(Clone, Debug, PartialEq)]
 pub enum Intensity {
     /// N connections, each sending when the previous answer arrived.
     Users(u32),
     /// Requests/s, over `[load] connections` connections.
     Rate(f64),
+    /// A rate that follows a program (`ramp:1k..20k/30s`, `steps:…`, `sine:…`), over
+    /// `[load] connections` connections. The suite's measurement length rules: a program
+    /// shorter than it holds its last rate (a sine keeps cycling).
+    Program(RateProgram),
+}
+
+impl Intensity {
+    /// The mean target rate over a measurement of `length` (requests/s); `None` for users.
+    /// A constant rate is itself; a program's is its expected requests over `length` divided
+    /// by `length` (its own length when `length` is zero).
+    pub fn mean_rate(&self, length: Duration) -> Option<f64> {
+        match self {
+            Intensity::Users(_) => None,
+            Intensity::Rate(r) => Some(*r),
+            Intensity::Program(p) => {
+                let t = if length.is_zero() {
+                    p.natural_length().unwrap_or(Duration::from_secs(1))
+                } else {
+                    length
+                };
+                let t = t.as_secs_f64();
+                Some(p.cumulative(t) / t)
+            }
+        }
+    }
 }
 
 /// How a process is started.
@@ -240,6 +268,9 @@ pub struct LoadSettings {
     pub connect_timeout: Duration,
     /// Keep connections alive.
     pub keepalive: bool,
+    /// How open-model requests are spaced around their rate: evenly (the default) or as a
+    /// seeded Poisson process (`[load] arrival = "poisson"`). Closed-model cells ignore it.
+    pub spacing: Spacing,
 }
 
 /// The matrix axes.
@@ -552,23 +583,57 @@ impl Suite {
             .map_err(|e| RunnerError::suite(&self.source, e.to_string()))
     }
 
+    /// The longest a cell's measurement may take; zero when a request count alone ends it.
+    pub fn measurement_bound(&self) -> Duration {
+        if self.duration_bound {
+            self.duration
+        } else {
+            Duration::ZERO
+        }
+    }
+
     /// How long one cell's measurement is expected to take: its duration, or with a request
     /// count the time those requests take at the cell's rate (open model) or at
     /// [`Suite::expected_rate`] (closed model), whichever ends first.
-    pub fn measurement_estimate(&self, intensity: Intensity) -> Duration {
+    pub fn measurement_estimate(&self, intensity: &Intensity) -> Duration {
         let Some(n) = self.requests else {
             return self.duration;
         };
-        let rate = match intensity {
-            Intensity::Rate(r) => r,
-            Intensity::Users(_) => self.expected_rate,
-        };
+        let rate = intensity
+            .mean_rate(self.measurement_bound())
+            .unwrap_or(self.expected_rate);
         let by_count = Duration::try_from_secs_f64(n as f64 / rate).unwrap_or(Duration::MAX);
         if self.duration_bound {
             by_count.min(self.duration)
         } else {
             by_count
         }
+    }
+
+    /// The connections and the arrival of a cell's load: `users` connections in the closed
+    /// model; `[load] connections` for a rate or a program, spaced as `[load] arrival` says.
+    /// Poisson arrivals use the suite's seed plus the repeat number less one, so repeat 1
+    /// reproduces `gatebench load --arrival poisson --seed SEED` and every repeat is an
+    /// independent sample.
+    pub fn arrival(&self, intensity: &Intensity, repeat: u32) -> (u32, Arrival) {
+        let spacing = match self.load.spacing {
+            Spacing::Even => Spacing::Even,
+            Spacing::Poisson { seed } => Spacing::Poisson {
+                seed: seed.wrapping_add(u64::from(repeat.saturating_sub(1))),
+            },
+        };
+        let rate = match intensity {
+            Intensity::Users(u) => return (*u, Arrival::Closed),
+            Intensity::Rate(rate) if spacing == Spacing::Even => {
+                return (self.load.connections, Arrival::Open { rate: *rate })
+            }
+            Intensity::Rate(rate) => RateProgram::Constant(*rate),
+            Intensity::Program(p) => p.clone(),
+        };
+        (
+            self.load.connections,
+            Arrival::Program(ArrivalProgram { rate, spacing }),
+        )
     }
 
     /// How many cells the matrix expands to (before filters), or `None` when the count does
@@ -628,6 +693,14 @@ impl Suite {
                 timeout: Some(fmt(self.load.timeout)),
                 connect_timeout: Some(fmt(self.load.connect_timeout)),
                 keepalive: Some(self.load.keepalive),
+                arrival: match self.load.spacing {
+                    Spacing::Even => None,
+                    Spacing::Poisson { .. } => Some("poisson".to_owned()),
+                },
+                seed: match self.load.spacing {
+                    Spacing::Even => None,
+                    Spacing::Poisson { seed } => Some(seed),
+                },
             },
             hosts: RawHosts {
                 sut: (!self.hosts.sut.is_local()).then(|| self.hosts.sut.name().to_owned()),

@@ -23,6 +23,7 @@ pub fn cell_params(
         scenario_index: index,
         users,
         rate: None,
+        program: None,
         size_bytes,
         delay_ms: 0.0,
         protocol: "h1c".into(),

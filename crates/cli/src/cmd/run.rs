@@ -237,10 +237,11 @@ fn plan_text(suite: &Suite, plan: &Plan, builtin: bool) -> String {
             .map(|i| match i {
                 Intensity::Users(u) => u.to_string(),
                 Intensity::Rate(r) => format!("{r} req/s"),
+                Intensity::Program(p) => p.to_string(),
             })
             .collect(),
     );
-    let load_axis = if matches!(m.intensities.first(), Some(Intensity::Rate(_))) {
+    let load_axis = if !matches!(m.intensities.first(), Some(Intensity::Users(_)) | None) {
         "rates"
     } else {
         "users"
@@ -286,6 +287,19 @@ fn plan_text(suite: &Suite, plan: &Plan, builtin: bool) -> String {
         "  each cell: {} warm-up + {measurement}, plus about 1s to start and stop\n",
         humantime::format_duration(suite.warmup),
     ));
+    if m.intensities
+        .iter()
+        .any(|i| matches!(i, Intensity::Program(_)))
+    {
+        s.push_str(
+            "  arrival programs run for the cell's measurement: a shorter one holds its last rate, a longer one is cut\n",
+        );
+    }
+    if let gatebench_loadgen::Spacing::Poisson { seed } = suite.load.spacing {
+        s.push_str(&format!(
+            "  Poisson arrivals, seed {seed} (plus the repeat number less one)\n"
+        ));
+    }
     if suite.requests.is_some() {
         let closed = m
             .intensities

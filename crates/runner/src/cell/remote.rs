@@ -14,7 +14,9 @@ use crate::hosts::{RemoteSampler, SshHost};
 use crate::launch::RemoteAt;
 use crate::matrix::Cell;
 use crate::sampler::{Sample, Sampler};
-use crate::suite::{Intensity, Protocol, Scenario, Suite};
+use gatebench_loadgen::{Arrival, Spacing};
+
+use crate::suite::{Protocol, Scenario, Suite};
 
 /// Fetches a GC log written on a remote host into the local cell directory (`gc.log`), so it
 /// is read as a local one and kept with the results. A failure is warned about by the reader
@@ -187,12 +189,21 @@ pub(super) fn shard_args(suite: &Suite, sc: &Scenario, cell: &Cell, url: &str) -
         a.push(k.to_owned());
         a.push(v);
     };
-    match cell.intensity {
-        Intensity::Users(u) => push("-c", u.to_string()),
-        Intensity::Rate(r) => {
-            push("-c", l.connections.to_string());
-            push("-R", r.to_string());
+    match suite.arrival(&cell.intensity, cell.repeat) {
+        (u, Arrival::Closed) => push("-c", u.to_string()),
+        (c, Arrival::Open { rate }) => {
+            push("-c", c.to_string());
+            push("-R", rate.to_string());
         }
+        (c, Arrival::Program(p)) => {
+            push("-c", c.to_string());
+            push("-R", p.rate.to_string());
+            if let Spacing::Poisson { seed } = p.spacing {
+                push("--arrival", "poisson".to_owned());
+                push("--seed", seed.to_string());
+            }
+        }
+        (_, Arrival::Replay(_)) => unreachable!("a suite's cells never replay a file"),
     }
     if suite.duration_bound {
         push("-d", d(suite.duration));

@@ -49,9 +49,9 @@ pub struct RawQuick {
     /// Concurrent users.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub users: Option<Vec<u32>>,
-    /// Target rates.
+    /// Target rates or arrival programs.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub rates: Option<Vec<f64>>,
+    pub rates: Option<Vec<RawRate>>,
     /// Payload sizes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sizes: Option<Vec<u64>>,
@@ -135,9 +135,9 @@ pub struct RawMatrix {
     /// Concurrent users (closed model).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub users: Option<Vec<u32>>,
-    /// Target rates in requests/s (open model).
+    /// Target rates in requests/s, or arrival programs (open model).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub rates: Option<Vec<f64>>,
+    pub rates: Option<Vec<RawRate>>,
     /// Payload sizes in bytes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sizes: Option<Vec<u64>>,
@@ -177,6 +177,23 @@ pub struct RawLoad {
     /// Keep connections alive.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keepalive: Option<bool>,
+    /// Spacing of open-model requests: `"even"` or `"poisson"`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub arrival: Option<String>,
+    /// The seed of Poisson arrivals.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+}
+
+/// One entry of `[matrix] rates`: a number of requests/s, or an arrival program as `gatebench
+/// load -R` takes it (`"ramp:1k..20k/30s"`).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum RawRate {
+    /// Requests/s.
+    Number(f64),
+    /// A program.
+    Program(String),
 }
 
 /// `[[scenario]]`.

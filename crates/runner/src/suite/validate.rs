@@ -5,9 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use gatebench_loadgen::arrival::{RateProgram, Spacing};
 use gatebench_loadgen::bounds::{self, parse_duration};
 
-use super::raw::{RawLoad, RawMatrix, RawProcess, RawScenario};
+use super::raw::{RawLoad, RawMatrix, RawProcess, RawRate, RawScenario};
 use super::{
     GcLog, Intensity, LoadSettings, Matrix, ProcessTemplate, Program, Protocol, Scenario,
     MAX_BACKENDS,
@@ -20,18 +21,19 @@ pub(super) fn names(ps: &[Protocol]) -> Vec<String> {
     ps.iter().map(|p| p.name().to_owned()).collect()
 }
 
-pub(super) fn split_intensities(v: &[Intensity]) -> (Option<Vec<u32>>, Option<Vec<f64>>) {
+pub(super) fn split_intensities(v: &[Intensity]) -> (Option<Vec<u32>>, Option<Vec<RawRate>>) {
     let users: Vec<u32> = v
         .iter()
         .filter_map(|i| match i {
             Intensity::Users(u) => Some(*u),
-            Intensity::Rate(_) => None,
+            _ => None,
         })
         .collect();
-    let rates: Vec<f64> = v
+    let rates: Vec<RawRate> = v
         .iter()
         .filter_map(|i| match i {
-            Intensity::Rate(r) => Some(*r),
+            Intensity::Rate(r) => Some(RawRate::Number(*r)),
+            Intensity::Program(p) => Some(RawRate::Program(p.to_string())),
             Intensity::Users(_) => None,
         })
         .collect();
@@ -109,8 +111,30 @@ pub(super) fn validate_load(l: RawLoad) -> Result<LoadSettings, RunnerError> {
             Duration::from_secs(3),
         )?,
         keepalive: l.keepalive.unwrap_or(true),
+        spacing: match (l.arrival.as_deref(), l.seed) {
+            (None | Some("even"), None) => Spacing::Even,
+            (None | Some("even"), Some(_)) => {
+                return Err(bad(
+                    "[load] seed",
+                    "only Poisson arrivals have a seed (arrival = \"poisson\")",
+                ))
+            }
+            // A fixed default keeps a suite reproducible; the resolved suite.toml records it.
+            (Some("poisson"), seed) => Spacing::Poisson {
+                seed: seed.unwrap_or(DEFAULT_SEED),
+            },
+            (Some(other), _) => {
+                return Err(bad(
+                    "[load] arrival",
+                    format!("\"{other}\" is not a spacing (\"even\" or \"poisson\")"),
+                ))
+            }
+        },
     })
 }
+
+/// The seed of Poisson arrivals when `[load]` gives none.
+pub(super) const DEFAULT_SEED: u64 = 1;
 
 fn check_method(key: &str, method: &str) -> Result<(), RunnerError> {
     if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
@@ -155,11 +179,23 @@ pub(crate) fn validate_matrix(m: RawMatrix) -> Result<Matrix, RunnerError> {
         }
         (None, Some(r)) => {
             nonempty("[matrix] rates", &r)?;
-            for &rate in &r {
-                bounds::check_rate(rate)
-                    .map_err(|e| bad("[matrix] rates", format!("every rate {e}")))?;
+            let mut out = Vec::with_capacity(r.len());
+            for rate in r {
+                out.push(match rate {
+                    RawRate::Number(rate) => {
+                        bounds::check_rate(rate)
+                            .map_err(|e| bad("[matrix] rates", format!("every rate {e}")))?;
+                        Intensity::Rate(rate)
+                    }
+                    RawRate::Program(text) => match text.parse::<RateProgram>() {
+                        // A number written as a string is a rate like any other.
+                        Ok(RateProgram::Constant(r)) => Intensity::Rate(r),
+                        Ok(p) => Intensity::Program(p),
+                        Err(e) => return Err(bad("[matrix] rates", format!("\"{text}\": {e}"))),
+                    },
+                });
             }
-            r.into_iter().map(Intensity::Rate).collect()
+            out
         }
         (None, None) => vec![Intensity::Users(10)],
     };

@@ -131,6 +131,77 @@ fn a_request_count_cell_stops_on_the_count_and_keeps_its_timeline_to_the_end() {
     assert!(rows[2].ends_with(",300,0,1000.0,1.000"), "{rows:?}");
 }
 
+/// A `rates` program runs as the cell's arrival (Poisson with the suite's seed), the record
+/// holds the program and its mean rate, and timeline.csv gains the target rate of each
+/// second; a plain rate keeps the timeline's old columns.
+#[test]
+fn a_rate_program_cell_runs_the_program_and_its_timeline_has_the_target_rate() {
+    use gatebench_loadgen::{Arrival, ArrivalProgram, RateProgram, Spacing};
+    let text = PROXY.replace("users = [7]", "rates = [\"steps:1k,2k/1s\"]")
+        + "\n[load]\narrival = \"poisson\"\nseed = 7\nconnections = 3\n";
+    let s = suite(&text);
+    let mut l = FakeLauncher::default();
+    let mut d = FakeDriver {
+        intervals: vec![(0, 1.0, 1000), (1, 1.0, 1000), (2, 1.0, 1900)],
+        ..FakeDriver::default()
+    };
+    let c = run_one(&s, &mut l, &mut d);
+    assert_eq!(c.record.status, CellStatus::Ok, "{:?}", c.record.reason);
+    assert_eq!(c.record.cell.id, "proxy_Rsteps-1000-2000-1s_s64_d20_r1");
+    let config = d.configs.lock().unwrap()[0].clone();
+    assert_eq!(config.connections, 3);
+    assert_eq!(
+        config.arrival,
+        Arrival::Program(ArrivalProgram {
+            rate: RateProgram::Steps {
+                rates: vec![1000.0, 2000.0],
+                every: std::time::Duration::from_secs(1),
+            },
+            spacing: Spacing::Poisson { seed: 7 },
+        })
+    );
+    assert_eq!(c.record.cell.program.as_deref(), Some("steps:1000,2000/1s"));
+    assert_eq!(
+        c.record.cell.rate,
+        Some(1500.0),
+        "the mean over the 2 s measured"
+    );
+    assert_eq!(c.record.cell.users, 3);
+    let lines: Vec<&str> = c.timeline.lines().collect();
+    assert_eq!(
+        lines[0],
+        "t_s,window,responses,errors,rps,p99_ms,target_rate"
+    );
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    assert!(
+        lines[1].ends_with(",warmup,1000,0,1000.0,1.000,1000.0"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[2].ends_with(",measurement,1000,0,1000.0,1.000,1000.0"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[3].ends_with(",measurement,1900,0,1900.0,1.000,2000.0"),
+        "{lines:?}"
+    );
+
+    // A plain rate with even spacing: the constant open model, the timeline as before.
+    let s = suite(&PROXY.replace("users = [7]", "rates = [5000]"));
+    let (mut l, mut d) = (FakeLauncher::default(), FakeDriver::default());
+    let c = run_one(&s, &mut l, &mut d);
+    assert_eq!(c.record.cell.id, "proxy_R5000_s64_d20_r1");
+    assert_eq!(
+        d.configs.lock().unwrap()[0].arrival,
+        Arrival::Open { rate: 5000.0 }
+    );
+    assert_eq!(c.record.cell.program, None);
+    assert_eq!(
+        c.timeline.lines().next(),
+        Some("t_s,window,responses,errors,rps,p99_ms")
+    );
+}
+
 /// A scenario's own method, path and declared status reach the probe and the load.
 #[test]
 fn a_scenarios_method_path_and_expected_status_reach_the_load() {

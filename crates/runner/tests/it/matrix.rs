@@ -75,8 +75,8 @@ fn interleaved_order_rotates_the_first_scenario() {
     assert_eq!(scenario_of(8), "c");
     // Every point holds every scenario before the next point starts.
     for chunk in cells.chunks(4) {
-        let p = (chunk[0].intensity, chunk[0].size, chunk[0].delay);
-        assert!(chunk.iter().all(|c| (c.intensity, c.size, c.delay) == p));
+        let p = (&chunk[0].intensity, chunk[0].size, chunk[0].delay);
+        assert!(chunk.iter().all(|c| (&c.intensity, c.size, c.delay) == p));
     }
 }
 

@@ -388,12 +388,12 @@ fn a_request_count_is_the_stop_rule_and_a_duration_beside_it_bounds_it() {
     assert!(!s.duration_bound);
     // At the default 10000 req/s assumed for closed-model cells: 100 s.
     assert_eq!(
-        s.measurement_estimate(Intensity::Users(500)),
+        s.measurement_estimate(&Intensity::Users(500)),
         Duration::from_secs(100)
     );
     // An open-model cell is timed at its own rate.
     assert_eq!(
-        s.measurement_estimate(Intensity::Rate(4000.0)),
+        s.measurement_estimate(&Intensity::Rate(4000.0)),
         Duration::from_secs(250)
     );
     let resolved = s.to_toml();
@@ -410,7 +410,7 @@ fn a_request_count_is_the_stop_rule_and_a_duration_beside_it_bounds_it() {
     assert!(s.duration_bound);
     assert_eq!(s.expected_rate, 20000.0);
     assert_eq!(
-        s.measurement_estimate(Intensity::Users(500)),
+        s.measurement_estimate(&Intensity::Users(500)),
         Duration::from_secs(30),
         "50 s at 20000 req/s, bounded by 30 s"
     );
@@ -540,4 +540,94 @@ fn quick_replaces_what_its_table_gives_and_shortens_the_rest() {
     );
     let e = suite_error(&format!("[quick]\nuser = [1]\n{MINIMAL}"));
     assert!(e.contains("unknown key \"user\" in [quick]"), "{e}");
+}
+
+#[test]
+fn rates_take_programs_beside_numbers_and_the_resolved_suite_keeps_them() {
+    use gatebench_loadgen::{RateProgram, Spacing};
+    let s = suite(&format!(
+        "[matrix]\nrates = [5000, \"ramp:1k..20k/30s\", \"2500\"]\n\
+         [load]\narrival = \"poisson\"\n{MINIMAL}"
+    ));
+    assert_eq!(
+        s.matrix.intensities,
+        vec![
+            Intensity::Rate(5000.0),
+            Intensity::Program(RateProgram::Ramp {
+                from: 1000.0,
+                to: 20000.0,
+                over: Duration::from_secs(30),
+            }),
+            Intensity::Rate(2500.0),
+        ]
+    );
+    assert_eq!(
+        s.load.spacing,
+        Spacing::Poisson { seed: 1 },
+        "the default seed"
+    );
+    let resolved = s.to_toml();
+    assert!(
+        resolved.contains("rates = [5000.0, \"ramp:1000..20000/30s\", 2500.0]"),
+        "{resolved}"
+    );
+    assert!(resolved.contains("arrival = \"poisson\"") && resolved.contains("seed = 1"));
+    assert_eq!(
+        Suite::from_toml("suite.toml", std::path::Path::new("."), &resolved).unwrap(),
+        s
+    );
+    let ids: Vec<String> = gatebench_runner::matrix::expand(&s)
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "echo_R5000_s50_d0_r1",
+            "echo_Rramp-1000-20000-30s_s50_d0_r1",
+            "echo_R2500_s50_d0_r1"
+        ]
+    );
+}
+
+#[test]
+fn a_programs_request_count_is_timed_at_its_mean_rate() {
+    let s = suite(&format!(
+        "[suite]\nrequests = 300000\nduration = \"30s\"\n\
+         [matrix]\nrates = [\"ramp:0..20k/20s\"]\n{MINIMAL}"
+    ));
+    // Over the 30 s bound: 200000 requests in the ramp, 200000 more in the 10 s held at 20k:
+    // a mean of 13333 req/s, so 300000 requests take 22.5 s.
+    let i = s.matrix.intensities[0].clone();
+    assert_eq!(i.mean_rate(s.duration), Some(400000.0 / 30.0));
+    assert_eq!(
+        s.measurement_estimate(&i),
+        Duration::from_secs_f64(300000.0 / (400000.0 / 30.0))
+    );
+}
+
+#[test]
+fn a_wrong_program_or_spacing_is_one_line_naming_the_key() {
+    let e = suite_error(&format!("[matrix]\nrates = [\"ramp:1k/30s\"]\n{MINIMAL}"));
+    assert_eq!(
+        e,
+        "suite.toml: [matrix] rates: \"ramp:1k/30s\": expected ramp:FROM..TO/DURATION, e.g. ramp:0..20k/60s"
+    );
+    let e = suite_error(&format!(
+        "[matrix]\nrates = [\"sine:1k±2k/10s\"]\n{MINIMAL}"
+    ));
+    assert!(
+        e.starts_with("suite.toml: [matrix] rates: \"sine:1k±2k/10s\": the sine's amplitude"),
+        "{e}"
+    );
+    let e = suite_error(&format!("[load]\narrival = \"bursty\"\n{MINIMAL}"));
+    assert_eq!(
+        e,
+        "suite.toml: [load] arrival: \"bursty\" is not a spacing (\"even\" or \"poisson\")"
+    );
+    let e = suite_error(&format!("[load]\nseed = 3\n{MINIMAL}"));
+    assert_eq!(
+        e,
+        "suite.toml: [load] seed: only Poisson arrivals have a seed (arrival = \"poisson\")"
+    );
 }

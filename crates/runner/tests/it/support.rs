@@ -168,6 +168,32 @@ impl Driver for FakeDriver {
     }
 }
 
+/// With an arrival program, the record's per-second timeline as the generator writes it: one
+/// second per whole second of warm-up and measurement, `t_s` from the measurement's start, the
+/// program's rate at each second's start (exact for steps).
+fn program_timeline(config: &LoadConfig) -> Option<Vec<gatebench_model::SecondRecord>> {
+    let gatebench_loadgen::Arrival::Program(p) = &config.arrival else {
+        return None;
+    };
+    let warm = config.warmup.as_secs_f64();
+    let total = warm + config.stop.duration?.as_secs_f64();
+    Some(
+        (0..total.ceil() as u64)
+            .map(|i| {
+                let t_s = i as f64 - warm;
+                gatebench_model::SecondRecord {
+                    t_s,
+                    length_s: 1.0,
+                    target_rate: p.rate.rate_at(t_s),
+                    sent: 0,
+                    responses: 0,
+                    errors: 0,
+                }
+            })
+            .collect(),
+    )
+}
+
 /// A plausible report for `config`.
 pub fn report(config: &LoadConfig) -> LoadReport {
     let phase = |secs: f64| {
@@ -219,7 +245,7 @@ pub fn report(config: &LoadConfig) -> LoadReport {
             warnings: vec![],
         },
         target_warnings: vec![],
-        timeline: None,
+        timeline: program_timeline(config),
         classes: None,
         valid: true,
         shard: None,
