@@ -103,13 +103,18 @@ fn two_shards_started_at_one_instant_merge_into_one_run() {
     let info = merged.merged.as_ref().unwrap();
     assert_eq!(info.shards.len(), 2);
     assert!(info.start_skew_ms < 1000.0, "{}", info.start_skew_ms);
-    // Exactly the percentiles of both shards' values in one histogram.
+    // Exactly the percentiles of both shards' values in one histogram: the answered ones and,
+    // on a loaded machine, the censored ones (requests cut off at the end) too.
     let mut both = histogram::new_histogram();
+    let mut censored = histogram::new_histogram();
     for s in &shards {
-        let h = histogram::decode(&s.measurement.histograms.as_ref().unwrap().answered).unwrap();
-        histogram::add(&mut both, &h);
+        let hs = s.measurement.histograms.as_ref().unwrap();
+        histogram::add(&mut both, &histogram::decode(&hs.answered).unwrap());
+        if let Some(c) = &hs.censored {
+            histogram::add(&mut censored, &histogram::decode(c).unwrap());
+        }
     }
-    let one = histogram::summarize(&both);
+    let one = histogram::summarize_censored(&both, &censored);
     for p in [50.0, 99.0, 99.9] {
         assert_eq!(m.latency.at(p), one.at(p), "p{p}");
     }
