@@ -223,6 +223,16 @@ mg_nginx_start() {
     [[ ${#GB_NGINX_WORKERS[@]} -ge $workers ]] && break
     sleep 0.1
   done
+  # The readiness connection above may wait in the queue of a worker's own (reuseport) listening
+  # socket until that worker runs: wait until nginx's accepted count stops moving, so that no
+  # connection of the script's is accepted inside a run's count.
+  local prev="" cur
+  for ((i = 0; i < 20; i++)); do
+    sleep 0.5
+    read -r _ cur _ <<<"$(mg_stub "$NGINX_PORT")"
+    [[ -n $prev && $cur == $((prev + 1)) ]] && break
+    prev=$cur
+  done
   gb_log "nginx pid $NGINX_PID (workers ${GB_NGINX_WORKERS[*]}) in gbtb-sut, cores $cores, $SUT_ADDR:$NGINX_PORT"
   cp "$dir/nginx.conf" "$OUTDIR/nginx-$workers-workers.conf"
 }

@@ -183,7 +183,8 @@ def main(stem):
                 f"nginx's accepted count matching): **{'reached' if ok else 'not reached'}** (0 errors: "
                 f"{yn(e0)}; the generators opened {conns:,}: {yn(op)}; nginx accepted {conns:,}: "
                 f"{yn(acc)} ({int(r['nginx_accepts']):,}); all {conns:,} open at once: {yn(held)}; "
-                f"the shards' self-checks valid: {yn(all(v == '1' for v in r['shard_valid'].split('/')))})"]
+                f"the shards' self-checks valid: {yn(all(v == '1' for v in r['shard_valid'].split('/')))}, "
+                f"send lag p99 per shard {r['shard_send_lag_p99_ms']} ms)"]
 
     # (d) skew
     multi = [r for r in rows if "+" in r["hosts"]]
@@ -199,7 +200,11 @@ def main(stem):
                 "- `merged.start_skew_ms`: the latest shard's start minus the earliest; the records give "
                 "start times in whole milliseconds, so 0 means the shards started within the same "
                 "millisecond and 1 means in adjacent ones (anything from a few µs to just under 2 ms).",
-                f"- figure (start skew under 1 ms): **{'reached' if max(sk) < 1 else 'not shown'}** "
+                "- largest skew by part: " + "; ".join(
+                    f"{part} {max(num(r['start_skew_ms']) for r in multi if r['part'] == part):.1f} ms"
+                    for part in dict.fromkeys(r["part"] for r in multi)),
+                f"- figure (start skew under 1 ms): "
+                f"**{'reached' if max(sk) == 0 else 'not shown' if max(sk) <= 1 else 'not reached'}** "
                 f"(max {max(sk):.1f} ms at the records' 1 ms resolution)"]
 
     if clock:
