@@ -29,7 +29,9 @@ Usage:
                                summary differ from what bench/lib.sh prints from its raw .tsv
                                today (a soak summary: what soak_summary.py prints again from
                                its committed run; a hosts summary: what hosts_summary.py prints
-                               from its committed run), or the prose cites a bench/results file (by path or as
+                               from its committed run; a multi-generator summary: what
+                               multi_generator_summary.py prints from its .tsv and
+                               directory), or the prose cites a bench/results file (by path or as
                                `…THHMMSS`) that does not exist
 
 Only the Python standard library and bash (for bench/lib.sh's summarizers); run from anywhere
@@ -300,6 +302,17 @@ def check_tables_against_raw(name, problems, where):
         if res.stdout.splitlines() != read_result(name):
             problems.append(f"{where}: bench/results/{name}.md differs from what "
                             f"bench/hosts_summary.py prints from bench/results/{name}/")
+        return
+    if name.startswith("multi-generator-"):
+        # bench/multi-generator.sh: the summary is what multi_generator_summary.py prints from
+        # the committed run (NAME.tsv and NAME/).
+        res = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "multi_generator_summary.py"),
+                              os.path.join(RESULTS, name)], capture_output=True, text=True, check=False)
+        if res.returncode != 0:
+            raise FigureError(f"multi_generator_summary.py bench/results/{name} failed: {res.stderr.strip()}")
+        if res.stdout.splitlines() != read_result(name):
+            problems.append(f"{where}: bench/results/{name}.md differs from what "
+                            f"bench/multi_generator_summary.py prints from bench/results/{name}.tsv and {name}/")
         return
     derived = derived_tables(name)
     if derived is None:

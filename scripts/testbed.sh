@@ -8,7 +8,7 @@
 #
 # Hosts (the root namespace is 10.77.0.1 on the bridge; gatebench runs there):
 #
-#   gen1 10.77.0.10   gen2 10.77.0.11   sut 10.77.0.20   backend 10.77.0.30
+#   gen1 10.77.0.10   gen2 10.77.0.11   gen3 10.77.0.12   sut 10.77.0.20   backend 10.77.0.30
 #
 # Each host is a namespace `gbtb-<host>` with one veth end on the bridge `gbtb0`, its loopback,
 # and no default route: its address exists only inside these namespaces and nothing routes out
@@ -34,7 +34,7 @@ set -euo pipefail
 STATE=${GATEBENCH_TESTBED_DIR:-/run/gatebench-testbed}
 BRIDGE=gbtb0
 ROOT_ADDR=10.77.0.1
-HOSTS="gen1:10.77.0.10 gen2:10.77.0.11 sut:10.77.0.20 backend:10.77.0.30"
+HOSTS="gen1:10.77.0.10 gen2:10.77.0.11 gen3:10.77.0.12 sut:10.77.0.20 backend:10.77.0.30"
 DELAY=0.1ms
 
 say() { echo "testbed: $*"; }
@@ -62,17 +62,56 @@ install_tools() {
     fi
 }
 
-# Whether every host's namespace exists, its sshd (by recorded PID) runs, and ssh reaches it.
+# Whether one host's namespace exists, its sshd (by recorded PID) runs, and ssh reaches it.
+host_intact() {
+    local name=$1
+    ip netns list | grep -qw "gbtb-$name" || return 1
+    [ -f "$STATE/$name/sshd.pid" ] || return 1
+    kill -0 "$(cat "$STATE/$name/sshd.pid")" 2>/dev/null || return 1
+    ssh -F "$STATE/ssh_config" -o ConnectTimeout=3 "$name" true 2>/dev/null || return 1
+}
+
+# Whether what the hosts share is there: the state directory with its keys, and the bridge.
+base_intact() {
+    [ -f "$STATE/ssh_config" ] && [ -f "$STATE/id_ed25519" ] && [ -f "$STATE/known_hosts" ] &&
+        [ -f "$STATE/authorized_keys" ] && ip link show "$BRIDGE" >/dev/null 2>&1
+}
+
+# Whether every host is intact.
 intact() {
-    [ -f "$STATE/ssh_config" ] || return 1
-    local h name
+    base_intact || return 1
+    local h
     for h in $HOSTS; do
-        name=${h%%:*}
-        ip netns list | grep -qw "gbtb-$name" || return 1
-        [ -f "$STATE/$name/sshd.pid" ] || return 1
-        kill -0 "$(cat "$STATE/$name/sshd.pid")" 2>/dev/null || return 1
-        ssh -F "$STATE/ssh_config" -o ConnectTimeout=3 "$name" true 2>/dev/null || return 1
+        host_intact "${h%%:*}" || return 1
     done
+}
+
+# Stop one host's sshd and delete its namespace and its client entries. The sshd is stopped by
+# its recorded PID; a process still in the namespace (an sshd whose PID file is gone) by the
+# PIDs `ip netns pids` lists for that namespace.
+remove_host() {
+    local name=$1 pid
+    if [ -f "$STATE/$name/sshd.pid" ]; then
+        kill "$(cat "$STATE/$name/sshd.pid")" 2>/dev/null || true
+    fi
+    if ip netns list | grep -qw "gbtb-$name"; then
+        for pid in $(ip netns pids "gbtb-$name" 2>/dev/null); do
+            kill "$pid" 2>/dev/null || true
+        done
+    fi
+    ip netns del "gbtb-$name" 2>/dev/null || true
+    ip link del "gbtb-$name" 2>/dev/null || true
+    # Its lines in the shared client files (its `Host NAME` block runs to the blank line).
+    if [ -f "$STATE/known_hosts" ]; then
+        grep -v "^$name," "$STATE/known_hosts" >"$STATE/known_hosts.new" || true
+        mv "$STATE/known_hosts.new" "$STATE/known_hosts"
+    fi
+    if [ -f "$STATE/ssh_config" ]; then
+        awk -v h="Host $name" '$0 == h { skip = 1 } !skip { print } skip && $0 == "" { skip = 0 }' \
+            "$STATE/ssh_config" >"$STATE/ssh_config.new"
+        mv "$STATE/ssh_config.new" "$STATE/ssh_config"
+    fi
+    rm -rf "${STATE:?}/$name"
 }
 
 up() {
@@ -85,24 +124,30 @@ up() {
     install_tools
     ip netns add __gbtb_probe 2>/dev/null && ip netns del __gbtb_probe ||
         die "cannot create network namespaces here (ip netns add failed)"
-    down >/dev/null 2>&1 || true
-    mkdir -p "$STATE" /run/sshd
-    chmod 700 "$STATE"
-    ssh-keygen -q -t ed25519 -N '' -C gatebench-testbed -f "$STATE/id_ed25519"
-    cp "$STATE/id_ed25519.pub" "$STATE/authorized_keys"
-    : >"$STATE/known_hosts"
-    : >"$STATE/ssh_config"
+    # A testbed that lacks only some hosts (made before a host was added here, or one whose
+    # sshd died) keeps its other hosts, so whoever is using them is not cut off.
+    if ! base_intact; then
+        down >/dev/null 2>&1 || true
+        mkdir -p "$STATE"
+        chmod 700 "$STATE"
+        ssh-keygen -q -t ed25519 -N '' -C gatebench-testbed -f "$STATE/id_ed25519"
+        cp "$STATE/id_ed25519.pub" "$STATE/authorized_keys"
+        : >"$STATE/known_hosts"
+        : >"$STATE/ssh_config"
+        echo "none (the kernel lacks sch_netem)" >"$STATE/delay"
+        ip link add "$BRIDGE" type bridge
+        ip addr add "$ROOT_ADDR/24" dev "$BRIDGE"
+        ip link set "$BRIDGE" up
+    fi
+    mkdir -p /run/sshd
 
-    ip link add "$BRIDGE" type bridge
-    ip addr add "$ROOT_ADDR/24" dev "$BRIDGE"
-    ip link set "$BRIDGE" up
-
-    local delay_used="none (the kernel lacks sch_netem)"
     local h name addr ns
     for h in $HOSTS; do
         name=${h%%:*}
         addr=${h##*:}
         ns=gbtb-$name
+        host_intact "$name" && continue
+        remove_host "$name"
         mkdir -p "$STATE/$name/cache"
         ip netns add "$ns"
         ip link add "gbtb-$name" type veth peer name eth0 netns "$ns"
@@ -111,7 +156,7 @@ up() {
         ip -n "$ns" addr add "$addr/24" dev eth0
         ip -n "$ns" link set eth0 up
         if ip netns exec "$ns" tc qdisc add dev eth0 root netem delay "$DELAY" 2>/dev/null; then
-            delay_used="netem $DELAY each way"
+            echo "netem $DELAY each way" >"$STATE/delay"
         fi
 
         ssh-keygen -q -t ed25519 -N '' -C "testbed-$name" -f "$STATE/$name/ssh_host_ed25519_key"
@@ -144,12 +189,7 @@ Host $name
     StrictHostKeyChecking yes
 
 EOF
-    done
-    echo "$delay_used" >"$STATE/delay"
-
-    # sshd writes its PID file once it listens.
-    for h in $HOSTS; do
-        name=${h%%:*}
+        # sshd writes its PID file once it listens.
         for _ in $(seq 50); do
             ssh -F "$STATE/ssh_config" -o ConnectTimeout=2 "$name" true 2>/dev/null && break
             sleep 0.1
@@ -162,14 +202,9 @@ EOF
 
 down() {
     need_root
-    local h name
+    local h
     for h in $HOSTS; do
-        name=${h%%:*}
-        if [ -f "$STATE/$name/sshd.pid" ]; then
-            kill "$(cat "$STATE/$name/sshd.pid")" 2>/dev/null || true
-        fi
-        ip netns del "gbtb-$name" 2>/dev/null || true
-        ip link del "gbtb-$name" 2>/dev/null || true
+        remove_host "${h%%:*}"
     done
     ip link del "$BRIDGE" 2>/dev/null || true
     rm -rf "$STATE"
