@@ -9,6 +9,8 @@
 # machine downloads it once; later calls only check its SHA-256 and print the path. The version
 # and checksum are pinned below: a jar that does not match is refused, not used.
 #
+# Run as root on Debian, it first installs java and Maven when they are missing.
+#
 # Environment: HDRHISTOGRAM_JAR (use this jar instead; printed as is, not checked),
 # MAVEN_REPO_LOCAL (Maven's local repository).
 # Exit status: 0 the path is on stdout; 2 the jar is not there and cannot be fetched (the reason
@@ -21,6 +23,16 @@ version=2.2.2
 sha256=22d1d4316c4ec13a68b559e98c8256d69071593731da96136640f864fa14fad8
 
 die() { echo "hdrhistogram-jar: $*" >&2; exit 2; }
+
+# java (to run the tools) and mvn (to fetch the jar) from Debian when missing, as root.
+missing=()
+command -v java >/dev/null || missing+=(default-jdk-headless)
+command -v mvn >/dev/null || missing+=(maven)
+if [[ ${#missing[@]} -gt 0 && $EUID -eq 0 ]] && command -v apt-get >/dev/null; then
+    echo "hdrhistogram-jar: installing ${missing[*]} from Debian" >&2
+    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}"; } >&2 ||
+        die "apt-get install ${missing[*]} failed (its output above)"
+fi
 
 if [[ -n "${HDRHISTOGRAM_JAR:-}" ]]; then
     [[ -f "$HDRHISTOGRAM_JAR" ]] || die "HDRHISTOGRAM_JAR=$HDRHISTOGRAM_JAR: no such file"

@@ -59,7 +59,7 @@ impl Processor {
             panic!("{msg}. CI must run this check: install Java 17 and Maven (.ci/run fetches the jar).");
         }
         eprintln!(
-            "\n*** SKIPPED: {msg}. Install java and mvn to run it (with CI=true it fails). ***\n"
+            "\n*** SKIPPED: {msg}. Run scripts/hdrhistogram-jar.sh as root once (it installs java and Maven) to run it (with CI=true it fails). ***\n"
         );
         None
     }
