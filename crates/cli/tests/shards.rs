@@ -65,12 +65,15 @@ fn two_shards_started_at_one_instant_merge_into_one_run() {
         let info = s.shard.as_ref().expect("a shard's record says so");
         assert_eq!((info.index, info.count), (i as u32, 2));
         assert_eq!(info.start_at_unix_ms, Some(at * 1000));
-        // It waited for the agreed instant.
+        // It waited for the agreed instant, and did not sleep past it by a whole coarse
+        // sleep (the bound leaves room for a loaded machine's scheduler).
         assert!(
             s.started_at_unix_ms >= at * 1000,
             "{}",
             s.started_at_unix_ms
         );
+        let late_us = s.started_at_unix_us as i64 - (at * 1_000_000) as i64;
+        assert!((0..500_000).contains(&late_us), "{late_us} µs after the instant");
         assert!(s.measurement.requests > 0);
     }
     // -c 3 over two shards: the remainder goes to the lowest index.

@@ -37,6 +37,7 @@
 //! - [`run`](mod@run): orchestration, the live view, the report and its self-check.
 //! - [`probe`](mod@probe): the correctness probe before the load.
 //! - [`limits`]: the open-files check.
+//! - [`start`]: starting at an agreed wall-clock instant (the shards of one run).
 
 pub mod arrival;
 mod body;
@@ -62,6 +63,7 @@ pub mod replay;
 pub mod request;
 pub mod run;
 mod schedule;
+pub mod start;
 pub mod stats;
 mod target;
 pub mod tls;

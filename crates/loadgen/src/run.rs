@@ -75,6 +75,9 @@ pub struct RunOptions<'a> {
     /// When set to true (e.g. on Ctrl-C), workers stop scheduling requests; outstanding ones
     /// finish or time out, and the report covers what was measured.
     pub stop: Option<Arc<AtomicBool>>,
+    /// The instant the schedule counts from, when the caller waited for one
+    /// ([`crate::start::wait_until`]); now otherwise.
+    pub anchor: Option<crate::start::Anchor>,
 }
 
 impl std::fmt::Debug for RunOptions<'_> {
@@ -82,6 +85,7 @@ impl std::fmt::Debug for RunOptions<'_> {
         f.debug_struct("RunOptions")
             .field("hlog", &self.hlog.is_some())
             .field("on_interval", &self.on_interval.is_some())
+            .field("anchor", &self.anchor)
             .finish()
     }
 }
@@ -102,8 +106,8 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
     limits::ensure_fd_limit(u64::from(config.connections))?;
     let config = Arc::new(config);
     let threads = config.threads as usize;
-    let wall_start = SystemTime::now();
-    let start = Instant::now();
+    let anchor = opts.anchor.unwrap_or_else(crate::start::Anchor::now);
+    let (wall_start, start) = (anchor.wall, anchor.mono);
     let measure_start = start + config.warmup;
     let clock = Clock {
         start,
@@ -695,6 +699,10 @@ fn build(
         started_at_unix_ms: wall_start
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_millis() as u64)
+            .unwrap_or(0),
+        started_at_unix_us: wall_start
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_micros() as u64)
             .unwrap_or(0),
         config: config.record(),
         warmup,

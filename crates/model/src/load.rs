@@ -302,6 +302,9 @@ pub struct MergedShard {
     pub index: u32,
     /// When it started, Unix milliseconds.
     pub started_at_unix_ms: u64,
+    /// When it started, Unix microseconds (0 when its record predates the field).
+    #[serde(default)]
+    pub started_at_unix_us: u64,
     /// Its connections.
     pub connections: u32,
     /// Its rate (open model).
@@ -341,6 +344,10 @@ pub struct LoadReport {
     pub tool: ToolInfo,
     /// Start of the run, Unix milliseconds.
     pub started_at_unix_ms: u64,
+    /// Start of the run, Unix microseconds: the instant the schedule counts from, what the
+    /// shards' start skew is measured with. 0 in records written before the field existed.
+    #[serde(default)]
+    pub started_at_unix_us: u64,
     /// The resolved configuration.
     pub config: LoadConfigRecord,
     /// The warm-up phase, measured and reported apart; `None` without a warm-up.

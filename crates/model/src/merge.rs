@@ -138,6 +138,16 @@ fn merge_timelines(shards: &[&LoadReport]) -> Option<Vec<SecondRecord>> {
     Some(out)
 }
 
+/// A record's start, Unix microseconds; from its milliseconds when it predates
+/// `started_at_unix_us`.
+fn start_us(r: &LoadReport) -> u64 {
+    if r.started_at_unix_us > 0 {
+        r.started_at_unix_us
+    } else {
+        r.started_at_unix_ms * 1_000
+    }
+}
+
 /// Merges the records of every shard of one run into one record (see the module's text).
 /// The records may come in any order.
 pub fn merge(records: &[LoadReport]) -> Result<LoadReport, MergeError> {
@@ -147,7 +157,7 @@ pub fn merge(records: &[LoadReport]) -> Result<LoadReport, MergeError> {
     let open = first.config.model == Model::Open;
 
     // Each shard's phases, as wall-clock windows in Unix milliseconds.
-    let warm_start = |r: &LoadReport| r.started_at_unix_ms as f64;
+    let warm_start = |r: &LoadReport| start_us(r) as f64 / 1e3;
     let meas_start =
         |r: &LoadReport| warm_start(r) + r.warmup.as_ref().map_or(0.0, |w| w.duration_s * 1e3);
     let warmup = match first.warmup {
@@ -208,7 +218,7 @@ pub fn merge(records: &[LoadReport]) -> Result<LoadReport, MergeError> {
         warnings,
     };
 
-    let started: Vec<u64> = shards.iter().map(|r| r.started_at_unix_ms).collect();
+    let started: Vec<u64> = shards.iter().map(|r| start_us(r)).collect();
     let earliest = *started.iter().min().expect("at least one shard");
     let latest = *started.iter().max().expect("at least one shard");
     let info = first.shard.as_ref().expect("checked");
@@ -232,7 +242,8 @@ pub fn merge(records: &[LoadReport]) -> Result<LoadReport, MergeError> {
             name: "gatebench".into(),
             version: env!("CARGO_PKG_VERSION").into(),
         },
-        started_at_unix_ms: earliest,
+        started_at_unix_ms: earliest / 1_000,
+        started_at_unix_us: earliest,
         config,
         warmup,
         measurement,
@@ -244,12 +255,13 @@ pub fn merge(records: &[LoadReport]) -> Result<LoadReport, MergeError> {
         shard: None,
         merged: Some(MergeInfo {
             count,
-            start_skew_ms: (latest - earliest) as f64,
+            start_skew_ms: (latest - earliest) as f64 / 1e3,
             shards: shards
                 .iter()
                 .map(|r| MergedShard {
                     index: r.shard.as_ref().expect("checked").index,
                     started_at_unix_ms: r.started_at_unix_ms,
+                    started_at_unix_us: start_us(r),
                     connections: r.config.connections,
                     rate: r.config.rate,
                     requests: r.measurement.requests,
@@ -468,6 +480,7 @@ mod tests {
                 version: "test".into(),
             },
             started_at_unix_ms: started,
+            started_at_unix_us: 0,
             config: LoadConfigRecord {
                 url: "http://127.0.0.1:1/".into(),
                 method: "GET".into(),
@@ -570,6 +583,30 @@ mod tests {
         // The merged record's histogram is itself lossless: it merges on.
         let h = histogram::decode(&merged.measurement.histograms.unwrap().answered).unwrap();
         assert_eq!(summarize(&h), one);
+    }
+
+    #[test]
+    fn the_start_skew_is_measured_in_microseconds_when_every_shard_gives_them() {
+        let mut a = shard(0, 2, &[1_000_000], 1_000);
+        let mut b = shard(1, 2, &[1_000_000], 1_000);
+        a.started_at_unix_us = 1_000_250;
+        b.started_at_unix_us = 1_000_870;
+        let m = merge(&[b.clone(), a.clone()]).unwrap();
+        let info = m.merged.as_ref().unwrap();
+        // 620 µs apart, inside one millisecond: the milliseconds alone would say 0.
+        assert!((info.start_skew_ms - 0.62).abs() < 1e-9, "{}", info.start_skew_ms);
+        assert_eq!(m.started_at_unix_us, 1_000_250);
+        assert_eq!(m.started_at_unix_ms, 1_000);
+        assert_eq!(
+            info.shards.iter().map(|s| s.started_at_unix_us).collect::<Vec<_>>(),
+            [1_000_250, 1_000_870]
+        );
+        // A record from before the field: its milliseconds stand in.
+        a.started_at_unix_us = 0;
+        b.started_at_unix_ms = 1_002;
+        b.started_at_unix_us = 0;
+        let m = merge(&[a, b]).unwrap();
+        assert_eq!(m.merged.unwrap().start_skew_ms, 2.0);
     }
 
     #[test]

@@ -116,6 +116,7 @@ impl Driver for NetDriver {
                 hlog: Some(hlog),
                 on_interval: Some(on_interval),
                 stop: Some(stop),
+                anchor: None,
             },
         )
         .map(|o| o.report)

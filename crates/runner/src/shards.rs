@@ -67,7 +67,7 @@ pub fn run(
             "--shard".to_owned(),
             format!("{i}/{n}"),
             "--start-at".to_owned(),
-            format!("{at:.3}"),
+            format!("{at:.6}"),
             "--json".to_owned(),
             "-".to_owned(),
             "--quiet".to_owned(),

@@ -51,6 +51,7 @@ pub fn load_report(
             version: "0.1.0".into(),
         },
         started_at_unix_ms: 0,
+        started_at_unix_us: 0,
         config: LoadConfigRecord {
             url: "http://127.0.0.1:1/".into(),
             method: "POST".into(),

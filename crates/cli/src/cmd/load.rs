@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
+use gatebench_loadgen::start::Anchor;
 use gatebench_loadgen::{
     Arrival, ArrivalProgram, IntervalView, LoadConfig, LoadSpec, Mix, Protocol, RateProgram,
     Replay, ReplayFormat, RequestBody, Requests, RunOptions, Spacing, StopRule, TlsOptions,
@@ -65,9 +66,10 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
     eprintln!("{}", banner(&config, shard.as_ref()));
 
     let stop = signal::interrupt_flag();
-    if let Some(at) = args.start_at {
-        wait_until(at, &stop)?;
-    }
+    let anchor = match args.start_at {
+        Some(at) => Some(wait_until(at, &stop)?),
+        None => None,
+    };
     // Cleared when dropped, so an error or the report starts on a clean line.
     let spinner = live.then(|| {
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
@@ -97,6 +99,7 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
             hlog: hlog_out.as_mut().map(|w| w as &mut dyn Write),
             on_interval: Some(&mut progress),
             stop: Some(stop.clone()),
+            anchor,
         },
     )?;
     let mut output = output;
@@ -129,9 +132,10 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
     })
 }
 
-/// Waits until the wall clock reaches `at` (`--start-at`), or Ctrl-C. Refuses an instant that
-/// has passed by more than the tolerance by now (a slow probe, a late start).
-fn wait_until(at: SystemTime, stop: &AtomicBool) -> Result<()> {
+/// Waits until the wall clock reaches `at` (`--start-at`), or Ctrl-C; returns the moment the
+/// load starts from. Refuses an instant that has passed by more than the tolerance by now (a
+/// slow probe, a late start).
+fn wait_until(at: SystemTime, stop: &AtomicBool) -> Result<Anchor> {
     if let Ok(ago) = SystemTime::now().duration_since(at) {
         if ago > START_AT_TOLERANCE {
             anyhow::bail!(
@@ -140,15 +144,8 @@ fn wait_until(at: SystemTime, stop: &AtomicBool) -> Result<()> {
             );
         }
     }
-    // Short sleeps against the wall clock: the instant is agreed between machines, so it is
-    // the wall clock (not a monotonic one) that must reach it, and Ctrl-C must not wait.
-    while let Ok(left) = at.duration_since(SystemTime::now()) {
-        if stop.load(Ordering::Relaxed) {
-            anyhow::bail!("interrupted while waiting for --start-at");
-        }
-        std::thread::sleep(left.min(Duration::from_millis(50)));
-    }
-    Ok(())
+    gatebench_loadgen::start::wait_until(at, stop)
+        .ok_or_else(|| anyhow::anyhow!("interrupted while waiting for --start-at"))
 }
 
 fn unix_ms(t: SystemTime) -> u64 {

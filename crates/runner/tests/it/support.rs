@@ -229,6 +229,7 @@ pub fn report(config: &LoadConfig) -> LoadReport {
             version: "test".into(),
         },
         started_at_unix_ms: 0,
+        started_at_unix_us: 0,
         config: config.record(),
         warmup: (!config.warmup.is_zero()).then(|| phase(config.warmup.as_secs_f64())),
         // A request count alone: as if answered at 1000 requests/s.
