@@ -6,6 +6,8 @@ use std::process::{Command, Stdio};
 
 use rustix::process::Signal;
 
+#[path = "load/cpu_quota.rs"]
+mod cpu_quota;
 #[path = "load/hdrhistogram_java.rs"]
 mod hdrhistogram_java;
 mod support;

@@ -73,7 +73,10 @@ fn two_shards_started_at_one_instant_merge_into_one_run() {
             s.started_at_unix_ms
         );
         let late_us = s.started_at_unix_us as i64 - (at * 1_000_000) as i64;
-        assert!((0..500_000).contains(&late_us), "{late_us} µs after the instant");
+        assert!(
+            (0..500_000).contains(&late_us),
+            "{late_us} µs after the instant"
+        );
         assert!(s.measurement.requests > 0);
     }
     // -c 3 over two shards: the remainder goes to the lowest index.

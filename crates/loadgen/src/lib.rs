@@ -37,6 +37,7 @@
 //! - [`run`](mod@run): orchestration, the live view, the report and its self-check.
 //! - [`probe`](mod@probe): the correctness probe before the load.
 //! - [`limits`]: the open-files check.
+//! - `throttle`: how long a cgroup CPU quota held the generator back (the self-check).
 //! - [`start`]: starting at an agreed wall-clock instant (the shards of one run).
 
 pub mod arrival;
@@ -66,6 +67,7 @@ mod schedule;
 pub mod start;
 pub mod stats;
 mod target;
+mod throttle;
 pub mod tls;
 mod worker;
 

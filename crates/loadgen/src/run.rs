@@ -23,6 +23,7 @@ use crate::stats::{
     longer_than_all, new_sparse_histogram, summarize, summarize_censored, ClassStats,
     IntervalStats, LatencyHistogram, PhaseStats,
 };
+use crate::throttle::{self, Throttled};
 use crate::worker::{self, Stalls, WorkerMsg, WorkerPlan, WorkerResult, STALL_COUNTED};
 
 /// Worker CPU above this share of its capacity means the generator may have been the
@@ -38,6 +39,12 @@ pub const STALL_FLOOR: Duration = Duration::from_secs(1);
 const STALL_WARN: Duration = Duration::from_millis(100);
 /// Open model: a p99 send lag above this means the generator could not keep its schedule.
 const SEND_LAG_P99_LIMIT_MS: f64 = 10.0;
+/// A CPU quota that held the generator back for more than this share of the run's wall time
+/// (and more than [`QUOTA_WARN_FLOOR`]) invalidates the run: a quota's periods are 100 ms by
+/// default, so even a few of them are requests not sent, or answers not read, on time.
+const QUOTA_WARN_SHARE: f64 = 0.01;
+/// See [`QUOTA_WARN_SHARE`].
+const QUOTA_WARN_FLOOR: Duration = Duration::from_millis(20);
 
 /// The live view of one second of the run.
 #[derive(Debug, Clone)]
@@ -108,6 +115,7 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
     let threads = config.threads as usize;
     let anchor = opts.anchor.unwrap_or_else(crate::start::Anchor::now);
     let (wall_start, start) = (anchor.wall, anchor.mono);
+    let quota = throttle::Snapshot::take();
     let measure_start = start + config.warmup;
     let clock = Clock {
         start,
@@ -257,7 +265,10 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
     }
     collector.flush_all()?;
     let timeline = collector.timeline.take();
-    let mut out = build(&config, clock, wall_start, results, warm, meas, censored);
+    let throttled = quota.since();
+    let mut out = build(
+        &config, clock, wall_start, results, warm, meas, censored, throttled,
+    );
     out.report.timeline = timeline;
     if config.requests.is_multi() {
         let open = config.arrival.is_open();
@@ -605,6 +616,7 @@ fn build(
     warm: PhaseStats,
     meas: PhaseStats,
     censored: [Censored; 2],
+    throttled: Option<Throttled>,
 ) -> RunOutput {
     let mut cpu_user = 0.0;
     let mut cpu_sys = 0.0;
@@ -665,6 +677,17 @@ fn build(
             }
         ));
     }
+    if let Some(t) = throttled
+        .filter(|t| t.time > QUOTA_WARN_FLOOR && t.time.as_secs_f64() > QUOTA_WARN_SHARE * wall)
+    {
+        warnings.push(format!(
+            "the generator's cgroup CPU quota kept it from running for {:.2} s of the run's \
+             {wall:.2} s ({} quota periods): the result may describe the quota rather than the \
+             target (raise the quota, or generate load from another machine)",
+            t.time.as_secs_f64(),
+            t.periods
+        ));
+    }
     let mut send_lag = None;
     let mut schedule_kept = None;
     if open {
@@ -713,6 +736,7 @@ fn build(
             cpu_percent,
             send_lag,
             schedule_kept_percent: schedule_kept,
+            cpu_throttled_s: throttled.map(|t| t.time.as_secs_f64()),
             warnings,
         },
         target_warnings,

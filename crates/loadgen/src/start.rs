@@ -120,8 +120,7 @@ mod priority {
             }
             let mut fifo: libc::sched_param = std::mem::zeroed();
             fifo.sched_priority = 1;
-            (libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &fifo)
-                == 0)
+            (libc::sched_setscheduler(0, libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK, &fifo) == 0)
                 .then_some(Previous {
                     policy,
                     priority: param.sched_priority,
@@ -144,9 +143,7 @@ mod priority {
     #[allow(unsafe_code)]
     pub(super) fn current_policy() -> libc::c_int {
         // SAFETY: reads the calling thread's policy; no memory is passed.
-        unsafe {
-            libc::sched_getscheduler(0)
-        }
+        unsafe { libc::sched_getscheduler(0) }
     }
 }
 
@@ -160,7 +157,10 @@ mod tests {
         let at = SystemTime::now() + Duration::from_millis(120);
         let stop = AtomicBool::new(false);
         let woke = wait_until(at, &stop).expect("not interrupted");
-        let late = woke.wall.duration_since(at).expect("never before the instant");
+        let late = woke
+            .wall
+            .duration_since(at)
+            .expect("never before the instant");
         // A loaded machine may wake it late; a wait that overslept by a coarse sleep, or one
         // that did not wait, would be far off.
         assert!(late < Duration::from_millis(40), "{late:?} late");

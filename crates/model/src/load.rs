@@ -331,6 +331,11 @@ pub struct SelfCheck {
     pub send_lag: Option<LatencySummary>,
     /// Open model: the fraction of the scheduled requests that were sent.
     pub schedule_kept_percent: Option<f64>,
+    /// Seconds the generator's cgroup CPU quota kept it from running during the run (the
+    /// largest increase of `cpu.stat`'s throttled time along its cgroup chain); absent where
+    /// no cgroup CPU controller was readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_throttled_s: Option<f64>,
     /// Why the result describes the generator, not the target. Empty when it is trustworthy.
     pub warnings: Vec<String>,
 }

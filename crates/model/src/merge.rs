@@ -215,6 +215,11 @@ pub fn merge(records: &[LoadReport]) -> Result<LoadReport, MergeError> {
                 100.0 * (due - never) as f64 / due as f64
             }
         }),
+        // The most held-back shard's, as `cpu_percent` is the busiest one's.
+        cpu_throttled_s: shards
+            .iter()
+            .filter_map(|r| r.self_check.cpu_throttled_s)
+            .reduce(f64::max),
         warnings,
     };
 
@@ -530,6 +535,7 @@ mod tests {
                 cpu_percent: 20.0,
                 send_lag: None,
                 schedule_kept_percent: None,
+                cpu_throttled_s: None,
                 warnings: vec![],
             },
             target_warnings: vec![],
@@ -594,11 +600,18 @@ mod tests {
         let m = merge(&[b.clone(), a.clone()]).unwrap();
         let info = m.merged.as_ref().unwrap();
         // 620 µs apart, inside one millisecond: the milliseconds alone would say 0.
-        assert!((info.start_skew_ms - 0.62).abs() < 1e-9, "{}", info.start_skew_ms);
+        assert!(
+            (info.start_skew_ms - 0.62).abs() < 1e-9,
+            "{}",
+            info.start_skew_ms
+        );
         assert_eq!(m.started_at_unix_us, 1_000_250);
         assert_eq!(m.started_at_unix_ms, 1_000);
         assert_eq!(
-            info.shards.iter().map(|s| s.started_at_unix_us).collect::<Vec<_>>(),
+            info.shards
+                .iter()
+                .map(|s| s.started_at_unix_us)
+                .collect::<Vec<_>>(),
             [1_000_250, 1_000_870]
         );
         // A record from before the field: its milliseconds stand in.

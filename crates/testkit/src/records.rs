@@ -81,6 +81,7 @@ pub fn load_report(
             cpu_percent: 50.0,
             send_lag: None,
             schedule_kept_percent: None,
+            cpu_throttled_s: None,
             warnings: vec![],
         },
         target_warnings: vec![],

@@ -243,6 +243,7 @@ pub fn report(config: &LoadConfig) -> LoadReport {
             cpu_percent: 10.0,
             send_lag: None,
             schedule_kept_percent: None,
+            cpu_throttled_s: None,
             warnings: vec![],
         },
         target_warnings: vec![],
