@@ -267,7 +267,13 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
     let timeline = collector.timeline.take();
     let throttled = quota.since();
     let mut out = build(
-        &config, clock, wall_start, results, warm, meas, censored, throttled,
+        &config,
+        clock,
+        wall_start,
+        results,
+        [warm, meas],
+        censored,
+        throttled,
     );
     out.report.timeline = timeline;
     if config.requests.is_multi() {
@@ -613,8 +619,7 @@ fn build(
     clock: Clock,
     wall_start: SystemTime,
     results: Vec<WorkerResult>,
-    warm: PhaseStats,
-    meas: PhaseStats,
+    [warm, meas]: [PhaseStats; 2],
     censored: [Censored; 2],
     throttled: Option<Throttled>,
 ) -> RunOutput {
