@@ -19,14 +19,16 @@
 #      ones (stub_status `accepts`, less the script's own status requests);
 #  (d) the shards' start skew (`merged.start_skew_ms`) over every merged run of two or more
 #      shards, and the clock offset of each namespace, measured as gatebench does before a run
-#      (`gatebench host clock` over ssh, eight round trips, the shortest kept).
+#      (`gatebench host clock` over ssh, eight round trips, the shortest kept); part `start`
+#      adds START_RUNS short runs of three shards (gen1, gen2, gen3 on both cores, -c 30, 2 s)
+#      against nginx with two workers, for the skew alone.
 #
 #   bench/multi-generator.sh                  all parts (~5 min)
-#   PARTS="scale" bench/multi-generator.sh    only (c) (target generator scale: a b c)
+#   PARTS="scale" bench/multi-generator.sh    only (c) (target generator scale start: a b c d)
 #
 # Environment: RUNS (3 per setup in a and b), DURATION (5s), WARMUP (2s), CONNS (200),
 # GEN_QUOTA (30, % of one core per generator in b), B_CONNS (100, connections in b), SCALE_CONNS (30000),
-# SCALE_RATE (3000), SCALE_DURATION (20s), SCALE_WARMUP (12s), START_LEAD (3, seconds from
+# SCALE_RATE (3000), SCALE_DURATION (20s), SCALE_WARMUP (12s), START_RUNS (8), START_LEAD (3, seconds from
 # launching the shards to their --start-at), GATEBENCH, NICE, KEEP_TMP.
 #
 # Needs root (namespaces, sysctls in them, cgroups). Brings the testbed up when it is not, and
@@ -53,7 +55,8 @@ SCALE_RATE=${SCALE_RATE:-3000}
 SCALE_DURATION=${SCALE_DURATION:-20s}
 SCALE_WARMUP=${SCALE_WARMUP:-12s}
 START_LEAD=${START_LEAD:-3}
-PARTS=${PARTS:-"target generator scale"}
+START_RUNS=${START_RUNS:-8}
+PARTS=${PARTS:-"target generator scale start"}
 
 [[ $(id -u) == 0 ]] || gb_die "needs root (network namespaces, sysctls in them, cgroups)"
 DUR_S=$(gb_duration_secs "$DURATION")
@@ -325,7 +328,7 @@ def lag(s):
 lags = "/".join(lag(s) for s in shards)
 print("\t".join(str(x) for x in (
     f'{m["throughput_rps"]:.1f}', m["requests"], errors, f'{m["error_percent"]:.4f}',
-    1 if r["valid"] else 0, f'{mg.get("start_skew_ms", 0):.1f}', opened, cpu, valid, warn, lags)))
+    1 if r["valid"] else 0, f'{mg.get("start_skew_ms", 0):.3f}', opened, cpu, valid, warn, lags)))
 PY
 }
 
@@ -460,6 +463,19 @@ if [[ " $PARTS " == *" scale "* ]]; then
   # timeout is long enough for a full accept queue to drain.
   mg_run scale 1 three "$SCALE_CONNS" "$SCALE_RATE" "$SWARM_S" "$SDUR_S" NA "--no-probe --connect-timeout 10s" \
     gen1:1:- gen2:0:- gen3:1:-
+  mg_nginx_stop
+fi
+
+# --------------------------------------------------------------------------------------------
+# (d) start skew
+# --------------------------------------------------------------------------------------------
+
+if [[ " $PARTS " == *" start "* ]]; then
+  gb_log "(d) start skew: $START_RUNS runs of three shards; nginx 2 workers"
+  mg_nginx_start 2 0-1
+  for ((r = 1; r <= START_RUNS; r++)); do
+    mg_run start "$r" three 30 NA 0 2 NA "" gen1:0-1:- gen2:0-1:- gen3:0-1:-
+  done
   mg_nginx_stop
 fi
 

@@ -374,6 +374,24 @@ sut = { command = "exec sleep 31.5" }
         record["sut_measurement"]["samples"].as_u64().unwrap_or(0) >= 1,
         "{record}"
     );
+    // Its per-second view, from the shards' seconds merged: the seconds carry every response
+    // of the merged record (warm-up and measurement), and the interval log has their lines.
+    let cell_dir = out_dir.join("cells/passthrough_u4_s100_d0_r1");
+    let timeline = std::fs::read_to_string(cell_dir.join("timeline.csv")).unwrap();
+    let responses: u64 = timeline
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(2).unwrap().parse::<u64>().unwrap())
+        .sum();
+    let ok = |phase: &str| record["load"][phase]["outcomes"]["ok"].as_u64().unwrap_or(0);
+    assert_eq!(responses, ok("warmup") + ok("measurement"), "{timeline}");
+    assert!(timeline.contains(",measurement,"), "{timeline}");
+    let hlog = std::fs::read_to_string(cell_dir.join("latency.hlog")).unwrap();
+    let intervals = hlog
+        .lines()
+        .filter(|l| l.chars().next().is_some_and(|c| c.is_ascii_digit()))
+        .count();
+    assert!(intervals >= 2, "{hlog}");
     assert_nothing_left("sleep 31.5", "after a sharded cell");
     let one_user = suite(&dir, "dead-shard", &gens, PASSTHROUGH, "2s");
     let text_suite = std::fs::read_to_string(&one_user)

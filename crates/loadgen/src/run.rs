@@ -85,6 +85,9 @@ pub struct RunOptions<'a> {
     /// The instant the schedule counts from, when the caller waited for one
     /// ([`crate::start::wait_until`]); now otherwise.
     pub anchor: Option<crate::start::Anchor>,
+    /// Keep a per-second timeline in the record with each second's latency histogram, whatever
+    /// the arrival (a shard's record, so that a merge has exact per-second figures).
+    pub timeline: bool,
 }
 
 impl std::fmt::Debug for RunOptions<'_> {
@@ -93,6 +96,7 @@ impl std::fmt::Debug for RunOptions<'_> {
             .field("hlog", &self.hlog.is_some())
             .field("on_interval", &self.on_interval.is_some())
             .field("anchor", &self.anchor)
+            .field("timeline", &self.timeline)
             .finish()
     }
 }
@@ -214,7 +218,14 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
     let timeline_curve = matches!(config.arrival, Arrival::Program(_))
         .then(|| curve.clone())
         .flatten();
-    let mut collector = Collector::new(threads, config.warmup, timeline_curve, &mut opts);
+    let fixed_rate = config.arrival.is_open().then(|| config.mean_rate()).flatten();
+    let mut collector = Collector::new(
+        threads,
+        config.warmup,
+        timeline_curve,
+        fixed_rate,
+        &mut opts,
+    );
     let mut results: Vec<Option<WorkerResult>> = (0..threads).map(|_| None).collect();
     for msg in rx {
         match msg {
@@ -480,8 +491,12 @@ struct Collector<'o, 'a> {
     total_errors: u64,
     /// With an arrival program: the run's curve, for the target rate of each second.
     curve: Option<Arc<Curve>>,
-    /// With an arrival program: the seconds so far.
+    /// Without a program: the open model's fixed rate, each second's target in a timeline.
+    fixed_rate: Option<f64>,
+    /// With an arrival program, or when asked ([`RunOptions::timeline`]): the seconds so far.
     timeline: Option<Vec<SecondRecord>>,
+    /// Each second of the timeline carries its latency histogram.
+    second_histograms: bool,
     opts: &'o mut RunOptions<'a>,
 }
 
@@ -490,11 +505,14 @@ impl<'o, 'a> Collector<'o, 'a> {
         threads: usize,
         warmup: Duration,
         curve: Option<Arc<Curve>>,
+        fixed_rate: Option<f64>,
         opts: &'o mut RunOptions<'a>,
     ) -> Self {
         Collector {
-            timeline: curve.as_ref().map(|_| Vec::new()),
+            timeline: (curve.is_some() || opts.timeline).then(Vec::new),
+            second_histograms: opts.timeline,
             curve,
+            fixed_rate,
             threads,
             warmup,
             pending: BTreeMap::new(),
@@ -556,14 +574,17 @@ impl<'o, 'a> Collector<'o, 'a> {
             let a = start.as_secs_f64();
             c.mean_rate(a, a + length.as_secs_f64())
         });
-        if let (Some(timeline), Some(target_rate)) = (self.timeline.as_mut(), target_rate) {
+        if let Some(timeline) = self.timeline.as_mut() {
             timeline.push(SecondRecord {
                 t_s: start.as_secs_f64() - self.warmup.as_secs_f64(),
                 length_s: length.as_secs_f64(),
-                target_rate,
+                target_rate: target_rate.or(self.fixed_rate).unwrap_or(0.0),
                 sent: iv.sent,
                 responses: iv.responses(),
                 errors: iv.errors(),
+                latency: self
+                    .second_histograms
+                    .then(|| gatebench_model::histogram::encode(&iv.all_latency())),
             });
         }
         if let Some(out) = self.opts.hlog.as_deref_mut() {

@@ -134,14 +134,16 @@ pub struct ArrivalRecord {
     pub seed: Option<u64>,
 }
 
-/// One second of a run with an arrival program: the rate asked and the rate achieved.
+/// One second of a run with an arrival program, or of a shard's run: the rate asked and the
+/// rate achieved.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SecondRecord {
     /// Start of the second, seconds since the measurement started (negative in the warm-up).
     pub t_s: f64,
     /// How much of the second the run covered (1, or less for the last).
     pub length_s: f64,
-    /// The program's mean rate over this second, requests/s.
+    /// The program's mean rate over this second, requests/s (a shard without a program: its
+    /// fixed rate, 0 in the closed model).
     pub target_rate: f64,
     /// Requests sent in this second (by their actual send time).
     pub sent: u64,
@@ -149,6 +151,12 @@ pub struct SecondRecord {
     pub responses: u64,
     /// Errors settled in this second.
     pub errors: u64,
+    /// The second's latency histogram (answered and censored values, corrected in the open
+    /// model; HdrHistogram V2 compressed, base64, as in a `.hlog` line). Only in the records of
+    /// shards (`--shard`), so that a merge gives exact per-second percentiles and an interval
+    /// log; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<String>,
 }
 
 /// Connection lifecycle figures of one phase.

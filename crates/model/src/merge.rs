@@ -116,26 +116,47 @@ pub enum MergeError {
     },
 }
 
-/// The shards' per-second timelines (arrival programs) added second by second, when every
-/// shard has one: the shards started at one agreed instant, so their seconds line up.
-fn merge_timelines(shards: &[&LoadReport]) -> Option<Vec<SecondRecord>> {
-    let mut out: Vec<SecondRecord> = Vec::new();
+/// The shards' per-second timelines added second by second, when every shard has one: the
+/// shards started at one agreed instant, so their seconds line up. Each second's latency
+/// histograms are added too (exactly, as the phases' are) when every shard's second has one.
+fn merge_timelines(shards: &[&LoadReport]) -> Result<Option<Vec<SecondRecord>>, MergeError> {
+    let mut out: Vec<(SecondRecord, Option<LatencyHistogram>)> = Vec::new();
     for r in shards {
-        for s in r.timeline.as_ref()? {
-            match out.iter_mut().find(|o| (o.t_s - s.t_s).abs() < 0.5) {
-                Some(o) => {
+        let Some(seconds) = r.timeline.as_ref() else {
+            return Ok(None);
+        };
+        let index = r.shard.as_ref().map_or(0, |s| s.index);
+        for s in seconds {
+            let h = s.latency.as_deref().map(|t| decode(t, index)).transpose()?;
+            match out.iter_mut().find(|(o, _)| (o.t_s - s.t_s).abs() < 0.5) {
+                Some((o, oh)) => {
                     o.length_s = o.length_s.max(s.length_s);
                     o.target_rate += s.target_rate;
                     o.sent += s.sent;
                     o.responses += s.responses;
                     o.errors += s.errors;
+                    *oh = match (oh.take(), h) {
+                        (Some(mut a), Some(b)) => {
+                            histogram::add(&mut a, &b);
+                            Some(a)
+                        }
+                        // A second some shard has no histogram for has none merged.
+                        _ => None,
+                    };
                 }
-                None => out.push(s.clone()),
+                None => out.push((s.clone(), h)),
             }
         }
     }
-    out.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
-    Some(out)
+    out.sort_by(|a, b| a.0.t_s.total_cmp(&b.0.t_s));
+    Ok(Some(
+        out.into_iter()
+            .map(|(mut s, h)| {
+                s.latency = h.as_ref().map(histogram::encode);
+                s
+            })
+            .collect(),
+    ))
 }
 
 /// A record's start, Unix microseconds; from its milliseconds when it predates
@@ -254,7 +275,7 @@ pub fn merge(records: &[LoadReport]) -> Result<LoadReport, MergeError> {
         measurement,
         self_check,
         target_warnings,
-        timeline: merge_timelines(&shards),
+        timeline: merge_timelines(&shards)?,
         classes: None,
         valid: shards.iter().all(|r| r.valid),
         shard: None,
@@ -468,7 +489,7 @@ fn merge_phase(
 mod tests {
     use super::*;
     use crate::histogram::{encode, new_histogram, summarize};
-    use crate::{LatencySummary, LoadConfigRecord, ShardInfo};
+    use crate::{LatencySummary, LoadConfigRecord, SecondRecord, ShardInfo};
 
     /// A closed-model shard record whose measurement holds `values` (ns), all answered `ok`.
     fn shard(index: u32, count: u32, values: &[u64], started: u64) -> LoadReport {
@@ -620,6 +641,45 @@ mod tests {
         b.started_at_unix_us = 0;
         let m = merge(&[a, b]).unwrap();
         assert_eq!(m.merged.unwrap().start_skew_ms, 2.0);
+    }
+
+    #[test]
+    fn each_second_of_the_shards_merges_exactly() {
+        let second = |t_s: f64, values: &[u64]| {
+            let mut h = new_histogram();
+            for v in values {
+                h.record(*v).unwrap();
+            }
+            SecondRecord {
+                t_s,
+                length_s: 1.0,
+                target_rate: 100.0,
+                sent: values.len() as u64,
+                responses: values.len() as u64,
+                errors: 1,
+                latency: Some(encode(&h)),
+            }
+        };
+        let mut a = shard(0, 2, &[1_000_000], 1_000);
+        let mut b = shard(1, 2, &[1_000_000], 1_000);
+        a.timeline = Some(vec![
+            second(0.0, &[1_000_000, 2_000_000]),
+            second(1.0, &[3_000_000]),
+        ]);
+        b.timeline = Some(vec![second(0.0, &[50_000_000])]);
+        let m = merge(&[a, b]).unwrap();
+        let t = m.timeline.expect("both shards kept their seconds");
+        assert_eq!(t.len(), 2);
+        assert_eq!((t[0].sent, t[0].errors, t[0].target_rate), (3, 2, 200.0));
+        let h0 = histogram::decode(t[0].latency.as_deref().unwrap()).unwrap();
+        assert_eq!(h0.len(), 3);
+        // The second's p99 is the slow shard's value: the histograms were added, not averaged.
+        assert_eq!(
+            h0.highest_equivalent(h0.value_at_quantile(0.99)),
+            h0.highest_equivalent(50_000_000)
+        );
+        let h1 = histogram::decode(t[1].latency.as_deref().unwrap()).unwrap();
+        assert_eq!((h1.len(), t[1].sent), (1, 1));
     }
 
     #[test]

@@ -116,8 +116,10 @@ pub fn render(r: &LoadReport) -> String {
     if let Some(worst) = r.timeline.as_deref().and_then(worst_second) {
         let _ = writeln!(
             out,
-            "Program: sent within {:.1}% of the target in every full second (worst: \
+            "{}: sent within {:.1}% of the target in every full second (worst: \
              second {}, {} sent, {} asked)",
+            // A shard keeps its seconds at a fixed rate too.
+            if c.arrival.is_some() { "Program" } else { "Rate" },
             worst.0,
             worst.1,
             count(worst.2),

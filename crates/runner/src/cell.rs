@@ -472,7 +472,15 @@ fn lifecycle(
                 .map(|s| s.target_rate);
         }
     }
-    let header = if report.timeline.is_some() {
+    let sharded = !ctx.hosts.generators.is_empty();
+    if sharded {
+        let (rows, hlog) = crate::shards::seconds(&report, load_start_s);
+        timeline = rows;
+        out.hlog = hlog;
+    }
+    // A program's cells have the target column (a shard's record keeps its seconds at a fixed
+    // rate too, without a program: no column then).
+    let header = if report.timeline.is_some() && (!sharded || report.config.arrival.is_some()) {
         TimelineRow::HEADER_WITH_TARGET
     } else {
         TimelineRow::HEADER

@@ -117,6 +117,7 @@ impl Driver for NetDriver {
                 on_interval: Some(on_interval),
                 stop: Some(stop),
                 anchor: None,
+                timeline: false,
             },
         )
         .map(|o| o.report)

@@ -100,6 +100,8 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
             on_interval: Some(&mut progress),
             stop: Some(stop.clone()),
             anchor,
+            // A shard's record carries its seconds, histograms included, for the merge.
+            timeline: shard.is_some(),
         },
     )?;
     let mut output = output;

@@ -188,6 +188,7 @@ fn program_timeline(config: &LoadConfig) -> Option<Vec<gatebench_model::SecondRe
                     sent: 0,
                     responses: 0,
                     errors: 0,
+                    latency: None,
                 }
             })
             .collect(),
