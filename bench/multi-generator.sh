@@ -268,17 +268,19 @@ mg_throttled_s() {
 
 GEN_PIDS=()
 # mg_gen HOST CORE CGROUP OUT LOAD-ARGS… — `gatebench load LOAD-ARGS --json OUT -q` in HOST's
-# namespace, pinned to CORE, in CGROUP (or none: "-"), in the background.
+# namespace (`scripts/testbed.sh exec`, which keeps the CPU cgroup tree visible there, so the
+# generator's self-check reads its quota's throttling), pinned to CORE, in CGROUP (or none:
+# "-"), in the background.
 mg_gen() {
   local host=$1 core=$2 cg=$3 out=$4
   shift 4
   if [[ $cg == - ]]; then
-    ip netns exec "gbtb-$host" nice -n "$GB_NICE" taskset -c "$core" \
+    "$GB_ROOT/scripts/testbed.sh" exec "$host" nice -n "$GB_NICE" taskset -c "$core" \
       "$GATEBENCH" load "$@" --json "$out" -q </dev/null >"$out.txt" 2>&1 &
   else
     # The shell puts itself into the cgroup, then execs: the PID stays the generator's.
     sh -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' sh "$cg" \
-      ip netns exec "gbtb-$host" nice -n "$GB_NICE" taskset -c "$core" \
+      "$GB_ROOT/scripts/testbed.sh" exec "$host" nice -n "$GB_NICE" taskset -c "$core" \
       "$GATEBENCH" load "$@" --json "$out" -q </dev/null >"$out.txt" 2>&1 &
   fi
   GEN_PIDS+=($!)

@@ -5,6 +5,7 @@
 #   scripts/testbed.sh up       build it (idempotent: an intact testbed is left as it is)
 #   scripts/testbed.sh down     stop the sshd processes by the PIDs recorded, delete it all
 #   scripts/testbed.sh status   say what is up, and reach every host over ssh
+#   scripts/testbed.sh exec HOST CMD…   run CMD in HOST's namespace (it becomes CMD: same PID)
 #
 # Hosts (the root namespace is 10.77.0.1 on the bridge; gatebench runs there):
 #
@@ -25,6 +26,11 @@
 # XDG_CACHE_HOME=$STATE/<host>/cache. sshd accepts PATH from the client (AcceptEnv), so a test
 # can make a host that lacks tools (`SetEnv PATH=…` in its ssh_config).
 #
+# `ip netns exec` mounts a fresh /sys for the namespace, which hides /sys/fs/cgroup. A load
+# generator there could not read its cgroup's CPU throttling, part of its self-check, so each
+# host's sshd (and `exec`) mounts the machine's CPU cgroup hierarchy again inside its own mount
+# namespace: v1's `cpu` controller, or the v2 unified tree.
+#
 # A LAN-like delay (0.1 ms each way, `tc qdisc … netem`) is added where the kernel has
 # sch_netem; where it does not ("Specified qdisc kind is unknown"), the testbed runs without
 # it, and `up` and `status` say which. Needs root; installs openssh-server, openssh-client and
@@ -38,6 +44,22 @@ HOSTS="gen1:10.77.0.10 gen2:10.77.0.11 gen3:10.77.0.12 sut:10.77.0.20 backend:10
 DELAY=0.1ms
 
 say() { echo "testbed: $*"; }
+
+# in_ns NS CMD… — exec CMD in network namespace NS with the CPU cgroup hierarchy visible (see
+# the header). Best effort: without a cgroup CPU controller CMD runs all the same.
+in_ns() {
+    local ns=$1
+    shift
+    # shellcheck disable=SC2016 # expanded by the inner shell
+    exec ip netns exec "$ns" sh -c '
+        if grep -Eq "^[0-9]+:([^:]*,)?cpu(,[^:]*)?:" /proc/self/cgroup; then
+            mount -t tmpfs gbtb-cgroup /sys/fs/cgroup && mkdir -p /sys/fs/cgroup/cpu \
+                && mount -t cgroup -o cpu cgroup /sys/fs/cgroup/cpu
+        else
+            mount -t cgroup2 cgroup2 /sys/fs/cgroup
+        fi 2>/dev/null
+        exec "$@"' sh "$@"
+}
 die() {
     echo "testbed: $*" >&2
     exit 2
@@ -177,7 +199,7 @@ SetEnv XDG_CACHE_HOME=$STATE/$name/cache
 PrintMotd no
 LogLevel ERROR
 EOF
-        ip netns exec "$ns" /usr/sbin/sshd -f "$STATE/$name/sshd_config" -E "$STATE/$name/sshd.log"
+        (in_ns "$ns" /usr/sbin/sshd -f "$STATE/$name/sshd_config" -E "$STATE/$name/sshd.log")
         echo "$name,$addr $(cut -d' ' -f1,2 "$STATE/$name/ssh_host_ed25519_key.pub")" >>"$STATE/known_hosts"
         cat >>"$STATE/ssh_config" <<EOF
 Host $name
@@ -236,8 +258,15 @@ case "${1:-}" in
 up) up ;;
 down) down ;;
 status) status ;;
+exec)
+    [ $# -ge 3 ] || die "usage: $0 exec HOST CMD…"
+    [ -e "/run/netns/gbtb-$2" ] || die "no testbed host $2 (scripts/testbed.sh up)"
+    ns=gbtb-$2
+    shift 2
+    in_ns "$ns" "$@"
+    ;;
 *)
-    echo "usage: $0 up|down|status" >&2
+    echo "usage: $0 up|down|status|exec HOST CMD…" >&2
     exit 2
     ;;
 esac
