@@ -154,7 +154,8 @@ pub struct LoadArgs {
     #[arg(short = 'q', long)]
     pub quiet: bool,
     /// Capacity search: the highest open-model rate the target sustains within --slo (steps,
-    /// then bisection, then a check at the answer). Every step uses -c connections.
+    /// then bisection, then the failing bound and the answer each run again). Every step uses -c
+    /// connections.
     #[arg(long, requires = "slo", conflicts_with_all = ["rate", "requests", "hlog"])]
     pub find_max: bool,
     /// The objective of --find-max: comma-separated pNN<DURATION and errors<N%, e.g.

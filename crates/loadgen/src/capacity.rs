@@ -9,7 +9,12 @@
 //!    down while they fail, until one passing rate sits below a failing one.
 //! 2. **Bisect** between them (geometric midpoints) until the failing rate is within the
 //!    precision (default 2 %) of the passing one.
-//! 3. **Check**: the answer runs again. If it fails the second time, it was luck: it becomes
+//! 3. **Confirm**: the failing bound runs again. On a shared machine a stall of the machine
+//!    (not the target) can push one step's tail past the objective; that noise only ever fails
+//!    steps, and one false failure would end the search below the limit (three searches of one
+//!    echo spread 59 % before this step). If it passes the second time, it was noise: it
+//!    becomes the passing bound and the search goes on above it (at most three confirms).
+//! 4. **Check**: the answer runs again. If it fails the second time, it was luck: it becomes
 //!    the failing bound and the search goes on below it (at most three checks in all).
 //!
 //! A step passes when every objective holds on the corrected latency (a percentile that is a
@@ -216,6 +221,8 @@ pub fn search<E>(
     let mut rate = settings.start.clamp(MIN_RATE, MAX_RATE);
     // A run of lucky passes cannot keep the search going for ever.
     let mut checks_left = 3u32;
+    // Nor a run of false failures (see "confirm" below).
+    let mut confirms_left = 3u32;
     let mut run =
         |rate: f64, phase: &str, steps: &mut Vec<CapacityStep>| -> Result<(bool, bool), E> {
             let r = step(rate, phase)?;
@@ -267,6 +274,40 @@ pub fn search<E>(
                 rate = (l * settings.growth).min(MAX_RATE);
             }
             (Some(l), Some(h)) => {
+                if (h - l) / l <= settings.precision
+                    && confirms_left > 0
+                    && steps.iter().filter(|s| !s.passed && s.rate == h).count() < 2
+                    && (steps.len() as u32) < settings.max_steps
+                {
+                    // The failing bound again: on a shared machine a stall of the machine, not
+                    // of the target, can push one step's tail past the objective, and such
+                    // noise only ever fails steps. A false failure would end the search below
+                    // the limit; a real one fails again.
+                    confirms_left -= 1;
+                    let (passed, bound) = run(h, "confirm", &mut steps)?;
+                    if bound {
+                        if passed {
+                            lo = Some(h);
+                        }
+                        verdict = Some(CapacityVerdict::GeneratorBound);
+                        break;
+                    }
+                    if passed {
+                        // It was noise: the limit lies above it, below the lowest failure
+                        // above it, if any.
+                        lo = Some(h);
+                        hi = steps
+                            .iter()
+                            .filter(|s| !s.passed && s.rate > h)
+                            .map(|s| s.rate)
+                            .reduce(f64::min);
+                        rate = match hi {
+                            Some(x) => (h * x).sqrt(),
+                            None => (h * settings.growth).min(MAX_RATE),
+                        };
+                        continue;
+                    }
+                }
                 if (h - l) / l <= settings.precision {
                     // Found once the answer has passed twice: as a step and as its check.
                     if steps.iter().filter(|s| s.passed && s.rate == l).count() >= 2 {
@@ -544,10 +585,45 @@ mod tests {
             "http://t/",
             10,
             |rate, phase| {
-                // The first time the check runs, the target is a little slower than before.
-                if phase == "check" && !lucky_used {
+                // From the first check on, the target is a little slower than before: the
+                // answer had passed by luck.
+                if phase == "check" {
                     lucky_used = true;
-                    return Ok::<_, ()>(modelled(9_000.0, rate, f64::MAX));
+                }
+                let cap = if lucky_used { 9_000.0 } else { 10_000.0 };
+                Ok::<_, ()>(modelled(cap, rate, f64::MAX))
+            },
+            |_| {},
+        )
+        .unwrap();
+        assert_eq!(r.verdict, CapacityVerdict::Found, "{r:#?}");
+        let checks: Vec<bool> = r
+            .steps
+            .iter()
+            .filter(|s| s.phase == "check")
+            .map(|s| s.passed)
+            .collect();
+        // The first check failed; the last one passed, at a rate the slower target sustains
+        // (p99 < 10 ms below 90 % of 9,000 req/s).
+        assert!(checks.len() >= 2 && !checks[0], "{checks:?}");
+        assert_eq!(checks.last(), Some(&true));
+        assert!(r.max_rate.unwrap() < 8_100.0, "{r:#?}");
+    }
+
+    /// A failure by noise (one step the machine stalled) is confirmed away: the search still
+    /// ends at the limit, 9,000 req/s of a 10,000 req/s target.
+    #[test]
+    fn a_failure_by_noise_does_not_end_the_search_low() {
+        let mut noisy = 0;
+        let r = search(
+            &settings("p99<10ms", 1_000.0),
+            "http://t/",
+            10,
+            |rate, _| {
+                // The first step above 6,000 req/s is hit by a stall of the machine.
+                if rate > 6_000.0 && noisy == 0 {
+                    noisy += 1;
+                    return Ok::<_, ()>(modelled(1_000.0, rate, f64::MAX));
                 }
                 Ok(modelled(10_000.0, rate, f64::MAX))
             },
@@ -555,8 +631,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(r.verdict, CapacityVerdict::Found, "{r:#?}");
-        assert_eq!(r.steps.iter().filter(|s| s.phase == "check").count(), 2);
-        assert!(r.max_rate.unwrap() < 9_000.0);
+        let max = r.max_rate.unwrap();
+        assert!((8_800.0..9_000.0).contains(&max), "{max}: {r:#?}");
+        assert!(r.steps.iter().any(|s| s.phase == "confirm" && s.passed));
     }
 
     #[test]
