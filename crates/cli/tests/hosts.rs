@@ -383,7 +383,11 @@ sut = { command = "exec sleep 31.5" }
         .skip(1)
         .map(|l| l.split(',').nth(2).unwrap().parse::<u64>().unwrap())
         .sum();
-    let ok = |phase: &str| record["load"][phase]["outcomes"]["ok"].as_u64().unwrap_or(0);
+    let ok = |phase: &str| {
+        record["load"][phase]["outcomes"]["ok"]
+            .as_u64()
+            .unwrap_or(0)
+    };
     assert_eq!(responses, ok("warmup") + ok("measurement"), "{timeline}");
     assert!(timeline.contains(",measurement,"), "{timeline}");
     let hlog = std::fs::read_to_string(cell_dir.join("latency.hlog")).unwrap();

@@ -293,12 +293,15 @@ pub fn search<E>(
                         break;
                     }
                     if passed {
-                        // It was noise: the limit lies above it, below the lowest failure
-                        // above it, if any.
+                        // It was noise: the limit lies above it. A failure above it counts
+                        // only if it failed twice; the others were taken on the same noisy
+                        // machine, and the bracket upwards tries those rates again.
                         lo = Some(h);
+                        let failed_twice =
+                            |r: f64| steps.iter().filter(|s| !s.passed && s.rate == r).count() >= 2;
                         hi = steps
                             .iter()
-                            .filter(|s| !s.passed && s.rate > h)
+                            .filter(|s| !s.passed && s.rate > h && failed_twice(s.rate))
                             .map(|s| s.rate)
                             .reduce(f64::min);
                         rate = match hi {

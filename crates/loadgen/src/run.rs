@@ -218,7 +218,11 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
     let timeline_curve = matches!(config.arrival, Arrival::Program(_))
         .then(|| curve.clone())
         .flatten();
-    let fixed_rate = config.arrival.is_open().then(|| config.mean_rate()).flatten();
+    let fixed_rate = config
+        .arrival
+        .is_open()
+        .then(|| config.mean_rate())
+        .flatten();
     let mut collector = Collector::new(
         threads,
         config.warmup,

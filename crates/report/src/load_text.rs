@@ -119,7 +119,11 @@ pub fn render(r: &LoadReport) -> String {
             "{}: sent within {:.1}% of the target in every full second (worst: \
              second {}, {} sent, {} asked)",
             // A shard keeps its seconds at a fixed rate too.
-            if c.arrival.is_some() { "Program" } else { "Rate" },
+            if c.arrival.is_some() {
+                "Program"
+            } else {
+                "Rate"
+            },
             worst.0,
             worst.1,
             count(worst.2),

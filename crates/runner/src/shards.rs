@@ -232,7 +232,6 @@ pub fn seconds(report: &LoadReport, load_start_s: f64) -> (Vec<TimelineRow>, Vec
     (rows, hlog)
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
