@@ -61,7 +61,7 @@ pub fn verdict(r: &CapacityReport) -> String {
             r.uncertainty_percent.unwrap_or(0.0)
         ),
         (CapacityVerdict::Found, Some(m), None) => format!(
-            "Max rate within the SLO: at least {} req/s (the highest rate gatebench offers)",
+            "Max rate within the SLO: at least {} req/s (the highest rate the search tries)",
             rate(m)
         ),
         (CapacityVerdict::GeneratorBound, m, _) => format!(

@@ -459,3 +459,254 @@ pub fn html(h: &mut String, svgs: &mut Vec<(String, String)>, records: &[CellRec
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gatebench_model::{AddedLatency, CapacityStep, CellParams, SCHEMA_VERSION};
+
+    fn params(scenario: &str, index: u32, kind: CellKind) -> CellParams {
+        let mut p = gatebench_testkit::records::cell_params(scenario, scenario, index, 20, 50, 1);
+        p.kind = kind;
+        p.id = format!("{scenario}_{kind:?}_s50_d0").to_lowercase();
+        p
+    }
+
+    fn record(cell: CellParams) -> CellRecord {
+        CellRecord {
+            schema_version: SCHEMA_VERSION,
+            cell,
+            status: CellStatus::Ok,
+            reason: None,
+            started_at_unix_ms: 0,
+            finished_at_unix_ms: 0,
+            processes: vec![],
+            load: None,
+            sut_warmup: None,
+            sut_measurement: None,
+            gc_warmup: None,
+            gc_measurement: None,
+            capacity: None,
+            cost: None,
+        }
+    }
+
+    fn step(n: u32, phase: &str, rate: f64, passed: bool) -> CapacityStep {
+        CapacityStep {
+            step: n,
+            phase: phase.into(),
+            rate,
+            duration_s: 1.0,
+            sent_rps: rate,
+            throughput_rps: rate,
+            p50_ms: 0.2,
+            p99_ms: if passed { 2.0 } else { 20.0 },
+            p999_ms: 30.0,
+            error_percent: 0.0,
+            passed,
+            reason: String::new(),
+            generator_warnings: vec![],
+        }
+    }
+
+    fn capacity(
+        verdict: CapacityVerdict,
+        max: Option<f64>,
+        failed: Option<f64>,
+        steps: Vec<CapacityStep>,
+    ) -> CapacityReport {
+        CapacityReport {
+            schema_version: SCHEMA_VERSION,
+            url: "http://127.0.0.1:1/".into(),
+            slo: "p99<10ms".into(),
+            connections: 20,
+            steps,
+            verdict,
+            max_rate: max,
+            failed_rate: failed,
+            uncertainty_percent: max.zip(failed).map(|(m, f)| (f - m) / m * 100.0),
+            knee_rate: Some(2000.0),
+        }
+    }
+
+    /// Three searches, given out of order: the rows follow the suite (scenario index), the max
+    /// rate and its uncertainty are the record's to the decimal, and a bound says so.
+    fn fixture() -> Vec<CellRecord> {
+        let mut found = record(params("proxy", 1, CellKind::Capacity));
+        found.capacity = Some(capacity(
+            CapacityVerdict::Found,
+            Some(4000.0),
+            Some(4200.0),
+            vec![
+                step(1, "bracket", 2000.0, true),
+                step(2, "bracket", 3000.0, true),
+                step(3, "bracket", 4500.0, false),
+                step(4, "bisect", 4000.0, true),
+                step(5, "bisect", 4200.0, false),
+                step(6, "check", 4000.0, true),
+            ],
+        ));
+        let mut bound = record(params("echo", 0, CellKind::Capacity));
+        bound.capacity = Some(capacity(
+            CapacityVerdict::GeneratorBound,
+            Some(1500.0),
+            None,
+            vec![
+                step(1, "bracket", 1000.0, true),
+                step(2, "bracket", 1500.0, true),
+            ],
+        ));
+        let mut cost = record(params("proxy", 1, CellKind::Cost));
+        cost.cost = Some(CostReport {
+            schema_version: SCHEMA_VERSION,
+            direct_url: "http://127.0.0.1:1/".into(),
+            via_url: "http://127.0.0.1:2/".into(),
+            rate: 1000.0,
+            connections: 20,
+            duration_s: 2.0,
+            repeats: 3,
+            runs: vec![],
+            added: COST_PERCENTILES
+                .iter()
+                .zip([0.1, 0.2, 0.5, 1.25])
+                .map(|(p, a)| AddedLatency {
+                    p: *p,
+                    direct_ms: 1.0,
+                    via_ms: 1.0 + a,
+                    added_ms: a,
+                    low_ms: a / 2.0,
+                    high_ms: a * 2.0,
+                    level: 0.9,
+                })
+                .collect(),
+            intermediary_cpu_us_per_request: Some(42.25),
+            intermediary_cpu_percent: Some(4.2),
+            warnings: vec![],
+        });
+        // A load cell (its figures do not matter here).
+        let load = record(gatebench_testkit::records::cell_params(
+            "echo", "echo", 0, 20, 50, 1,
+        ));
+        vec![found, load, cost, bound]
+    }
+
+    #[test]
+    fn the_capacity_table_has_the_max_rate_its_uncertainty_and_its_bounds() {
+        let records = fixture();
+        let rows = capacity_rows(&records);
+        let values: Vec<Vec<&str>> = rows
+            .iter()
+            .map(|r| r.values.iter().map(String::as_str).collect())
+            .collect();
+        assert_eq!(
+            values,
+            vec![
+                vec![
+                    "echo",
+                    "50",
+                    "0",
+                    "h1c",
+                    "p99<10ms",
+                    "1500.0",
+                    "",
+                    "2000.0",
+                    "2",
+                    "lower bound: the generator was the bottleneck"
+                ],
+                vec!["proxy", "50", "0", "h1c", "p99<10ms", "4000.0", "5.0", "2000.0", "6", ""],
+            ]
+        );
+        // The load cell stays in the load table, the searches in theirs.
+        let load_rows = crate::summary::rows(&records, crate::summary::Phase::Measurement);
+        assert_eq!(load_rows.len(), 1);
+        assert_eq!(load_rows[0].id, "echo_u20_s50_d0_r1");
+        let csv = capacity_csv(&records);
+        let mut lines = csv.lines();
+        assert_eq!(
+            lines.next(),
+            Some(
+                "Scenario Name,Message Size (Bytes),Back-end Service Delay (ms),Protocol,SLO,\
+                 Max Rate within SLO (Requests/sec),Uncertainty (%),Knee (Requests/sec),Steps,\
+                 Flags,Cell"
+            )
+        );
+        assert_eq!(
+            lines.nth(1),
+            Some("proxy,50,0,h1c,p99<10ms,4000.0,5.0,2000.0,6,,proxy_capacity_s50_d0")
+        );
+    }
+
+    #[test]
+    fn the_cost_table_has_every_percentiles_added_latency_with_its_interval_and_the_cpu() {
+        let records = fixture();
+        let rows = cost_rows(&records);
+        assert_eq!(rows.len(), 1);
+        assert_eq!(
+            rows[0].values,
+            vec![
+                "proxy",
+                "50",
+                "0",
+                "h1c",
+                "1000",
+                "+0.100 [0.050, 0.200]",
+                "+0.200 [0.100, 0.400]",
+                "+0.500 [0.250, 1.000]",
+                "+1.250 [0.625, 2.500]",
+                "42.2",
+                ""
+            ]
+        );
+        let csv = cost_csv(&records);
+        assert_eq!(
+            csv.lines().nth(1),
+            Some(
+                "proxy,50,0,h1c,1000,0.100,0.050,0.200,0.200,0.100,0.400,0.500,0.250,1.000,\
+                 1.250,0.625,2.500,90.0,42.2,,proxy_cost_s50_d0"
+            )
+        );
+        let md = markdown(&records);
+        assert!(md.contains("## Capacity: max rate within SLO"), "{md}");
+        assert!(
+            md.contains("| proxy | 50 | 0 | h1c | p99<10ms | 4000.0 | 5.0 | 2000.0 | 6 |  |"),
+            "{md}"
+        );
+        assert!(md.contains("## Intermediary cost"), "{md}");
+        // summary.md carries both sections, summary.json both arrays.
+        let summary = crate::summary::markdown("s", &records, 0);
+        assert!(summary.contains(&md), "{summary}");
+        let json: Value = serde_json::from_str(&crate::summary::json("s", &records, 0)).unwrap();
+        assert_eq!(json["capacity"][0]["max_rate"], 1500.0);
+        assert_eq!(json["capacity"][0]["lower_bound"], true);
+        assert_eq!(json["capacity"][1]["uncertainty_percent"], 5.0);
+        assert_eq!(json["cost"][0]["added"][3]["added_ms"], 1.25);
+        assert_eq!(json["cost"][0]["intermediary_cpu_us_per_request"], 42.25);
+        assert_eq!(json["measurement"].as_array().unwrap().len(), 1);
+    }
+
+    /// The page shows both tables and one curve per search that tried two rates or more.
+    #[test]
+    fn the_html_sections_have_the_tables_and_the_curves() {
+        let records = fixture();
+        let mut h = String::new();
+        let mut svgs = Vec::new();
+        html(&mut h, &mut svgs, &records);
+        assert!(h.contains("<h2 id=\"capacity\">"), "{h}");
+        assert!(h.contains("<h2 id=\"cost\">"), "{h}");
+        assert!(h.contains("id=\"cell-proxy_capacity_s50_d0\""), "{h}");
+        assert!(h.contains("+1.250 [0.625, 2.500]"), "{h}");
+        let files: Vec<&str> = svgs.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(
+            files,
+            vec![
+                "capacity-echo_capacity_s50_d0.svg",
+                "capacity-proxy_capacity_s50_d0.svg"
+            ]
+        );
+        assert!(
+            svgs[1].1.contains("max within SLO 4,000.0"),
+            "{}",
+            svgs[1].1
+        );
+    }
+}

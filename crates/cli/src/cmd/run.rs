@@ -538,6 +538,22 @@ impl Observer for Display {
                 l.measurement.outcomes.errors(),
                 if l.valid { "" } else { " · generator-bound" }
             ),
+            (CellStatus::Ok, None) => match (&record.capacity, &record.cost) {
+                (Some(c), _) => format!(
+                    "ok · {} steps · {}",
+                    c.steps.len(),
+                    gatebench_report::capacity::verdict(c)
+                ),
+                (_, Some(c)) => format!(
+                    "ok · {} runs · added p99 {}",
+                    c.runs.len(),
+                    c.added
+                        .iter()
+                        .find(|a| a.p == 99.0)
+                        .map_or("-".to_owned(), |a| format!("{:+.3} ms", a.added_ms))
+                ),
+                _ => "ok".to_owned(),
+            },
             _ => format!(
                 "FAILED: {}",
                 record.reason.as_deref().unwrap_or("no reason recorded")

@@ -147,7 +147,12 @@ fn capacity_search(
     let settings = SearchSettings {
         min_rate: c.min_rate,
         max_rate: c.max_rate,
-        ..SearchSettings::new(c.slo.clone(), start, c.precision, c.max_steps)
+        ..SearchSettings::new(
+            c.slo.clone(),
+            start,
+            c.precision_percent / 100.0,
+            c.max_steps,
+        )
     };
     let url = config.target.url.clone();
     let report = capacity::search(

@@ -39,8 +39,8 @@ pub struct CapacitySettings {
     pub max_step: Duration,
     /// Warm-up before every step.
     pub warmup: Duration,
-    /// Stop bisecting when the failing rate is within this fraction of the passing one.
-    pub precision: f64,
+    /// Stop bisecting when the failing rate is within this percentage of the passing one.
+    pub precision_percent: f64,
     /// Most steps of one search, its checks included: the search's time is bounded by
     /// `max_steps × (warmup + max_step)` plus the probe.
     pub max_steps: u32,
@@ -183,7 +183,7 @@ pub(super) fn validate_capacity(r: &RawCapacity) -> Result<CapacitySettings, Run
         step,
         max_step,
         warmup,
-        precision: precision / 100.0,
+        precision_percent: precision,
         max_steps,
     })
 }
@@ -255,7 +255,7 @@ pub(super) fn raw_capacity(c: &CapacitySettings) -> RawCapacity {
         step: fmt(c.step),
         max_step: fmt(c.max_step),
         warmup: fmt(c.warmup),
-        precision: Some(c.precision * 100.0),
+        precision: Some(c.precision_percent),
         max_steps: Some(c.max_steps),
     }
 }
