@@ -446,9 +446,13 @@ fn suite_text() -> impl Strategy<Value = String> {
     let keys = suite_keys();
     let entries: Vec<BoxedStrategy<Option<String>>> = keys
         .iter()
-        .map(|&(_, key, kind)| {
+        .map(|&(table, key, kind)| {
+            // The capacity and cost keys are rarer: each of them can make a suite invalid
+            // (`capacity = true` without `[capacity]`, `cost = true` without a SUT), and the
+            // rest of the suite must still be reached often.
+            let rare = matches!(table, "capacity" | "cost") || matches!(key, "capacity" | "cost");
             prop_oneof![
-                16 => Just(None),
+                if rare { 64 } else { 16 } => Just(None),
                 4 => in_range(key, kind).prop_map(Some),
                 1 => typed(kind).prop_map(Some),
                 1 => toml_any().prop_map(Some),
@@ -475,6 +479,11 @@ fn suite_text() -> impl Strategy<Value = String> {
                 continue;
             }
             text.push_str(&format!("[{table}]\n"));
+            // Mostly with its objective: a [capacity] without one is refused at once.
+            let has_slo = tables.get(table).is_some_and(|l| l.iter().any(|l| l.starts_with("slo")));
+            if table == "capacity" && !has_slo {
+                text.push_str("slo = \"p99<10ms\"\n");
+            }
             for line in tables.get(table).into_iter().flatten() {
                 text.push_str(line);
                 text.push('\n');
