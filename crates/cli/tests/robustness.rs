@@ -256,6 +256,18 @@ fn suite_keys() -> Vec<(&'static str, &'static str, Kind)> {
         ("scenario", "templates", TextList),
         ("scenario", "gc_format", Text),
         ("scenario", "gc_log", Text),
+        ("scenario", "capacity", Bool),
+        ("scenario", "cost", Bool),
+        ("capacity", "slo", Text),
+        ("capacity", "start", Count),
+        ("capacity", "max_rate", Count),
+        ("capacity", "step", Dur),
+        ("capacity", "max_step", Dur),
+        ("capacity", "precision", Count),
+        ("capacity", "max_steps", Count),
+        ("cost", "rate", Count),
+        ("cost", "repeats", Count),
+        ("cost", "duration", Dur),
         ("process", "count", Count),
         ("process", "protocol", Text),
         ("process", "ready", Text),
@@ -414,6 +426,12 @@ fn in_range(key: &'static str, kind: Kind) -> BoxedStrategy<String> {
         "gc_format" => one_of(vec!["go", "jvm"]),
         "gc_log" => one_of(vec!["{cell_dir}/gc.log"]),
         "ready" => one_of(vec!["http://127.0.0.1:{port}/"]),
+        "slo" => one_of(vec![
+            "p99<10ms",
+            "p99<10ms,errors<0.1%",
+            "p50<1s",
+            "p98<1ms",
+        ]),
         _ => match kind {
             Kind::Dur => dur,
             Kind::Bool => any::<bool>().prop_map(|b| b.to_string()).boxed(),
@@ -428,9 +446,13 @@ fn suite_text() -> impl Strategy<Value = String> {
     let keys = suite_keys();
     let entries: Vec<BoxedStrategy<Option<String>>> = keys
         .iter()
-        .map(|&(_, key, kind)| {
+        .map(|&(table, key, kind)| {
+            // The capacity and cost keys are rarer: each of them can make a suite invalid
+            // (`capacity = true` without `[capacity]`, `cost = true` without a SUT), and the
+            // rest of the suite must still be reached often.
+            let rare = matches!(table, "capacity" | "cost") || matches!(key, "capacity" | "cost");
             prop_oneof![
-                16 => Just(None),
+                if rare { 64 } else { 16 } => Just(None),
                 4 => in_range(key, kind).prop_map(Some),
                 1 => typed(kind).prop_map(Some),
                 1 => toml_any().prop_map(Some),
@@ -451,8 +473,17 @@ fn suite_text() -> impl Strategy<Value = String> {
             }
         }
         let mut text = String::new();
-        for table in ["suite", "matrix", "load"] {
+        for table in ["suite", "matrix", "load", "capacity", "cost"] {
+            // The capacity search and the cost measurement are there only when asked for.
+            if matches!(table, "capacity" | "cost") && !tables.contains_key(table) {
+                continue;
+            }
             text.push_str(&format!("[{table}]\n"));
+            // Mostly with its objective: a [capacity] without one is refused at once.
+            let has_slo = tables.get(table).is_some_and(|l| l.iter().any(|l| l.starts_with("slo")));
+            if table == "capacity" && !has_slo {
+                text.push_str("slo = \"p99<10ms\"\n");
+            }
             for line in tables.get(table).into_iter().flatten() {
                 text.push_str(line);
                 text.push('\n');
@@ -851,5 +882,64 @@ fn the_issues_values_in_a_suite_file_are_one_line_and_exit_2() {
         std::fs::write(&file, format!("{table}{scenario}")).expect("write the suite");
         // Without --estimate too: validation comes before anything starts.
         refused(&["run", &file.display().to_string()], want);
+    }
+}
+
+/// A suite's capacity search and cost measurement are checked with the rest of the suite:
+/// an objective that cannot be parsed, a search that cannot be bounded, `cost = true` on a
+/// scenario that is no intermediary, one line and exit 2 before any cell runs (nothing is
+/// written: the results directory does not appear).
+#[test]
+fn bad_capacity_and_cost_settings_in_a_suite_are_one_line_and_exit_2() {
+    let dir = scratch("searches");
+    let file = dir.join("suite.toml");
+    let out = dir.join("out");
+    let echo = "[[scenario]]\nname = \"a\"\nbackend = { serve = \"echo --port {port}\" }\n";
+    for (text, want) in [
+        (
+            format!("[capacity]\nslo = \"p98<10ms\"\n{echo}"),
+            "suite.toml: [capacity] slo: 'p98<10ms': 'p98' is not a reported percentile",
+        ),
+        (
+            format!("[capacity]\nslo = \"p99>10ms\"\n{echo}"),
+            "suite.toml: [capacity] slo: 'p99>10ms': expected NAME<LIMIT",
+        ),
+        (
+            format!("[capacity]\nmax_rate = 100\n{echo}"),
+            "suite.toml: [capacity] slo: is missing",
+        ),
+        (
+            format!("[capacity]\nslo = \"p99<1ms\"\nmin_rate = 500\nmax_rate = 100\n{echo}"),
+            "suite.toml: [capacity] min_rate: must be below max_rate (100), got 500",
+        ),
+        (
+            format!("[capacity]\nslo = \"p99<1ms\"\nmax_steps = 1000\n{echo}"),
+            "suite.toml: [capacity] max_steps: must be from 2 to 30, got 1000",
+        ),
+        (
+            format!("{echo}cost = true\n"),
+            "suite.toml: scenario \"a\": cost: cost = true needs an intermediary: a sut in front \
+             of a backend",
+        ),
+        (
+            format!("{echo}capacity = true\n"),
+            "suite.toml: scenario \"a\": capacity: the suite has no [capacity] table",
+        ),
+        (
+            format!("[cost]\nrepeats = 1\n{echo}"),
+            "suite.toml: [cost] repeats: must be from 2 to 100",
+        ),
+    ] {
+        std::fs::write(&file, text).expect("write the suite");
+        refused(
+            &[
+                "run",
+                &file.display().to_string(),
+                "--out",
+                &out.display().to_string(),
+            ],
+            want,
+        );
+        assert!(!out.exists(), "nothing is written for a bad suite");
     }
 }

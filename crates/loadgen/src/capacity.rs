@@ -31,6 +31,7 @@ use gatebench_model::{
 };
 
 use crate::bounds::{parse_duration, MAX_RATE, MIN_RATE};
+use crate::{Arrival, LoadConfig, StopRule};
 
 /// One objective of an SLO.
 #[derive(Clone, Debug, PartialEq)]
@@ -203,6 +204,75 @@ pub struct SearchSettings {
     pub precision: f64,
     /// Most steps in all (the check included).
     pub max_steps: u32,
+    /// The lowest rate the search tries, requests/s (at least [`MIN_RATE`]): when it fails,
+    /// nothing was met.
+    pub min_rate: f64,
+    /// The highest rate the search tries, requests/s (at most [`MAX_RATE`]): when it passes,
+    /// the answer is "at least this".
+    pub max_rate: f64,
+}
+
+impl SearchSettings {
+    /// The search from `start` with the defaults of `gatebench load --find-max`: growth 1.5,
+    /// rates from [`MIN_RATE`] to [`MAX_RATE`].
+    pub fn new(slo: Slo, start: f64, precision: f64, max_steps: u32) -> SearchSettings {
+        SearchSettings {
+            slo,
+            start,
+            growth: 1.5,
+            precision,
+            max_steps,
+            min_rate: MIN_RATE,
+            max_rate: MAX_RATE,
+        }
+    }
+}
+
+/// The load of one step at `rate`: `base` in the open model at `rate`, after `warmup`,
+/// measured for [`Slo::step_length`] at `rate` (at least `at_least`, and at most `at_most`
+/// when given: a cap on a step's length trades trust in the strictest percentile for time).
+pub fn step_config(
+    base: &LoadConfig,
+    slo: &Slo,
+    rate: f64,
+    warmup: Duration,
+    at_least: Duration,
+    at_most: Option<Duration>,
+) -> LoadConfig {
+    let mut c = base.clone();
+    let length = slo.step_length(rate, at_least);
+    c.arrival = Arrival::Open { rate };
+    c.warmup = warmup;
+    c.stop = StopRule {
+        duration: Some(at_most.map_or(length, |m| length.min(m.max(at_least)))),
+        requests: None,
+    };
+    c
+}
+
+/// The closed-model load whose throughput sets the first step when none is given: `base`
+/// with its connections, 0.5 s of warm-up and 2 s measured. Its throughput bounds what the
+/// open model can be offered with the same connections; [`start_from_probe`] takes half.
+pub fn probe_config(base: &LoadConfig) -> LoadConfig {
+    let mut c = base.clone();
+    c.arrival = Arrival::Closed;
+    c.warmup = PROBE_WARMUP;
+    c.stop = StopRule {
+        duration: Some(PROBE_LENGTH),
+        requests: None,
+    };
+    c
+}
+
+/// Warm-up of [`probe_config`].
+pub const PROBE_WARMUP: Duration = Duration::from_millis(500);
+
+/// Measurement of [`probe_config`].
+pub const PROBE_LENGTH: Duration = Duration::from_secs(2);
+
+/// The first step's rate from the closed-model probe's throughput: half of it, a safe start.
+pub fn start_from_probe(throughput_rps: f64) -> f64 {
+    (throughput_rps / 2.0).max(1.0)
 }
 
 /// Runs the search. `step(rate, phase)` runs one step and returns its record; an error aborts
@@ -218,7 +288,9 @@ pub fn search<E>(
     let mut lo: Option<f64> = None; // highest rate that passed
     let mut hi: Option<f64> = None; // lowest rate that failed
     let mut verdict = None;
-    let mut rate = settings.start.clamp(MIN_RATE, MAX_RATE);
+    let min_rate = settings.min_rate.max(MIN_RATE);
+    let max_rate = settings.max_rate.clamp(min_rate, MAX_RATE);
+    let mut rate = settings.start.clamp(min_rate, max_rate);
     // A run of lucky passes cannot keep the search going for ever.
     let mut checks_left = 3u32;
     // Nor a run of false failures (see "confirm" below).
@@ -260,18 +332,18 @@ pub fn search<E>(
         }
         match (lo, hi) {
             (None, Some(h)) => {
-                if h <= MIN_RATE * 1.0001 {
+                if h <= min_rate * 1.0001 {
                     verdict = Some(CapacityVerdict::NoneMet);
                     break;
                 }
-                rate = (h / settings.growth).max(MIN_RATE);
+                rate = (h / settings.growth).max(min_rate);
             }
             (Some(l), None) => {
-                if l >= MAX_RATE {
+                if l >= max_rate * 0.9999 {
                     verdict = Some(CapacityVerdict::Found);
                     break;
                 }
-                rate = (l * settings.growth).min(MAX_RATE);
+                rate = (l * settings.growth).min(max_rate);
             }
             (Some(l), Some(h)) => {
                 if (h - l) / l <= settings.precision
@@ -346,7 +418,7 @@ pub fn search<E>(
                     lo = below;
                     rate = match below {
                         Some(b) => (b * l).sqrt(),
-                        None => l / settings.growth,
+                        None => (l / settings.growth).max(min_rate),
                     };
                     continue;
                 }
@@ -506,13 +578,7 @@ mod tests {
     }
 
     fn settings(slo: &str, start: f64) -> SearchSettings {
-        SearchSettings {
-            slo: slo.parse().unwrap(),
-            start,
-            growth: 1.5,
-            precision: 0.02,
-            max_steps: 40,
-        }
+        SearchSettings::new(slo.parse().unwrap(), start, 0.02, 40)
     }
 
     /// p99 < 10 ms holds below 90 % of the capacity: the answer is 9,000 req/s of a 10,000

@@ -15,6 +15,7 @@
 //! - [`bounds`]: the accepted range of every number, and the one duration parser.
 //! - [`config`]: what a caller asks for and its validation.
 //! - [`capacity`]: the capacity search (`--find-max`): the highest rate within an objective.
+//! - [`cost`]: an intermediary's cost, measured: direct and through it, interleaved.
 //! - [`arrival`]: arrival programs (ramp, steps, sine) and Poisson arrivals for the open model.
 //! - [`request`]: the request, encoded once; seed-004 JSON payloads.
 //! - [`mix`]: a weighted mix of requests read from a file, and the picker that follows it.
@@ -47,6 +48,7 @@ pub mod capacity;
 mod classes;
 pub mod config;
 mod connect;
+pub mod cost;
 pub mod error;
 mod exchange;
 #[cfg(feature = "fuzzing")]

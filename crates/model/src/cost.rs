@@ -4,6 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The percentiles whose added latency is reported, in [`CostRun::percentiles_ms`] order.
+pub const COST_PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
+
 /// One run of the measurement.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CostRun {

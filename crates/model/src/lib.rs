@@ -29,7 +29,7 @@ pub mod outcome;
 pub mod suite;
 
 pub use capacity::{CapacityReport, CapacityStep, CapacityVerdict};
-pub use cost::{AddedLatency, CostReport, CostRun};
+pub use cost::{AddedLatency, CostReport, CostRun, COST_PERCENTILES};
 pub use latency::{LatencySummary, Percentile, PERCENTILES};
 pub use load::{
     ArrivalRecord, ClassReport, ConnectionStats, LoadConfigRecord, LoadReport, MergeInfo,
@@ -38,8 +38,8 @@ pub use load::{
 };
 pub use outcome::{Outcome, OutcomeCounts};
 pub use suite::{
-    CellParams, CellRecord, CellStatus, Environment, GcSummary, ProcessRecord, ResourceSummary,
-    RunManifest, SystemSettings,
+    CellKind, CellParams, CellRecord, CellStatus, Environment, GcSummary, ProcessRecord,
+    ResourceSummary, RunManifest, SystemSettings,
 };
 
 /// Version of the on-disk JSON formats. Bumped whenever a field changes meaning or goes away;

@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{LoadReport, ToolInfo};
+use crate::{CapacityReport, CostReport, LoadReport, ToolInfo};
 
 /// What `run.json` says: this directory is a gatebench results directory, of which version,
 /// and which cells the run planned (so an interrupted run is reported as incomplete).
@@ -176,6 +176,31 @@ pub struct CellParams {
     /// Requests the measurement ends after (ab's `-n`), when the suite gives a count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requests: Option<u64>,
+    /// What the cell measures: one load (absent from the JSON), a capacity search or an
+    /// intermediary's cost.
+    #[serde(default, skip_serializing_if = "CellKind::is_load")]
+    pub kind: CellKind,
+}
+
+/// What a cell measures.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CellKind {
+    /// One load at one point of the matrix: the record's `load`.
+    #[default]
+    Load,
+    /// The capacity search at one point (size × delay × protocol) of a scenario: the record's
+    /// `capacity`.
+    Capacity,
+    /// The intermediary's cost at one point of a scenario: the record's `cost`.
+    Cost,
+}
+
+impl CellKind {
+    /// Whether this is an ordinary load cell (the default, left out of the JSON).
+    pub fn is_load(&self) -> bool {
+        *self == CellKind::Load
+    }
 }
 
 /// Whether a cell produced a result.
@@ -258,6 +283,14 @@ pub struct CellRecord {
     /// "Memory Footprint After Full GC").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gc_measurement: Option<GcSummary>,
+    /// A capacity cell's search: every step and the max rate within the SLO. Absent in other
+    /// cells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<CapacityReport>,
+    /// A cost cell's measurement: the runs direct and through the intermediary, the added
+    /// latency per percentile and the intermediary's CPU per request. Absent in other cells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<CostReport>,
 }
 
 /// The garbage collector of the system under test over one window (warm-up or measurement),

@@ -61,14 +61,17 @@ pub fn verdict(r: &CapacityReport) -> String {
             r.uncertainty_percent.unwrap_or(0.0)
         ),
         (CapacityVerdict::Found, Some(m), None) => format!(
-            "Max rate within the SLO: at least {} req/s (the highest rate gatebench offers)",
+            "Max rate within the SLO: at least {} req/s (the highest rate the search tries)",
             rate(m)
         ),
-        (CapacityVerdict::GeneratorBound, m, _) => format!(
+        (CapacityVerdict::GeneratorBound, Some(m), _) => format!(
             "The generator was the bottleneck before the target: the max rate within the SLO is \
              at least {} req/s (add --threads, or generate load from more machines)",
-            m.map_or("0".to_owned(), rate)
+            rate(m)
         ),
+        (CapacityVerdict::GeneratorBound, None, _) => "The generator was the bottleneck before \
+             any rate passed: no answer (add --threads, or generate load from more machines)"
+            .to_owned(),
         (CapacityVerdict::NoneMet, _, f) => format!(
             "No rate tried met the SLO (the lowest tried, {} req/s, failed)",
             f.map_or("?".to_owned(), rate)

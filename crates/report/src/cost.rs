@@ -4,13 +4,12 @@
 
 use std::fmt::Write;
 
-use gatebench_model::{AddedLatency, CostRun};
+use gatebench_model::{AddedLatency, CostReport, CostRun, SCHEMA_VERSION};
 
 use crate::fmt::{duration_ms, rate};
 use crate::stats::{hodges_lehmann, median};
 
-/// The percentiles whose added latency is reported.
-pub const COST_PERCENTILES: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
+pub use gatebench_model::COST_PERCENTILES;
 
 /// The added latency at each of [`COST_PERCENTILES`]: the Hodges-Lehmann shift between the
 /// runs through the intermediary and the direct ones, with Moses's 95 % interval (or the
@@ -60,6 +59,61 @@ pub fn intermediary_cpu(runs: &[CostRun], duration_s: f64) -> (Option<f64>, Opti
         .map(|r| r.intermediary_cpu_s.unwrap_or(0.0) / duration_s.max(1e-9) * 100.0)
         .collect();
     (median(&per_request), median(&percent))
+}
+
+/// What every run of a measurement shared.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CostSetup {
+    /// The back-end, reached directly.
+    pub direct_url: String,
+    /// The same back-end through the intermediary.
+    pub via_url: String,
+    /// The open-model rate, requests/s.
+    pub rate: f64,
+    /// Connections.
+    pub connections: u32,
+    /// Measurement length of a run, seconds.
+    pub duration_s: f64,
+    /// Repeats of each path.
+    pub repeats: u32,
+}
+
+/// The whole record from the runs: the added latency per percentile ([`added_latency`]), the
+/// intermediary's CPU ([`intermediary_cpu`]) and what could make the figures mislead (runs
+/// with errors, runs the generator's self-check flagged).
+pub fn report(setup: CostSetup, runs: Vec<CostRun>) -> CostReport {
+    let mut warnings = Vec::new();
+    let errored: Vec<String> = runs
+        .iter()
+        .filter(|r| r.error_percent > 0.0)
+        .map(|r| format!("{} {} ({:.3}%)", r.path, r.repeat, r.error_percent))
+        .collect();
+    if !errored.is_empty() {
+        warnings.push(format!(
+            "runs with errors: {}; their latency includes censored values",
+            errored.join(", ")
+        ));
+    }
+    if runs.iter().any(|r| !r.valid) {
+        warnings.push(
+            "the generator's self-check flagged some runs: it may have been the bottleneck".into(),
+        );
+    }
+    let (cpu_us, cpu_pct) = intermediary_cpu(&runs, setup.duration_s);
+    CostReport {
+        schema_version: SCHEMA_VERSION,
+        direct_url: setup.direct_url,
+        via_url: setup.via_url,
+        rate: setup.rate,
+        connections: setup.connections,
+        duration_s: setup.duration_s,
+        repeats: setup.repeats,
+        added: added_latency(&runs),
+        runs,
+        intermediary_cpu_us_per_request: cpu_us,
+        intermediary_cpu_percent: cpu_pct,
+        warnings,
+    }
 }
 
 /// The report as text: the added latency per percentile, then the CPU.

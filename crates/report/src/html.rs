@@ -158,9 +158,15 @@ pub fn render(input: &ReportInput<'_>) -> Rendered {
          scenario names its SUT's GC log: GC throughput is the share of the measurement the SUT \
          was not paused; the memory footprint is the heap after a full collection.</p>"
     );
-    load_charts(&mut h, &mut svgs, &input.cells);
+    // Capacity and cost cells have their own sections, not a load's plots.
+    let loads: Vec<CellData<'_>> = (input.cells.iter())
+        .filter(|c| c.record.cell.kind.is_load())
+        .cloned()
+        .collect();
+    load_charts(&mut h, &mut svgs, &loads);
+    crate::searches::html(&mut h, &mut svgs, &records);
     let _ = writeln!(h, "<h2 id=\"cells\">Cells</h2>");
-    let mut order: Vec<&CellData<'_>> = input.cells.iter().collect();
+    let mut order: Vec<&CellData<'_>> = loads.iter().collect();
     let ids: Vec<String> = summary::rows(&records, Phase::Measurement)
         .into_iter()
         .map(|r| r.id)

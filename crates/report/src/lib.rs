@@ -8,6 +8,7 @@
 //! - [`fmt`]: number formatting shared by the renderers.
 //! - [`stats`]: Mann-Whitney U, Hodges-Lehmann shifts, medians, geometric means.
 //! - [`cost`]: the intermediary's own cost (added latency per percentile, CPU per request).
+//! - [`searches`]: a suite's capacity and cost cells as tables (summary, CSV, JSON, HTML).
 //! - [`compare`]: runs against a baseline, per cell and metric; its submodules render the
 //!   comparison as Markdown, JSON and JUnit XML (a CI gate's report).
 //! - [`cellfiles`]: a cell's side files (`samples.csv`, `timeline.csv`, `latency.hlog`) read
@@ -22,6 +23,7 @@ pub mod cost;
 pub mod fmt;
 pub mod html;
 pub mod load_text;
+pub mod searches;
 pub mod stats;
 pub mod summary;
 pub mod svg;

@@ -105,9 +105,10 @@ pub fn flags(r: &CellRecord) -> Vec<String> {
 }
 
 /// The rows of `records` for `phase`, in suite order (scenario, users or rate, size, delay,
-/// protocol, repeat), whatever order the cells ran in.
+/// protocol, repeat), whatever order the cells ran in. Load cells only: capacity and cost
+/// cells have their own tables ([`crate::searches`]).
 pub fn rows(records: &[CellRecord], phase: Phase) -> Vec<Row> {
-    let mut sorted: Vec<&CellRecord> = records.iter().collect();
+    let mut sorted: Vec<&CellRecord> = records.iter().filter(|r| r.cell.kind.is_load()).collect();
     sorted.sort_by(|a, b| {
         let (a, b) = (&a.cell, &b.cell);
         a.scenario_index
@@ -159,7 +160,7 @@ pub fn rows(records: &[CellRecord], phase: Phase) -> Vec<Row> {
 }
 
 /// Protocols in the order suites list them (h1c, h1, h2, h2c), unknown ones last.
-fn protocol_rank(p: &str) -> (usize, &str) {
+pub(crate) fn protocol_rank(p: &str) -> (usize, &str) {
     let rank = ["h1c", "h1", "h2", "h2c"]
         .iter()
         .position(|x| *x == p)
@@ -195,7 +196,7 @@ fn gc_figures(r: &CellRecord, phase: Phase) -> Option<&GcSummary> {
 }
 
 /// The title, with the protocol when the same scenario ran over several.
-fn scenario_name(r: &CellRecord, all: &[CellRecord]) -> String {
+pub(crate) fn scenario_name(r: &CellRecord, all: &[CellRecord]) -> String {
     let several = all
         .iter()
         .any(|o| o.cell.scenario == r.cell.scenario && o.cell.protocol != r.cell.protocol);
@@ -220,7 +221,7 @@ pub fn measured(p: &CellParams) -> String {
 }
 
 /// A number without a useless `.0` (`0`, `0.5`, `2500`).
-fn number(x: f64) -> String {
+pub(crate) fn number(x: f64) -> String {
     if x.fract() == 0.0 {
         format!("{x:.0}")
     } else {
@@ -335,6 +336,7 @@ pub fn markdown(suite: &str, records: &[CellRecord], missing: usize) -> String {
          throughput is the share of the window outside stop-the-world pauses, the footprint \
          the mean heap after a full collection.\n",
     );
+    out.push_str(&crate::searches::markdown(records));
     let _ = writeln!(
         out,
         "\n## Warm-up (not part of the results)\n\n{}",
@@ -447,6 +449,8 @@ pub fn json(suite: &str, records: &[CellRecord], missing: usize) -> String {
         "missing_cells": missing,
         "measurement": phase_rows(Phase::Measurement),
         "warmup": phase_rows(Phase::Warmup),
+        "capacity": crate::searches::capacity_json(records),
+        "cost": crate::searches::cost_json(records),
     });
     let mut s = serde_json::to_string_pretty(&v).expect("JSON values always serialize");
     s.push('\n');

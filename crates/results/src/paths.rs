@@ -14,6 +14,10 @@ pub const SUMMARY_MD: &str = "summary.md";
 pub const SUMMARY_CSV: &str = "summary.csv";
 /// The summary table of the warm-up as CSV.
 pub const WARMUP_CSV: &str = "warmup.csv";
+/// The capacity cells' table (max rate within SLO) as CSV, when the run has capacity cells.
+pub const CAPACITY_CSV: &str = "capacity.csv";
+/// The cost cells' table (added latency, intermediary CPU) as CSV, when the run has cost cells.
+pub const COST_CSV: &str = "cost.csv";
 /// Both summary tables as JSON.
 pub const SUMMARY_JSON: &str = "summary.json";
 /// The self-contained HTML report.

@@ -9,6 +9,7 @@
 //! are stopped on every path out of here, panics included.
 
 mod remote;
+mod search;
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -147,6 +148,8 @@ pub fn run_cell(
             sut_measurement: None,
             gc_warmup: None,
             gc_measurement: None,
+            capacity: None,
+            cost: None,
         },
         hlog: Vec::new(),
         samples_csv: None,
@@ -388,6 +391,14 @@ fn lifecycle(
         None => AnySampler::Local(Sampler::start(target_pid, origin, SAMPLE_PERIOD)),
     };
     let restore = pin_generator(ctx.placement);
+    if cell.kind != gatebench_model::CellKind::Load {
+        let backend = search::Backend::new(hosts.backend.addr, backend_ports, backend_protocol);
+        let pid = target_place.remote.is_none().then_some(target_pid);
+        return search::run(
+            ctx, cell, sc, driver, events, config, backend, pid, sampler, restore, origin, guard,
+            out,
+        );
+    }
     events(CellEvent::Phase(if ctx.suite.warmup.is_zero() {
         Phase::Measuring
     } else {
@@ -831,6 +842,7 @@ fn params(ctx: &CellContext<'_>, cell: &Cell) -> CellParams {
             0.0
         },
         requests: ctx.suite.requests,
+        kind: cell.kind,
     }
 }
 

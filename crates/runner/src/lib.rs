@@ -9,7 +9,9 @@
 //! descriptors from `/proc`, stops everything by PID, and writes the cell's record at once.
 //!
 //! It does not render summaries (see `gatebench-report`; the caller rewrites them after every
-//! cell through [`run::Observer`]) nor generate load itself (see `gatebench-loadgen`).
+//! cell through [`run::Observer`]) nor generate load itself (see `gatebench-loadgen`). From
+//! `gatebench-report` it takes only a cost cell's statistics (`cost::report`), so that a suite
+//! and `gatebench cost` compute the intermediary's added latency alike.
 //!
 //! # Layout
 //! - [`suite`]: the suite format (`suite::raw`) and its validation into real types.
@@ -23,7 +25,7 @@
 //! - [`pin`]: CPU placement of the SUT and the generator.
 //! - [`sampler`]: `/proc` sampling and cutting samples to the load's windows.
 //! - [`gc`]: the SUT's GC log (JVM unified logging, Go gctrace), cut to the same windows.
-//! - [`cell`]: the lifecycle of one cell.
+//! - [`cell`]: the lifecycle of one cell (capacity and cost cells in `cell/search.rs`).
 //! - [`run`](mod@run): the whole run, setup commands, progress for an observer.
 //! - [`results`]: the environment and default directory name; the results directory itself
 //!   (`gatebench-results`) re-exported.

@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use gatebench_model::CellKind;
+
 use crate::error::RunnerError;
 use crate::suite::{Intensity, Order, Protocol, Suite};
 
@@ -34,6 +36,10 @@ pub struct Cell {
     pub protocol: Protocol,
     /// Repeat number, 1-based.
     pub repeat: u32,
+    /// What the cell measures: one load, or (once per scenario and size × delay × protocol,
+    /// after every load cell) the capacity search or the intermediary's cost. Their ids are
+    /// `<scenario>_capacity_s<size>_d<delay ms>[_<protocol>]` and `…_cost_…`.
+    pub kind: CellKind,
 }
 
 /// The cells to run, in order, and what they will cost.
@@ -105,9 +111,16 @@ pub fn estimate(suite: &Suite, cells: usize) -> Duration {
 
 /// The estimated length of one cell: warm-up, the measurement (for a request count, at the
 /// cell's rate or the suite's `expected_rate`: [`Suite::measurement_estimate`]) and
-/// [`CELL_OVERHEAD`].
+/// [`CELL_OVERHEAD`]. A capacity cell counts its search's longest
+/// ([`crate::suite::CapacitySettings::longest`]: every one of its `max_steps` steps at its
+/// longest, an upper bound), a cost cell its `2 × repeats` runs.
 pub fn cell_time(suite: &Suite, cell: &Cell) -> Duration {
-    per_cell(suite, &cell.intensity)
+    let search = match cell.kind {
+        CellKind::Load => return per_cell(suite, &cell.intensity),
+        CellKind::Capacity => suite.capacity.as_ref().map(|c| c.longest()),
+        CellKind::Cost => suite.cost.as_ref().map(|c| c.length()),
+    };
+    search.unwrap_or_default().saturating_add(CELL_OVERHEAD)
 }
 
 fn per_cell(suite: &Suite, intensity: &Intensity) -> Duration {
@@ -143,6 +156,7 @@ pub fn expand(suite: &Suite) -> Vec<Cell> {
             delay,
             protocol,
             repeat,
+            kind: CellKind::Load,
         }
     };
     let n = suite.scenarios.len();
@@ -172,6 +186,57 @@ pub fn expand(suite: &Suite) -> Vec<Cell> {
                 for &protocol in &suite.scenarios[s].protocols {
                     for p in &by_repeat {
                         out.push(make(s, protocol, p.clone()));
+                    }
+                }
+            }
+        }
+    }
+    out.extend(searches(suite));
+    out
+}
+
+/// The capacity and cost cells: one of each kind per scenario that asks for it, size, delay
+/// and protocol (not per intensity, which the search or `[cost] rate` replaces, nor per
+/// repeat: a search checks its answer, a cost measurement repeats its runs), point by point,
+/// every scenario in turn.
+fn searches(suite: &Suite) -> Vec<Cell> {
+    let mut out = Vec::new();
+    let m = &suite.matrix;
+    for &size in &m.sizes {
+        for &delay in &m.delays {
+            for (s, sc) in suite.scenarios.iter().enumerate() {
+                let shown = |p: Protocol| (sc.protocols.len() > 1).then_some(p);
+                let kinds = [
+                    (sc.capacity, CellKind::Capacity, "capacity"),
+                    (sc.cost, CellKind::Cost, "cost"),
+                ];
+                for &protocol in &sc.protocols {
+                    for (wanted, kind, word) in kinds {
+                        if !wanted {
+                            continue;
+                        }
+                        let intensity = match kind {
+                            // The cell's load: `[load] connections`, closed (the probe that
+                            // picks the first step) or at the cost rate.
+                            CellKind::Cost => {
+                                Intensity::Rate(suite.cost.as_ref().map_or(1.0, |c| c.rate))
+                            }
+                            _ => Intensity::Users(suite.load.connections),
+                        };
+                        let delay_ms = number(delay.as_secs_f64() * 1e3);
+                        let proto = shown(protocol)
+                            .map(|p| format!("_{}", p.name()))
+                            .unwrap_or_default();
+                        out.push(Cell {
+                            id: format!("{}_{word}_s{size}_d{delay_ms}{proto}", sc.name),
+                            scenario: s,
+                            intensity,
+                            size,
+                            delay,
+                            protocol,
+                            repeat: 1,
+                            kind,
+                        });
                     }
                 }
             }

@@ -5,6 +5,7 @@
 //! commands; the checks live in `suite/validate.rs`) or one clear error naming the key; effects
 //! (ports, processes) come later, in [`crate::cell`]. The format is documented in `docs/suite-format.md`.
 
+mod extra;
 pub mod raw;
 mod validate;
 
@@ -19,6 +20,7 @@ use gatebench_loadgen::Arrival;
 use crate::error::RunnerError;
 use crate::gc::GcFormat;
 use crate::hosts::{HostSpec, Hosts};
+pub use extra::{CapacitySettings, CostSettings, DEFAULT_COST_RATE, MAX_STEPS};
 use raw::{RawHosts, RawLoad, RawMatrix, RawQuick, RawScenario, RawSettings, RawSuite};
 use validate::{
     names, raw_process, split_intensities, toml_error, validate_load, validate_matrix,
@@ -225,6 +227,12 @@ pub struct Scenario {
     pub sut: Option<ProcessTemplate>,
     /// The SUT's GC log, read after every cell; `None` when the scenario names none.
     pub gc: Option<GcLog>,
+    /// Whether the suite's capacity search runs for this scenario (a capacity cell per
+    /// point).
+    pub capacity: bool,
+    /// Whether the SUT's own cost is measured (a cost cell per point): it is an
+    /// intermediary in front of the back-end.
+    pub cost: bool,
 }
 
 /// Where a scenario's system under test writes its garbage-collection log, and in which format
@@ -331,6 +339,10 @@ pub struct Suite {
     pub scenarios: Vec<Scenario>,
     /// Where the processes run (`[hosts]`).
     pub hosts: Hosts,
+    /// `[capacity]`: the capacity search of scenarios with `capacity`.
+    pub capacity: Option<CapacitySettings>,
+    /// `[cost]`: the cost measurement of scenarios with `cost` (present when one has).
+    pub cost: Option<CostSettings>,
 }
 
 impl Suite {
@@ -489,9 +501,18 @@ impl Suite {
                 "no [[scenario]]: a suite needs at least one scenario".into()
             ));
         }
+        let capacity = raw
+            .capacity
+            .as_ref()
+            .map(extra::validate_capacity)
+            .transpose()
+            .map_err(in_file)?;
         let mut scenarios: Vec<Scenario> = Vec::with_capacity(raw.scenarios.len());
         for (i, rs) in raw.scenarios.into_iter().enumerate() {
-            let sc = validate_scenario(i, rs, base_dir, &matrix, &load).map_err(in_file)?;
+            let (wants_capacity, wants_cost) = (rs.capacity, rs.cost.unwrap_or(false));
+            let mut sc = validate_scenario(i, rs, base_dir, &matrix, &load).map_err(in_file)?;
+            extra::scenario_flags(&mut sc, capacity.is_some(), wants_capacity, wants_cost)
+                .map_err(in_file)?;
             if scenarios.iter().any(|o| o.name == sc.name) {
                 return Err(err(format!(
                     "scenario \"{}\": the name is used twice",
@@ -500,6 +521,13 @@ impl Suite {
             }
             scenarios.push(sc);
         }
+        let cost = match (&raw.cost, scenarios.iter().any(|s| s.cost)) {
+            (None, false) => None,
+            (r, _) => Some(
+                extra::validate_cost(&r.clone().unwrap_or_default(), warmup, duration)
+                    .map_err(in_file)?,
+            ),
+        };
         let suite = Suite {
             source: source.to_owned(),
             base_dir: base_dir.to_path_buf(),
@@ -521,6 +549,8 @@ impl Suite {
             matrix,
             scenarios,
             hosts,
+            capacity,
+            cost,
         };
         suite.check_size().map_err(|e| err(e.to_string()))?;
         let mut suite = suite;
@@ -743,9 +773,13 @@ impl Suite {
                     sut: s.sut.as_ref().map(raw_process),
                     gc_format: s.gc.as_ref().map(|g| g.format.name().to_owned()),
                     gc_log: s.gc.as_ref().and_then(|g| g.path.clone()),
+                    capacity: self.capacity.as_ref().map(|_| s.capacity),
+                    cost: s.cost.then_some(true),
                 })
                 .collect(),
             quick: self.quick.clone(),
+            capacity: self.capacity.as_ref().map(extra::raw_capacity),
+            cost: self.cost.as_ref().map(extra::raw_cost),
         };
         let body = toml::to_string(&raw).expect("suite structs always serialize to TOML");
         format!(

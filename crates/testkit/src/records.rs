@@ -32,6 +32,7 @@ pub fn cell_params(
         warmup_s: 1.0,
         duration_s: 4.0,
         requests: None,
+        kind: Default::default(),
     }
 }
 
@@ -113,5 +114,7 @@ pub fn cell_record(
         sut_measurement,
         gc_warmup: None,
         gc_measurement: None,
+        capacity: None,
+        cost: None,
     }
 }

@@ -15,8 +15,8 @@ use anyhow::{anyhow, Context, Result};
 use clap::Args;
 use gatebench_loadgen::bounds::{check_rate, parse_duration};
 use gatebench_loadgen::{Arrival, LoadConfig, LoadSpec, RequestBody, RunOptions, StopRule};
-use gatebench_model::{CostReport, CostRun, SCHEMA_VERSION};
-use gatebench_report::cost::{self, COST_PERCENTILES};
+use gatebench_model::LoadReport;
+use gatebench_report::cost::{self, CostSetup};
 
 use super::load::create;
 use crate::signal;
@@ -98,6 +98,14 @@ fn spec(args: &CostArgs, url: &str) -> LoadSpec {
     s
 }
 
+/// Why the measurement stopped early.
+enum Stopped {
+    /// Ctrl-C.
+    Interrupted,
+    /// A run could not run, or the intermediary's CPU could not be read.
+    Failed(anyhow::Error),
+}
+
 /// CPU seconds (user + system) of process `pid` so far.
 fn process_cpu(pid: u32) -> Result<f64> {
     let p = procfs::process::Process::new(pid as i32)
@@ -135,62 +143,35 @@ pub fn run(args: CostArgs) -> Result<ExitCode> {
     gatebench_loadgen::probe(&via).context("--via")?;
 
     let stop = signal::interrupt_flag();
-    let mut runs = Vec::new();
-    let mut order = 0;
-    for repeat in 1..=args.repeats {
-        // direct, via, via, direct, …: each path goes first as often as second.
-        let paths = if repeat % 2 == 1 {
-            ["direct", "via"]
-        } else {
-            ["via", "direct"]
-        };
-        for path in paths {
-            let config = if path == "direct" { &direct } else { &via };
-            let cpu0 = match (path, args.via_pid) {
-                ("via", Some(pid)) => Some(process_cpu(pid)?),
-                _ => None,
-            };
+    let quiet = args.quiet;
+    let runs = gatebench_loadgen::cost::measure(
+        &direct,
+        &via,
+        args.repeats,
+        |config| -> Result<LoadReport, Stopped> {
             let out = gatebench_loadgen::run(
                 config.clone(),
                 RunOptions {
                     stop: Some(stop.clone()),
                     ..RunOptions::default()
                 },
-            )?;
+            )
+            .map_err(|e| Stopped::Failed(e.into()))?;
             if stop.load(Ordering::Relaxed) {
-                eprintln!("gatebench: interrupted; no cost figures (the runs so far are above)");
-                return Ok(ExitCode::from(130));
+                return Err(Stopped::Interrupted);
             }
-            // The whole run's CPU (warm-up included) over the whole run's responses.
-            let cpu = match (cpu0, args.via_pid) {
-                (Some(c0), Some(pid)) => Some(process_cpu(pid)? - c0),
-                _ => None,
-            };
-            let r = &out.report;
-            let m = &r.measurement;
-            let responses_all =
-                m.outcomes.responses() + r.warmup.as_ref().map_or(0, |w| w.outcomes.responses());
-            order += 1;
-            let run = CostRun {
-                order,
-                path: path.to_owned(),
-                repeat,
-                percentiles_ms: COST_PERCENTILES
-                    .iter()
-                    .map(|p| m.latency.at(*p).unwrap_or(f64::NAN))
-                    .collect(),
-                responses: m.outcomes.responses(),
-                throughput_rps: m.throughput_rps,
-                error_percent: m.error_percent,
-                // Scaled to the measurement's share of the answers, so that CPU per request
-                // divides like for like.
-                intermediary_cpu_s: cpu
-                    .map(|c| c * m.outcomes.responses() as f64 / (responses_all.max(1)) as f64),
-                valid: r.valid,
-            };
-            if !args.quiet {
+            Ok(out.report)
+        },
+        || match args.via_pid {
+            Some(pid) => process_cpu(pid).map(Some).map_err(Stopped::Failed),
+            None => Ok(None),
+        },
+        |run| {
+            if !quiet {
                 eprintln!(
-                    "run {order:>2}: {path:<6} p50 {:.3} ms  p99 {:.3} ms  errors {:.3}%{}",
+                    "run {:>2}: {:<6} p50 {:.3} ms  p99 {:.3} ms  errors {:.3}%{}",
+                    run.order,
+                    run.path,
                     run.percentiles_ms[0],
                     run.percentiles_ms[2],
                     run.error_percent,
@@ -199,42 +180,27 @@ pub fn run(args: CostArgs) -> Result<ExitCode> {
                         .unwrap_or_default()
                 );
             }
-            runs.push(run);
+        },
+    );
+    let runs = match runs {
+        Ok(r) => r,
+        Err(Stopped::Failed(e)) => return Err(e),
+        Err(Stopped::Interrupted) => {
+            eprintln!("gatebench: interrupted; no cost figures (the runs so far are above)");
+            return Ok(ExitCode::from(130));
         }
-    }
-    let mut warnings = Vec::new();
-    let errored: Vec<String> = runs
-        .iter()
-        .filter(|r| r.error_percent > 0.0)
-        .map(|r| format!("{} {} ({:.3}%)", r.path, r.repeat, r.error_percent))
-        .collect();
-    if !errored.is_empty() {
-        warnings.push(format!(
-            "runs with errors: {}; their latency includes censored values",
-            errored.join(", ")
-        ));
-    }
-    if runs.iter().any(|r| !r.valid) {
-        warnings.push(
-            "the generator's self-check flagged some runs: it may have been the bottleneck".into(),
-        );
-    }
-    let duration_s = args.duration.as_secs_f64();
-    let (cpu_us, cpu_pct) = cost::intermediary_cpu(&runs, duration_s);
-    let report = CostReport {
-        schema_version: SCHEMA_VERSION,
-        direct_url: direct.target.url.clone(),
-        via_url: via.target.url.clone(),
-        rate: args.rate,
-        connections: args.connections,
-        duration_s,
-        repeats: args.repeats,
-        added: cost::added_latency(&runs),
-        runs,
-        intermediary_cpu_us_per_request: cpu_us,
-        intermediary_cpu_percent: cpu_pct,
-        warnings,
     };
+    let report = cost::report(
+        CostSetup {
+            direct_url: direct.target.url.clone(),
+            via_url: via.target.url.clone(),
+            rate: args.rate,
+            connections: args.connections,
+            duration_s: args.duration.as_secs_f64(),
+            repeats: args.repeats,
+        },
+        runs,
+    );
     let text = cost::render(&report);
     let json = serde_json::to_string_pretty(&report).context("encoding the JSON record")?;
     if json_stdout {

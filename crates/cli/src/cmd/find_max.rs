@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{anyhow, Context, Result};
 use gatebench_loadgen::bounds::check_rate;
 use gatebench_loadgen::capacity::{self, SearchSettings, Slo};
-use gatebench_loadgen::{Arrival, LoadConfig, RunOptions, StopRule};
+use gatebench_loadgen::{LoadConfig, RunOptions};
 use gatebench_model::CapacityStep;
 
 use super::load::{create, spec};
@@ -46,8 +46,7 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
     if args.step_duration < Duration::from_millis(100) {
         anyhow::bail!("--step-duration must be at least 100ms");
     }
-    let base = spec(&args)?;
-    let config = LoadConfig::try_new(base.clone())?;
+    let config = LoadConfig::try_new(spec(&args)?)?;
     gatebench_loadgen::limits::ensure_fd_limit(u64::from(config.connections))?;
     let mut json_out = match args.json.as_deref() {
         Some(p) if p == Path::new("-") => None,
@@ -68,17 +67,8 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
     let start = match args.start_rate {
         Some(r) => r,
         None => {
-            // The closed model's throughput with the same connections bounds what the open
-            // model can be offered; half of it is a safe first step.
-            let mut s = base.clone();
-            s.arrival = Arrival::Closed;
-            s.warmup = Duration::from_millis(500);
-            s.stop = StopRule {
-                duration: Some(Duration::from_secs(2)),
-                requests: None,
-            };
             let out = gatebench_loadgen::run(
-                LoadConfig::try_new(s)?,
+                capacity::probe_config(&config),
                 RunOptions {
                     stop: Some(stop.clone()),
                     ..RunOptions::default()
@@ -89,16 +79,10 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
                 "closed-model probe with {} connections: {:.0} req/s; first step at half",
                 config.connections, t
             );
-            (t / 2.0).max(1.0)
+            capacity::start_from_probe(t)
         }
     };
-    let settings = SearchSettings {
-        slo: slo.clone(),
-        start,
-        growth: 1.5,
-        precision: args.precision / 100.0,
-        max_steps: MAX_STEPS,
-    };
+    let settings = SearchSettings::new(slo.clone(), start, args.precision / 100.0, MAX_STEPS);
     let mut seen: Vec<CapacityStep> = Vec::new();
     let result = capacity::search(
         &settings,
@@ -108,14 +92,8 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
             if stop.load(Ordering::Relaxed) {
                 return Err(Stopped::Interrupted);
             }
-            let mut s = base.clone();
-            s.arrival = Arrival::Open { rate };
-            s.warmup = warmup;
-            s.stop = StopRule {
-                duration: Some(slo.step_length(rate, args.step_duration)),
-                requests: None,
-            };
-            let config = LoadConfig::try_new(s).map_err(|e| Stopped::Failed(e.into()))?;
+            let config =
+                capacity::step_config(&config, &slo, rate, warmup, args.step_duration, None);
             let out = gatebench_loadgen::run(
                 config,
                 RunOptions {

@@ -10,17 +10,18 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use gatebench_model::{CellRecord, Environment};
+use gatebench_model::{CellKind, CellRecord, Environment};
 use gatebench_report::cellfiles;
 use gatebench_report::html::{self, CellData, ReportInput};
+use gatebench_report::searches;
 use gatebench_report::summary::{self, Phase};
 use gatebench_results::{self as results, paths, ResultsDir, ResultsError};
 
 /// `gatebench report DIR`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Rewrites summary.md, summary.csv, warmup.csv, summary.json and report.html \
-(self-contained; its plots also as SVG files in plots/) in DIR from cells/*/record.json and the \
+    after_help = "Rewrites summary.md, summary.csv, warmup.csv, summary.json (capacity.csv and \
+cost.csv when the run has capacity or cost cells) and report.html (self-contained; its plots also as SVG files in plots/) in DIR from cells/*/record.json and the \
 cells' samples.csv, timeline.csv and latency.hlog, and prints summary.md.\n\nExit status: 0 done, 2 DIR is not a results \
 directory (or of another version)."
 )]
@@ -110,7 +111,8 @@ pub fn write_report(root: &Path) -> Result<PathBuf> {
     Ok(dir.join(paths::REPORT_HTML))
 }
 
-/// Writes `summary.md`, `summary.csv`, `warmup.csv` and `summary.json` (each atomically).
+/// Writes `summary.md`, `summary.csv`, `warmup.csv` and `summary.json` (each atomically), and
+/// `capacity.csv` and `cost.csv` when the run has capacity or cost cells.
 pub fn write_summaries(
     dir: &ResultsDir,
     suite: &str,
@@ -129,6 +131,16 @@ pub fn write_summaries(
         paths::WARMUP_CSV,
         summary::csv(records, Phase::Warmup).as_bytes(),
     )?;
+    let has = |k: CellKind| records.iter().any(|r| r.cell.kind == k);
+    if has(CellKind::Capacity) {
+        dir.write(
+            paths::CAPACITY_CSV,
+            searches::capacity_csv(records).as_bytes(),
+        )?;
+    }
+    if has(CellKind::Cost) {
+        dir.write(paths::COST_CSV, searches::cost_csv(records).as_bytes())?;
+    }
     dir.write(
         paths::SUMMARY_JSON,
         summary::json(suite, records, missing).as_bytes(),

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use gatebench_model::{CellRecord, CellStatus};
+use gatebench_model::{CellKind, CellRecord, CellStatus};
 use gatebench_report::fmt::rate;
 use gatebench_report::summary::{self, Phase as SummaryPhase};
 use gatebench_runner::cell::{CellEvent, Phase};
@@ -314,6 +314,7 @@ fn plan_text(suite: &Suite, plan: &Plan, builtin: bool) -> String {
             "  request counts are timed at each cell's target rate\n".to_owned()
         });
     }
+    s.push_str(&searches_note(suite, plan));
     let width = suite
         .scenarios
         .iter()
@@ -338,6 +339,44 @@ fn plan_text(suite: &Suite, plan: &Plan, builtin: bool) -> String {
     s
 }
 
+/// What the capacity and cost cells take: a search is counted at its bound (every one of its
+/// `max_steps` steps at its longest), a cost measurement at its `2 × repeats` runs.
+fn searches_note(suite: &Suite, plan: &Plan) -> String {
+    let count = |k: CellKind| plan.cells.iter().filter(|c| c.kind == k).count();
+    let mut s = String::new();
+    let fmt = |d: Duration| humantime::format_duration(d).to_string();
+    if let (Some(c), n @ 1..) = (&suite.capacity, count(CellKind::Capacity)) {
+        s.push_str(&format!(
+            "  capacity: {n} searches for the max rate within {} (one per scenario, size, delay \
+             and protocol), each at most {} steps of {} warm-up + {}..{}{}: counted at that \
+             bound, {} per search\n",
+            c.slo.text,
+            c.max_steps,
+            fmt(c.warmup),
+            fmt(c.step),
+            fmt(c.max_step),
+            if c.start.is_none() {
+                ", after a 2.5s closed-model probe"
+            } else {
+                ""
+            },
+            format_estimate(c.longest())
+        ));
+    }
+    if let (Some(c), n @ 1..) = (&suite.cost, count(CellKind::Cost)) {
+        s.push_str(&format!(
+            "  cost: {n} measurements of the intermediary's cost, each {} runs (direct and \
+             through it, alternating) of {} warm-up + {} at {} req/s: {} each\n",
+            2 * c.repeats,
+            fmt(c.warmup),
+            fmt(c.duration),
+            rate(c.rate),
+            format_estimate(c.length())
+        ));
+    }
+    s
+}
+
 /// What the repeats allow `gatebench compare` to tell. With n repeats on each side the
 /// Mann-Whitney U test's smallest p-value is 2 / C(2n, n): 0.1 for 3, 0.029 for 4, 0.008 for 5.
 fn repeats_note(suite: &Suite, plan: &Plan) -> String {
@@ -355,11 +394,20 @@ fn repeats_note(suite: &Suite, plan: &Plan) -> String {
         plan.cells.len()
     );
     if n < ADVISED {
-        let per_repeat = plan.cells.len() / n as usize;
-        let cells = per_repeat * ADVISED as usize;
+        // Capacity and cost cells are not repeated: they take what they take either way.
+        let loads = plan
+            .cells
+            .iter()
+            .filter(|c| c.kind == CellKind::Load)
+            .count();
+        let searches: Duration = (plan.cells.iter())
+            .filter(|c| c.kind != CellKind::Load)
+            .map(|c| gatebench_runner::matrix::cell_time(suite, c))
+            .sum();
+        let cells = loads / n as usize * ADVISED as usize;
         s.push_str(&format!(
             "; --repeats {ADVISED} takes about {}",
-            format_estimate(gatebench_runner::matrix::estimate(suite, cells))
+            format_estimate(gatebench_runner::matrix::estimate(suite, cells) + searches)
         ));
     }
     s.push_str(".\n");
@@ -490,6 +538,22 @@ impl Observer for Display {
                 l.measurement.outcomes.errors(),
                 if l.valid { "" } else { " · generator-bound" }
             ),
+            (CellStatus::Ok, None) => match (&record.capacity, &record.cost) {
+                (Some(c), _) => format!(
+                    "ok · {} steps · {}",
+                    c.steps.len(),
+                    gatebench_report::capacity::verdict(c)
+                ),
+                (_, Some(c)) => format!(
+                    "ok · {} runs · added p99 {}",
+                    c.runs.len(),
+                    c.added
+                        .iter()
+                        .find(|a| a.p == 99.0)
+                        .map_or("-".to_owned(), |a| format!("{:+.3} ms", a.added_ms))
+                ),
+                _ => "ok".to_owned(),
+            },
             _ => format!(
                 "FAILED: {}",
                 record.reason.as_deref().unwrap_or("no reason recorded")

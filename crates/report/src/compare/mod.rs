@@ -415,6 +415,10 @@ fn group<'a>(records: &'a [CellRecord], match_scenario: bool) -> Grouped<'a> {
     let mut cells: Vec<(CellKey, String, Vec<&CellRecord>)> = Vec::new();
     let mut failed = 0;
     for r in sorted {
+        // Capacity and cost cells are no load to compare (nor a failed one).
+        if !r.cell.kind.is_load() {
+            continue;
+        }
         if r.status != CellStatus::Ok || r.load.is_none() {
             failed += 1;
             continue;

@@ -27,6 +27,64 @@ pub struct RawSuite {
     /// `[quick]`: what `gatebench run --quick` changes, for a short run of the same suite.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quick: Option<RawQuick>,
+    /// `[capacity]`: the capacity search run for every scenario (the "max rate within SLO"
+    /// column).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<RawCapacity>,
+    /// `[cost]`: how the intermediary's cost is measured for scenarios with `cost = true`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<RawCost>,
+}
+
+/// `[capacity]`.
+#[derive(Debug, Default, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCapacity {
+    /// The objective, as `gatebench load --slo` takes it (`p99<10ms,errors<0.1%`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slo: Option<String>,
+    /// The first rate tried, requests/s (default: half a closed-model probe's throughput).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start: Option<f64>,
+    /// The lowest rate tried, requests/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_rate: Option<f64>,
+    /// The highest rate tried, requests/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_rate: Option<f64>,
+    /// The shortest measurement of a step (humantime).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
+    /// The longest measurement of a step (humantime).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_step: Option<String>,
+    /// Warm-up before every step (humantime).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<String>,
+    /// Stop bisecting within this percentage.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub precision: Option<f64>,
+    /// Most steps of one search, its checks included.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_steps: Option<u32>,
+}
+
+/// `[cost]`.
+#[derive(Debug, Default, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCost {
+    /// The open-model rate of every run, requests/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// Runs of each path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<u32>,
+    /// Measurement of every run (humantime; default the suite's duration).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration: Option<String>,
+    /// Warm-up of every run (humantime; default the suite's warm-up).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<String>,
 }
 
 /// `[quick]`: replacements applied by `gatebench run --quick`. Every key is optional; the
@@ -245,6 +303,13 @@ pub struct RawScenario {
     /// Where the SUT writes its GC log (placeholders allowed); default: the SUT's own log.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gc_log: Option<String>,
+    /// Run the suite's `[capacity]` search for this scenario (default: yes, when the suite
+    /// has one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<bool>,
+    /// Measure the SUT's own cost: the load direct to the back-end and through the SUT.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<bool>,
 }
 
 /// `backend = {…}` / `sut = {…}`.

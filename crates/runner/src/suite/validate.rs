@@ -397,6 +397,9 @@ pub(super) fn validate_scenario(
         backend,
         sut,
         gc,
+        // Set by `Suite::from_raw`, which knows the suite's `[capacity]` and `[cost]`.
+        capacity: false,
+        cost: false,
     })
 }
 

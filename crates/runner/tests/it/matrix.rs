@@ -130,3 +130,90 @@ fn the_default_suite_fits_in_five_minutes() {
     assert_eq!(p.cells.len(), 40);
     assert!(p.estimate < Duration::from_secs(300), "{:?}", p.estimate);
 }
+
+/// `[capacity]` and `cost = true`: one capacity cell per scenario, size, delay and protocol
+/// (not per users, not per repeat), one cost cell per point of the scenario that asks, after
+/// every load cell; the estimate counts a search at its bound and a cost cell at its runs.
+#[test]
+fn capacity_and_cost_cells_come_once_per_point_and_count_in_the_estimate() {
+    let s = suite(
+        r#"
+[suite]
+warmup = "1s"
+duration = "2s"
+repeats = 2
+
+[matrix]
+users = [10, 100]
+sizes = [50, 1024]
+delays = ["0ms"]
+
+[capacity]
+slo = "p99<10ms"
+start = 1000
+step = "1s"
+max_step = "4s"
+warmup = "500ms"
+max_steps = 10
+
+[cost]
+rate = 500
+repeats = 3
+duration = "1s"
+warmup = "250ms"
+
+[[scenario]]
+name = "echo"
+backend = { serve = "echo --port {port}" }
+
+[[scenario]]
+name = "proxy"
+protocols = ["h1c", "h2c"]
+backend = { serve = "echo --port {port}" }
+sut = { serve = "proxy --port {port} --upstream {upstream}" }
+cost = true
+
+[[scenario]]
+name = "off"
+capacity = false
+backend = { serve = "echo --port {port}" }
+"#,
+    );
+    let cells = expand(&s);
+    let ids: Vec<&str> = cells.iter().map(|c| c.id.as_str()).collect();
+    // Load cells: (echo 1 + proxy 2 + off 1 protocols) × 2 users × 2 sizes × 2 repeats.
+    let loads = 4 * 2 * 2 * 2;
+    assert_eq!(
+        &ids[loads..],
+        &[
+            "echo_capacity_s50_d0",
+            "proxy_capacity_s50_d0_h1c",
+            "proxy_cost_s50_d0_h1c",
+            "proxy_capacity_s50_d0_h2c",
+            "proxy_cost_s50_d0_h2c",
+            "echo_capacity_s1024_d0",
+            "proxy_capacity_s1024_d0_h1c",
+            "proxy_cost_s1024_d0_h1c",
+            "proxy_capacity_s1024_d0_h2c",
+            "proxy_cost_s1024_d0_h2c",
+        ]
+    );
+    assert!(cells[..loads]
+        .iter()
+        .all(|c| c.kind == gatebench_model::CellKind::Load));
+    let plan = Plan::new(&s, &[], &[]).unwrap();
+    // Load cells 1 + 2 + 1 s; a search at most 10 × (0.5 + 4) s (a start is given: no probe);
+    // a cost cell 2 × 3 × (0.25 + 1) s; each + 1 s.
+    let want =
+        Duration::from_secs_f64(loads as f64 * 4.0 + 6.0 * (10.0 * 4.5 + 1.0) + 4.0 * (7.5 + 1.0));
+    assert_eq!(plan.estimate, want);
+    assert_eq!(CELL_OVERHEAD, Duration::from_secs(1));
+    // Without a start, the closed-model probe (0.5 s + 2 s) counts too.
+    let no_start = suite(&s.to_toml().replace("start = 1000.0\n", ""));
+    assert!(no_start.capacity.as_ref().unwrap().start.is_none());
+    let plan2 = Plan::new(&no_start, &[], &[]).unwrap();
+    assert_eq!(plan2.estimate, want + Duration::from_secs_f64(6.0 * 2.5));
+    // The filters see their ids.
+    let only = Plan::new(&s, &["*_cost_*".to_owned()], &[]).unwrap();
+    assert_eq!(only.cells.len(), 4);
+}

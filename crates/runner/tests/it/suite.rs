@@ -1,6 +1,7 @@
 //! Suite validation: every mistake is one clear line naming the key; the committed examples
 //! are valid.
 
+use std::path::Path;
 use std::time::Duration;
 
 use gatebench_runner::suite::{Intensity, Order, Program, Protocol};
@@ -184,6 +185,53 @@ fn the_committed_examples_are_valid() {
 
     let tiny = Suite::load(&root.join("tiny.toml")).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(tiny.scenarios.len(), 1);
+
+    let cap = Suite::load(&root.join("capacity.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let c = cap.capacity.as_ref().expect("a capacity search");
+    assert_eq!(c.slo.text, "p99<5ms,errors<0.1%");
+    let flags: Vec<(bool, bool)> = cap.scenarios.iter().map(|s| (s.capacity, s.cost)).collect();
+    assert_eq!(flags, vec![(true, false), (true, true)]);
+}
+
+/// `[capacity]` and `[cost]` resolve with their defaults, write back into the resolved suite
+/// and read back the same; `[cost]` defaults to the suite's warm-up and duration.
+#[test]
+fn capacity_and_cost_settings_resolve_and_round_trip() {
+    let s = suite(
+        r#"
+[suite]
+warmup = "3s"
+duration = "7s"
+
+[capacity]
+slo = "p99.9<20ms, errors<1%"
+
+[[scenario]]
+name = "proxy"
+backend = { serve = "echo --port {port}" }
+sut = { command = "my-proxy --listen {port} --to {upstream}" }
+cost = true
+"#,
+    );
+    let c = s.capacity.as_ref().unwrap();
+    assert_eq!(c.slo.objectives.len(), 2);
+    assert_eq!((c.min_rate, c.max_rate), (1.0, 1e6));
+    assert_eq!(c.start, None);
+    assert_eq!(
+        (c.step, c.max_step),
+        (Duration::from_secs(2), Duration::from_secs(10))
+    );
+    assert_eq!((c.precision_percent, c.max_steps), (5.0, 15));
+    let cost = s.cost.as_ref().unwrap();
+    assert_eq!(cost.rate, 1000.0);
+    assert_eq!(cost.repeats, 3);
+    assert_eq!(
+        (cost.warmup, cost.duration),
+        (Duration::from_secs(3), Duration::from_secs(7))
+    );
+    assert!(s.scenarios[0].capacity && s.scenarios[0].cost);
+    let again = Suite::from_toml("suite.toml", Path::new("."), &s.to_toml()).unwrap();
+    assert_eq!(again, s);
 }
 
 /// Seed 001's published parameters in the full form; the quick form small enough for minutes.
