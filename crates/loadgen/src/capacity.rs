@@ -378,7 +378,11 @@ pub fn search<E>(
                             .reduce(f64::min);
                         rate = match hi {
                             Some(x) => (h * x).sqrt(),
-                            None => (h * settings.growth).min(MAX_RATE),
+                            None if h >= max_rate * 0.9999 => {
+                                verdict = Some(CapacityVerdict::Found);
+                                break;
+                            }
+                            None => (h * settings.growth).min(max_rate),
                         };
                         continue;
                     }
