@@ -95,6 +95,8 @@ fn record(scenario: &str, index: u32, users: u32, repeat: u32, rps: f64) -> Cell
             threads_max: 3,
             fds_max: 30,
             loadavg_mean: 1.0,
+            cpu_time_s: Some(3.6),
+            cpu_us_per_request: Some(3.6e6 / (rps * 4.0)),
         }),
     )
 }
