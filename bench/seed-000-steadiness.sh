@@ -54,7 +54,7 @@ python3 - "$raw" $DURATIONS >"$results" <<'PY'
 import json, os, sys
 raw, durations = sys.argv[1], sys.argv[2:]
 cols = ["duration", "scenario", "users", "size_bytes", "repeat", "status", "throughput_rps",
-        "mean_ms", "p99_ms", "sut_cpu_us_per_request", "generator_bound"]
+        "mean_ms", "p99_ms", "sut_cpu_us_per_request", "generator_bound", "loadavg_mean"]
 print("\t".join(cols))
 for d in durations:
     s = json.load(open(os.path.join(raw, d, "summary.json")))

@@ -47,10 +47,12 @@ def main(path):
     print(f"{len(cells)} cells ({', '.join(f'{s} {u} users {b} B' for s, u, b in cells)}), "
           f"{reps} repeats each per length; {failed} failed, {bound} generator-bound repeats. "
           "Coefficient of variation between the repeats of one cell (standard deviation over "
-          "the mean, %): the median over the cells, and the largest in brackets.")
+          "the mean, %): the median over the cells, and the largest in brackets. Load average: "
+          "the machine's 1-minute load average during the measurements, median over the "
+          "repeats.")
     print()
-    print("| cell length | " + " | ".join(label for _, label in FIGURES) + " |")
-    print("|---|" + "---:|" * len(FIGURES))
+    print("| cell length | " + " | ".join(label for _, label in FIGURES) + " | load average |")
+    print("|---|" + "---:|" * (len(FIGURES) + 1))
     for d in durations:
         out = []
         for key, _ in FIGURES:
@@ -61,7 +63,11 @@ def main(path):
                 if len(xs) >= 2:
                     cvs.append(cv(xs))
             out.append(f"{statistics.median(cvs):.1f} ({max(cvs):.1f})" if cvs else "n/a")
-        print(f"| {d} | " + " | ".join(out) + " |")
+        # The machine's 1-minute load average during the measurements (the SUT's samples):
+        # how much else was running.
+        loads = [float(r["loadavg_mean"]) for r in ok if r["duration"] == d and r.get("loadavg_mean")]
+        load = f"{statistics.median(loads):.1f}" if loads else "n/a"
+        print(f"| {d} | " + " | ".join(out) + f" | {load} |")
 
 
 if __name__ == "__main__":
