@@ -701,7 +701,11 @@ mod tests {
         assert_eq!(m[2]["sut_fds_max"], 110);
         assert_eq!(m[2]["loadavg_mean"], 1.5);
         assert_eq!(m[2]["sut_cpu_us_per_request"], 49.74);
-        assert!(m[0]["sut_cpu_us_per_request"].is_null(), "not read");
+        assert!(m[3]["sut_cpu_us_per_request"].is_null(), "failed");
+        assert!(
+            v["warmup"][0]["sut_cpu_us_per_request"].is_null(),
+            "read for the measurement only"
+        );
         assert_eq!(m[2]["gc_throughput_percent"], 98.8);
         assert_eq!(m[2]["gc_pause_p99_ms"], 7.254);
         assert_eq!(m[2]["gc_heap_after_full_gc_mib"], 20.55);
