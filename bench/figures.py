@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The figures of docs/benchmarks.md and docs/proxy.md, printed from bench/results/.
+"""The figures of docs/benchmarks.md, docs/proxy.md, docs/hosts.md, docs/seeds.md and README.md,
+printed from bench/results/.
 
 Every table of measured figures in those documents sits between two marker comments:
 
@@ -31,7 +32,8 @@ Usage:
                                its committed run; a hosts summary: what hosts_summary.py prints
                                from its committed run; a multi-generator summary: what
                                multi_generator_summary.py prints from its .tsv and
-                               directory), or the prose cites a bench/results file (by path or as
+                               directory; a seed 000 steadiness summary: what
+                               steadiness_summary.py prints from its .tsv), or the prose cites a bench/results file (by path or as
                                `…THHMMSS`) that does not exist
 
 Only the Python standard library and bash (for bench/lib.sh's summarizers); run from anywhere
@@ -49,7 +51,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "bench", "results")
-DOCS = ["docs/benchmarks.md", "docs/proxy.md", "docs/hosts.md", "README.md"]
+DOCS = ["docs/benchmarks.md", "docs/proxy.md", "docs/hosts.md", "docs/seeds.md", "README.md"]
 
 BEGIN = re.compile(r"^<!-- figures:begin (.+?) -->$")
 END = "<!-- figures:end -->"
@@ -313,6 +315,20 @@ def check_tables_against_raw(name, problems, where):
         if res.stdout.splitlines() != read_result(name):
             problems.append(f"{where}: bench/results/{name}.md differs from what "
                             f"bench/multi_generator_summary.py prints from bench/results/{name}.tsv and {name}/")
+        return
+    if name.startswith("seed-000-steadiness-"):
+        # bench/seed-000-steadiness.sh: the summary is what steadiness_summary.py prints from
+        # the committed raw rows (NAME.tsv).
+        tsv = os.path.join(RESULTS, name + ".tsv")
+        if not os.path.isfile(tsv):
+            raise FigureError(f"bench/results/{name}.tsv (the raw rows) is missing")
+        res = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "steadiness_summary.py"), tsv],
+                             capture_output=True, text=True, check=False)
+        if res.returncode != 0:
+            raise FigureError(f"steadiness_summary.py bench/results/{name}.tsv failed: {res.stderr.strip()}")
+        if res.stdout.splitlines() != read_result(name):
+            problems.append(f"{where}: bench/results/{name}.md differs from what "
+                            f"bench/steadiness_summary.py prints from bench/results/{name}.tsv")
         return
     derived = derived_tables(name)
     if derived is None:

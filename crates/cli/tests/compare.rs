@@ -95,6 +95,8 @@ fn record(scenario: &str, index: u32, users: u32, repeat: u32, rps: f64) -> Cell
             threads_max: 3,
             fds_max: 30,
             loadavg_mean: 1.0,
+            cpu_time_s: Some(3.6),
+            cpu_us_per_request: Some(3.6e6 / (rps * 4.0)),
         }),
     )
 }
@@ -355,6 +357,80 @@ fn two_scenarios_of_one_run() {
     let one = gatebench(&["compare", s(&dir)]);
     assert_eq!(one.status.code(), Some(2));
     assert!(text(&one.stderr).contains("--scenario"));
+}
+
+/// Seed 000's form: two versions as scenarios of one run, the chart as SVG and in a page.
+#[test]
+fn the_chart_of_two_scenarios_as_svg_and_html() {
+    let tmp = temp_dir("chart");
+    let dir = tmp.join("seed");
+    // Both at 10 users and 100 users; v2 20 % faster at 100 users on the same CPU time.
+    results_dir(
+        &dir,
+        &[
+            ("v1", 10, 10_000.0),
+            ("v2", 10, 10_000.0),
+            ("v1", 100, 9_000.0),
+            ("v2", 100, 10_800.0),
+        ],
+        5,
+        "Test CPU",
+    );
+    let (svg, html) = (tmp.join("compare.svg"), tmp.join("compare.html"));
+    let out = gatebench(&[
+        "compare",
+        s(&dir),
+        "--scenario",
+        "v1",
+        "--scenario",
+        "v2",
+        "--svg",
+        s(&svg),
+        "--html",
+        s(&html),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let chart = std::fs::read_to_string(&svg).unwrap();
+    // Throughput, mean, p99 and CPU time per request: four panels of two bars.
+    assert_eq!(chart.matches("<g transform").count(), 4, "{chart}");
+    assert_eq!(chart.matches("class=\"bar\"").count(), 8);
+    assert_eq!(chart.matches("class=\"ci\"").count(), 8);
+    for t in [
+        "Throughput: v2 against v1",
+        "Average response time: v2 against v1",
+        "99th percentile of response time: v2 against v1",
+        "SUT CPU time per request: v2 against v1",
+    ] {
+        assert!(chart.contains(t), "{t}");
+    }
+    let bar = |metric_panel: usize, cell: &str| -> String {
+        chart
+            .split("<g transform")
+            .nth(metric_panel + 1)
+            .unwrap()
+            .lines()
+            .find(|l| l.contains(&format!("data-cell=\"{cell}\"")))
+            .unwrap_or_else(|| panic!("{cell}"))
+            .to_owned()
+    };
+    // +20 % throughput, solid (significant); the unchanged cell pale.
+    assert!(bar(0, "u100_s50_d0").contains("fill-opacity=\"1\""));
+    assert!(bar(0, "u10_s50_d0").contains("fill-opacity=\"0.35\""));
+    assert!(
+        bar(0, "u100_s50_d0").contains("+20.0% improved"),
+        "{}",
+        bar(0, "u100_s50_d0")
+    );
+    // CPU per request: 3.6 s over 1.2 times the responses, -16.7 %.
+    assert!(
+        bar(3, "u100_s50_d0").contains("-16.7% improved"),
+        "{}",
+        bar(3, "u100_s50_d0")
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    assert!(page.contains(chart.trim_end()), "the same chart inline");
+    assert!(page.contains("<h3>SUT CPU time per request (µs), lower is better</h3>"));
 }
 
 #[test]

@@ -94,6 +94,26 @@ fn the_tiny_suite_runs_end_to_end_and_reports() {
             .unwrap();
     assert_eq!(record["status"], "ok");
     assert_eq!(record["processes"][0]["stopped"], "terminated");
+    // The SUT's CPU time over the measurement, read from /proc at its ends, and per response:
+    // a real echo under load uses some, and at most what the machine's cores give in the window.
+    let m = &record["sut_measurement"];
+    let cpu_s = m["cpu_time_s"].as_f64().expect("cpu_time_s");
+    let window = record["load"]["measurement"]["duration_s"]
+        .as_f64()
+        .unwrap();
+    let cores = std::thread::available_parallelism().map_or(64, |n| n.get()) as f64;
+    assert!(cpu_s > 0.0 && cpu_s <= window * cores * 1.1 + 0.05, "{m}");
+    let responses = record["load"]["measurement"]["throughput_rps"]
+        .as_f64()
+        .unwrap()
+        * window;
+    let per_request = m["cpu_us_per_request"]
+        .as_f64()
+        .expect("cpu_us_per_request");
+    assert!(
+        (per_request - cpu_s * 1e6 / responses.round()).abs() < 1e-6 * per_request,
+        "{m}"
+    );
     for f in [
         "suite.toml",
         "environment.json",

@@ -215,7 +215,7 @@ pub enum CellStatus {
 }
 
 /// Resource use of the system under test over one window (warm-up or measurement), from the
-/// one-second samples of `/proc`.
+/// one-second samples of `/proc`, and its CPU time over the window read at the window's ends.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ResourceSummary {
     /// Samples in the window.
@@ -234,6 +234,15 @@ pub struct ResourceSummary {
     pub fds_max: u64,
     /// Mean 1-minute load average of the machine.
     pub loadavg_mean: f64,
+    /// CPU time (user + system) the process group used over the window, seconds: the
+    /// difference of its `/proc/PID/stat` utime + stime read at the window's start and at its
+    /// end, not a sum of the one-second samples. Absent when it was not read (a SUT on a remote
+    /// host, a window that never ended).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_time_s: Option<f64>,
+    /// `cpu_time_s` per response of the window, microseconds: what one request cost the SUT.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_us_per_request: Option<f64>,
 }
 
 /// One process a cell started.

@@ -432,6 +432,7 @@ pub fn json(suite: &str, records: &[CellRecord], missing: usize) -> String {
                     "sut_threads_max": res.map(|s| s.threads_max),
                     "sut_fds_max": res.map(|s| s.fds_max),
                     "loadavg_mean": res.map(|s| s.loadavg_mean),
+                    "sut_cpu_us_per_request": res.and_then(|s| s.cpu_us_per_request),
                     "gc_throughput_percent": gc.and_then(|g| g.throughput_percent),
                     "gc_pause_p99_ms": gc.filter(|g| g.pauses > 0).map(|g| g.pause_p99_ms),
                     "gc_heap_after_full_gc_mib": gc.and_then(|g| g.heap_after_full_gc_mib),
@@ -526,6 +527,8 @@ mod tests {
                 threads_max: 3,
                 fds_max: 110,
                 loadavg_mean: 1.5,
+                cpu_time_s: Some(3.89),
+                cpu_us_per_request: Some(49.74),
             }),
         )
     }
@@ -701,6 +704,12 @@ mod tests {
         assert_eq!(m[2]["sut_threads_max"], 3);
         assert_eq!(m[2]["sut_fds_max"], 110);
         assert_eq!(m[2]["loadavg_mean"], 1.5);
+        assert_eq!(m[2]["sut_cpu_us_per_request"], 49.74);
+        assert!(m[3]["sut_cpu_us_per_request"].is_null(), "failed");
+        assert!(
+            v["warmup"][0]["sut_cpu_us_per_request"].is_null(),
+            "read for the measurement only"
+        );
         assert_eq!(m[2]["gc_throughput_percent"], 98.8);
         assert_eq!(m[2]["gc_pause_p99_ms"], 7.254);
         assert_eq!(m[2]["gc_heap_after_full_gc_mib"], 20.55);

@@ -129,7 +129,7 @@ fn forward(scale: Scale, v: f64) -> Option<f64> {
 }
 
 /// Nice ticks over `[lo, hi]` on a linear axis: steps of 1, 2 or 5 × 10^k.
-fn linear_ticks(lo: f64, hi: f64) -> Vec<f64> {
+pub(crate) fn linear_ticks(lo: f64, hi: f64) -> Vec<f64> {
     let span = (hi - lo).max(1e-12);
     let raw = span / 5.0;
     let mag = 10f64.powf(raw.log10().floor());

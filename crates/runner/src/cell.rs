@@ -30,7 +30,7 @@ use crate::launch::{Guard, Launcher, ProcessSpec};
 use crate::matrix::Cell;
 use crate::pin::{self, Placement};
 use crate::placeholder;
-use crate::sampler::{Sample, Sampler, Window, Windows};
+use crate::sampler::{self, CpuAt, CpuReading, Sample, Sampler, Window, Windows};
 use crate::suite::{Intensity, Program, Protocol, Scenario, Suite};
 use remote::{copy_templates, fetch_remote_gc_log, pick_ports, shard_args, AnySampler, Place};
 
@@ -390,6 +390,18 @@ fn lifecycle(
         Some(s) => s,
         None => AnySampler::Local(Sampler::start(target_pid, origin, SAMPLE_PERIOD)),
     };
+    // The SUT's CPU time over the measurement, read at its start and end. Only where the
+    // windows' instants are known here: a local SUT under a local load (a remote SUT's host or
+    // sharded generators keep their own clocks; the figure is then absent, not estimated).
+    let cpu_marks = (target_place.remote.is_none() && ctx.hosts.generators.is_empty()).then(|| {
+        let start = Instant::now() + ctx.suite.warmup;
+        let end = ctx
+            .suite
+            .requests
+            .is_none()
+            .then(|| CpuAt::spawn(target_pid, start + ctx.suite.duration));
+        (CpuAt::spawn(target_pid, start), end)
+    });
     let restore = pin_generator(ctx.placement);
     if cell.kind != gatebench_model::CellKind::Load {
         let backend = search::Backend::new(hosts.backend.addr, backend_ports, backend_protocol);
@@ -471,6 +483,14 @@ fn lifecycle(
         let _ = pin::pin_current_thread(&cpus);
     }
     let samples: Vec<Sample> = sampler.finish();
+    // With a request count the measurement ends when the load does: read it now.
+    let cpu_time_s = cpu_marks.and_then(|(start, end)| {
+        let end = match end {
+            Some(end) => end.cancel(),
+            None => Some(CpuReading::now(target_pid)),
+        };
+        Some(start.cancel()?.seconds_until_here(&end?))
+    });
     let report = report?;
     // A cell with an arrival program: each row gains the program's rate over its second, from
     // the record's per-second timeline (its `t_s` counts from the measurement's start).
@@ -509,6 +529,11 @@ fn lifecycle(
     }
     out.record.sut_warmup = windows.summarize(&samples, Window::Warmup);
     out.record.sut_measurement = windows.summarize(&samples, Window::Measurement);
+    if let (Some(m), Some(cpu_s)) = (out.record.sut_measurement.as_mut(), cpu_time_s) {
+        let responses = report.measurement.throughput_rps * report.measurement.duration_s;
+        m.cpu_time_s = Some(cpu_s);
+        m.cpu_us_per_request = sampler::cpu_us_per_request(cpu_s, responses.round());
+    }
     out.samples_csv = Some(windows.csv(&samples));
     out.timeline_csv = Some(to_csv(header, timeline));
     out.record.load = Some(report);

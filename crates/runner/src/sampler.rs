@@ -7,6 +7,12 @@
 //! (VmRSS, Threads), open descriptors from `/proc/PID/fd`; the machine's 1-minute load average
 //! from `/proc/loadavg`. It does not sample the generator: the generator reports its own CPU
 //! in its self-check.
+//!
+//! The group's CPU time over the measurement is not a sum of those samples (whose windows are
+//! cut at whole seconds and which lose what a process used between its last sample and its
+//! exit): [`CpuAt`] reads utime + stime of the group at the window's start and at its end, and
+//! [`CpuReading::seconds_until`] gives the difference, which the cell divides by the responses
+//! for the SUT's CPU time per request.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -108,6 +114,8 @@ impl Windows {
             threads_max: in_w.iter().map(|s| s.threads).max().unwrap_or(0),
             fds_max: in_w.iter().map(|s| s.fds).max().unwrap_or(0),
             loadavg_mean: in_w.iter().map(|s| s.loadavg_1m).sum::<f64>() / n,
+            cpu_time_s: None,
+            cpu_us_per_request: None,
         })
     }
 
@@ -228,6 +236,95 @@ pub fn sample_every(
             next = now + period;
         }
     }
+}
+
+/// The CPU time of a process group at one instant: utime + stime of each of its processes,
+/// in clock ticks.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CpuReading {
+    /// `(pid, utime + stime)` of every process of the group.
+    pub ticks: Vec<(u32, u64)>,
+}
+
+impl CpuReading {
+    /// Reads process group `pgid` now.
+    pub fn now(pgid: u32) -> CpuReading {
+        CpuReading {
+            ticks: group_ticks(pgid),
+        }
+    }
+
+    /// CPU seconds the group used from this reading to `later`, at `ticks_per_s` clock ticks a
+    /// second: for every process in `later`, its ticks minus those it had here (all of them
+    /// when it started in between). A process that exited in between is not counted: its last
+    /// ticks cannot be read any more.
+    pub fn seconds_until(&self, later: &CpuReading, ticks_per_s: f64) -> f64 {
+        let ticks: u64 = later
+            .ticks
+            .iter()
+            .map(|(pid, t)| {
+                let before = self
+                    .ticks
+                    .iter()
+                    .find(|(p, _)| p == pid)
+                    .map_or(0, |(_, b)| *b);
+                t.saturating_sub(before)
+            })
+            .sum();
+        ticks as f64 / ticks_per_s
+    }
+
+    /// [`CpuReading::seconds_until`] in this machine's clock ticks.
+    pub fn seconds_until_here(&self, later: &CpuReading) -> f64 {
+        self.seconds_until(later, clock_ticks())
+    }
+}
+
+/// A reading of a process group's CPU time at a chosen instant (a window's start or end),
+/// taken by a thread of its own that sleeps until then, so the cell's thread can run the load.
+#[derive(Debug)]
+pub struct CpuAt {
+    cancel: Arc<AtomicBool>,
+    handle: JoinHandle<Option<CpuReading>>,
+}
+
+impl CpuAt {
+    /// Reads group `pgid` at `at` (at once when `at` has passed).
+    pub fn spawn(pgid: u32, at: Instant) -> CpuAt {
+        let cancel = Arc::new(AtomicBool::new(false));
+        let flag = cancel.clone();
+        let handle = std::thread::Builder::new()
+            .name("gatebench-cpu-at".into())
+            .spawn(move || {
+                while Instant::now() < at {
+                    if flag.load(Ordering::Relaxed) {
+                        return None;
+                    }
+                    // Short sleeps: a cancelled reading ends its thread within milliseconds.
+                    std::thread::sleep((at - Instant::now()).min(Duration::from_millis(20)));
+                }
+                Some(CpuReading::now(pgid))
+            })
+            .expect("spawning the CPU reading thread");
+        CpuAt { cancel, handle }
+    }
+
+    /// The reading, waiting for its instant.
+    pub fn wait(self) -> Option<CpuReading> {
+        self.handle.join().unwrap_or_default()
+    }
+
+    /// The reading if its instant has come, else `None` without waiting (the window did not
+    /// run to its end: a failed or stopped load).
+    pub fn cancel(self) -> Option<CpuReading> {
+        self.cancel.store(true, Ordering::Relaxed);
+        self.handle.join().unwrap_or_default()
+    }
+}
+
+/// The CPU time per request, microseconds: `cpu_s` over `responses`; `None` without responses.
+pub fn cpu_us_per_request(cpu_s: f64, responses: f64) -> Option<f64> {
+    (responses >= 1.0 && cpu_s.is_finite()).then(|| cpu_s * 1e6 / responses)
 }
 
 /// One sample as the line `gatebench host sample` prints: `t_s interval_s cpu_percent rss_kib
@@ -421,6 +518,36 @@ mod tests {
         };
         assert_eq!(parse_line(&format_line(&s)), Some(s));
         assert_eq!(parse_line("pid 12"), None);
+    }
+
+    #[test]
+    fn cpu_time_is_the_difference_of_two_readings() {
+        let start = CpuReading {
+            ticks: vec![(10, 500), (11, 40), (12, 7)],
+        };
+        // 10 went on, 11 and 12 exited, 13 started in between.
+        let end = CpuReading {
+            ticks: vec![(10, 750), (13, 30)],
+        };
+        assert_eq!(start.seconds_until(&end, 100.0), 2.8);
+        assert_eq!(end.seconds_until(&end, 100.0), 0.0);
+        assert_eq!(cpu_us_per_request(2.8, 56_000.0), Some(50.0));
+        assert_eq!(cpu_us_per_request(2.8, 0.0), None);
+    }
+
+    #[test]
+    fn a_reading_comes_at_its_instant_or_not_at_all() {
+        let pgid = rustix::process::getpgrp().as_raw_nonzero().get() as u32;
+        let me = std::process::id();
+        let at = Instant::now() + Duration::from_millis(150);
+        let reading = CpuAt::spawn(pgid, at).wait().expect("its instant came");
+        assert!(Instant::now() >= at);
+        assert!(reading.ticks.iter().any(|(p, _)| *p == me), "{reading:?}");
+        // Cancelled before its instant (a load that stopped early): no reading, no wait.
+        let t = Instant::now();
+        let early = CpuAt::spawn(pgid, t + Duration::from_secs(60)).cancel();
+        assert_eq!(early, None);
+        assert!(t.elapsed() < Duration::from_secs(10));
     }
 
     #[test]

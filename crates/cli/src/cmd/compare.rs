@@ -28,7 +28,8 @@ and a verdict: improved, regressed, no significant change, or too few repeats to
 than 4 repeats per side can never be significant at 0.05; run 5 or more). See docs/compare.md.\n\n\
 Examples:\n  gatebench compare results/v1 results/v2\n  gatebench compare results/v1 results/v2 \
 results/v3 --baseline v2\n  gatebench compare results/ab --scenario proxy-v1 --scenario proxy-v2\n  \
-gatebench compare old new --fail-on-regression 5% --junit compare.xml --json compare.json\n\n\
+gatebench compare old new --fail-on-regression 5% --junit compare.xml --json compare.json\n  \
+gatebench compare results/seed-000 --scenario v1 --scenario v2 --html compare.html --svg compare.svg\n\n\
 Exit status: 0 compared (no regression beyond the threshold), 1 --fail-on-regression found one, \
 2 bad arguments or a directory that is not a results directory."
 )]
@@ -59,7 +60,8 @@ pub struct CompareArgs {
     #[arg(long, value_name = "PERCENT", value_parser = parse_percent)]
     pub fail_on_regression: Option<f64>,
     /// Only these metrics (repeatable or comma separated): throughput_rps, mean_ms, p99_ms,
-    /// error_percent, sut_cpu_percent, sut_rss_mib, gc_throughput_percent, gc_pause_p99_ms,
+    /// error_percent, sut_cpu_percent, sut_cpu_us_per_request, sut_rss_mib,
+    /// gc_throughput_percent, gc_pause_p99_ms,
     /// heap_after_full_gc_mib [default: all].
     #[arg(long = "metric", value_name = "METRIC", value_delimiter = ',')]
     pub metrics: Vec<String>,
@@ -80,6 +82,15 @@ pub struct CompareArgs {
     /// metric, regressions beyond the threshold fail.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Write the comparison as one self-contained HTML page to FILE: per candidate the
+    /// comparison chart and a table per metric.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Write the comparison chart to FILE as SVG: the change of throughput, average and p99
+    /// latency and CPU time per request per cell, grouped by message size, with confidence
+    /// intervals. With several candidates, one file each: FILE's name gets `-CANDIDATE`.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
 }
 
 /// `5%`, `5`, `0.5 %` → 5.0, 5.0, 0.5.
@@ -133,6 +144,12 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
     if let Some(p) = &args.junit {
         emit(p, &compare::junit::render(&c))?;
     }
+    if let Some(p) = &args.html {
+        emit(p, &compare::html::render(&c))?;
+    }
+    if let Some(p) = &args.svg {
+        write_charts(p, &c)?;
+    }
     for w in &c.warnings {
         eprintln!("gatebench: warning: {w}");
     }
@@ -180,6 +197,42 @@ fn gate(c: &Comparison, threshold: Option<f64>) -> Result<ExitCode> {
         found.join("\n")
     );
     Ok(ExitCode::from(1))
+}
+
+/// `--svg FILE`: the chart of each pair; with several pairs FILE's stem gets `-CANDIDATE`.
+fn write_charts(path: &Path, c: &Comparison) -> Result<()> {
+    for p in &c.pairs {
+        let Some(svg) = compare::chart::render(p, &compare::chart::CHART_METRICS, c.confidence)
+        else {
+            eprintln!(
+                "gatebench: warning: {} vs {}: no throughput, latency or CPU figures to chart",
+                p.candidate, p.baseline
+            );
+            continue;
+        };
+        let file = if c.pairs.len() == 1 {
+            path.to_path_buf()
+        } else {
+            let stem = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let safe: String = p
+                .candidate
+                .chars()
+                .map(|ch| {
+                    if ch.is_ascii_alphanumeric() || ch == '.' || ch == '_' {
+                        ch
+                    } else {
+                        '-'
+                    }
+                })
+                .collect();
+            path.with_file_name(format!("{stem}-{safe}.svg"))
+        };
+        emit(&file, &svg)?;
+    }
+    Ok(())
 }
 
 fn emit(path: &Path, text: &str) -> Result<()> {

@@ -4,7 +4,7 @@
 //! Cells are matched by their parameters — scenario (unless scenarios themselves are what is
 //! compared), protocol, users or rate, message size, back-end delay — and the repeats of a cell
 //! are its samples. For every matched cell and metric (throughput, mean and p99 latency,
-//! error %, SUT CPU and memory, and the GC figures where both sides have them) it gives the
+//! error %, SUT CPU, its CPU time per request and memory, and the GC figures where both sides have them) it gives the
 //! medians, the change as a Hodges-Lehmann estimate with a confidence interval, the two-sided
 //! Mann-Whitney U p-value and a verdict: improved, regressed, no significant change — or too
 //! few repeats to tell, when the sample sizes cannot reach significance at all (see
@@ -17,6 +17,8 @@
 //! exporters do. Pure functions of the records: reading directories is the caller's job.
 //!
 //! # Layout
+//! - [`chart`]: the change per cell as bars with their confidence intervals (SVG).
+//! - [`html`]: one self-contained page: the chart and the tables.
 //! - [`markdown`]: the human report, one table per candidate and metric.
 //! - [`json`]: the [`Comparison`] itself, serialized.
 //! - [`junit`]: JUnit XML for CI systems (a regression gate's report).
@@ -25,6 +27,8 @@
 //! - `differences` (private): what differs between two runs' environments and suite settings,
 //!   for the warnings.
 
+pub mod chart;
+pub mod html;
 pub mod json;
 pub mod junit;
 pub mod markdown;
@@ -104,7 +108,7 @@ pub struct Metric {
 }
 
 /// Every metric, in report order.
-pub const METRICS: [Metric; 9] = [
+pub const METRICS: [Metric; 10] = [
     Metric {
         key: "throughput_rps",
         label: "Throughput",
@@ -144,6 +148,19 @@ pub const METRICS: [Metric; 9] = [
         higher_is_better: false,
         ratio: true,
         value: |r| r.sut_measurement.as_ref().map(|s| s.cpu_mean_percent),
+    },
+    Metric {
+        key: "sut_cpu_us_per_request",
+        label: "SUT CPU time per request",
+        unit: "µs",
+        higher_is_better: false,
+        ratio: true,
+        // The group's CPU time over the measurement window (read at its ends) per response.
+        value: |r| {
+            r.sut_measurement
+                .as_ref()
+                .and_then(|s| s.cpu_us_per_request)
+        },
     },
     Metric {
         key: "sut_rss_mib",
@@ -860,6 +877,9 @@ pub(crate) mod tests {
                 threads_max: 3,
                 fds_max: 30,
                 loadavg_mean: 1.0,
+                // 4 s at the mean CPU; per request over the responses of those 4 s.
+                cpu_time_s: Some(4.0 * (90.0 + repeat as f64) / 100.0),
+                cpu_us_per_request: Some(1e6 * 4.0 * (90.0 + repeat as f64) / 100.0 / (rps * 4.0)),
             }),
         )
     }
@@ -971,6 +991,37 @@ pub(crate) mod tests {
         let g = &c.pairs[0].geomean[0];
         assert_eq!(g.cells, 3);
         assert!((20.0..32.0).contains(&g.change_percent), "{g:?}");
+    }
+
+    #[test]
+    fn cpu_time_per_request_is_compared_and_lower_is_better() {
+        // The fixture's CPU time is 4 s at (90 + repeat) % of a core over rps × 4 responses:
+        // twice the throughput on the same CPU halves the CPU time per request.
+        let (a, b) = fixture(5);
+        let only = Options {
+            metrics: vec!["sut_cpu_us_per_request".into()],
+            ..Options::default()
+        };
+        let c = compare(&[a, b], &only);
+        let row = c.pairs[0]
+            .rows
+            .iter()
+            .find(|r| r.cell == "proxy_u100_s50_d0")
+            .unwrap();
+        assert_eq!((row.metric, row.unit), ("sut_cpu_us_per_request", "µs"));
+        // Medians of (90 + repeat) × 10⁴ / rps over the five repeats.
+        assert!(
+            (row.baseline.median - 103.61552028218695).abs() < 1e-9,
+            "{row:?}"
+        );
+        assert!(
+            (row.candidate.median - 51.60298638559508).abs() < 1e-9,
+            "{row:?}"
+        );
+        assert_eq!(row.verdict, Verdict::Improved);
+        let ch = row.change.unwrap();
+        assert!((-51.0..-49.0).contains(&ch), "{ch}");
+        assert_eq!(c.pairs[0].rows.len(), 3, "one row per cell");
     }
 
     #[test]

@@ -289,6 +289,49 @@ fn the_seed_001_suite_keeps_the_seeds_parameters() {
     assert_eq!(s.requests, Some(20_000));
 }
 
+/// Seed 000's grid and timing in the full form (600 s + 600 s, 5 interleaved repeats of two
+/// versions), its two versions built by their setup and run with the seed's 2 GB heap and a GC
+/// log; the quick form the whole grid once, in seconds per cell.
+#[test]
+fn the_seed_000_suite_keeps_the_seeds_parameters() {
+    let root = repo_root().join("examples");
+    let mut s = Suite::load(&root.join("seed-000.toml")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        s.matrix.intensities,
+        [100, 200, 500, 1000].map(Intensity::Users).to_vec()
+    );
+    assert_eq!(s.matrix.sizes, vec![500, 1000, 10_000]);
+    assert_eq!(s.matrix.delays, vec![Duration::ZERO]);
+    assert_eq!(s.warmup, Duration::from_secs(600));
+    assert_eq!(s.duration, Duration::from_secs(600));
+    assert_eq!(s.repeats.get(), 5);
+    assert_eq!(s.order, Order::Interleaved);
+    assert_eq!(s.load.method, "POST");
+    let names: Vec<&str> = s.scenarios.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["v1", "v2"]);
+    for (sc, netty) in s.scenarios.iter().zip(["4.1.118.Final", "4.2.9.Final"]) {
+        assert_eq!(
+            sc.setup.as_deref(),
+            Some(format!("{{workdir}}/build.sh {netty}").as_str())
+        );
+        let Program::Command(cmd) = &sc.sut.as_ref().unwrap().program else {
+            panic!("{}: a command", sc.name)
+        };
+        assert!(cmd.contains("-Xms2g -Xmx2g"), "{cmd}");
+        assert!(cmd.contains(&format!("build/{netty}/classes")), "{cmd}");
+        assert!(sc.gc.is_some(), "{}: a GC log", sc.name);
+        assert!(sc.backend.is_some());
+    }
+    assert!(root.join("seed-000/src/Passthrough.java").is_file());
+    let plan = gatebench_runner::Plan::new(&s, &[], &[]).unwrap();
+    assert_eq!(plan.cells.len(), 120);
+    assert_eq!(plan.estimate, Duration::from_secs(120 * 1201));
+    s.apply_quick().unwrap();
+    let quick = gatebench_runner::Plan::new(&s, &[], &[]).unwrap();
+    assert_eq!(quick.cells.len(), 24);
+    assert_eq!(s.warmup + s.duration, Duration::from_secs(3));
+}
+
 /// Seed 003's wrk settings in the full form, and the error endpoints declared.
 #[test]
 fn the_seed_003_suite_keeps_the_seeds_parameters() {
