@@ -8,6 +8,7 @@
 //! summary; the run goes on with the next cell. The processes are held by a [`Guard`], so they
 //! are stopped on every path out of here, panics included.
 
+mod process;
 mod remote;
 mod search;
 
@@ -22,7 +23,7 @@ use gatebench_loadgen::{IntervalView, LoadConfig, LoadSpec, RequestBody, StopRul
 use gatebench_model::{CellParams, CellRecord, CellStatus, ProcessRecord, SCHEMA_VERSION};
 use gatebench_results::rows::{to_csv, TimelineRow};
 
-use crate::driver::{apply_protocol, wait_ready, Driver, ReadyCheck};
+use crate::driver::{apply_protocol, wait_ready, Driver};
 use crate::error::RunnerError;
 use crate::gc::{self, GcClock, GcFormat, GcWindow};
 use crate::hosts::{HostPlan, RemoteSampler, SshHost};
@@ -31,7 +32,8 @@ use crate::matrix::Cell;
 use crate::pin::{self, Placement};
 use crate::placeholder;
 use crate::sampler::{self, CpuAt, CpuReading, Sample, Sampler, Window, Windows};
-use crate::suite::{Intensity, Program, Protocol, Scenario, Suite};
+use crate::suite::{Intensity, Protocol, Scenario, Suite};
+use process::{is_serve, log_tail, process_spec, render_templates, spec_summary};
 use remote::{copy_templates, fetch_remote_gc_log, pick_ports, shard_args, AnySampler, Place};
 
 /// How often the SUT is sampled.
@@ -706,69 +708,6 @@ impl Common<'_> {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn process_spec(
-    ctx: &CellContext<'_>,
-    sc: &Scenario,
-    common: &Common<'_>,
-    name: &str,
-    t: &crate::suite::ProcessTemplate,
-    port: u16,
-    protocol: Protocol,
-    cpus: Option<Vec<usize>>,
-    place: &Place,
-) -> Result<(ProcessSpec, ReadyCheck), RunnerError> {
-    let ex = |s: &str| {
-        common
-            .expand(s, Some(port), protocol, place)
-            .map_err(|e| RunnerError::Command {
-                name: name.to_owned(),
-                source: Box::new(e),
-            })
-    };
-    let (program, args) = match &t.program {
-        Program::Serve(s) => {
-            let line = ex(s)?;
-            let mut args: Vec<String> = std::iter::once("serve".to_owned())
-                .chain(line.split_whitespace().map(str::to_owned))
-                .collect();
-            match &place.remote {
-                None => (ctx.exe.to_path_buf(), args),
-                Some(r) => {
-                    // Reached over the network: listen on every address of the host (the
-                    // address the runner uses may be one it does not hold, behind NAT).
-                    if !args
-                        .iter()
-                        .any(|a| a == "--host" || a.starts_with("--host="))
-                    {
-                        args.insert(2.min(args.len()), "--host".into());
-                        args.insert(3.min(args.len()), "0.0.0.0".into());
-                    }
-                    (PathBuf::from(&r.host.exe), args)
-                }
-            }
-        }
-        Program::Command(c) => (PathBuf::from("sh"), vec!["-c".to_owned(), ex(c)?]),
-    };
-    let check = match &t.ready {
-        Some(url) => ReadyCheck::Url(ex(url)?),
-        None => ReadyCheck::Port(SocketAddr::new(place.addr, port)),
-    };
-    Ok((
-        ProcessSpec {
-            name: name.to_owned(),
-            program,
-            args,
-            workdir: Some(sc.workdir.clone()),
-            log: Some(ctx.cell_dir.join(format!("{name}.log"))),
-            // CPU placement is this machine's: a remote process keeps its host's default.
-            cpus: cpus.filter(|_| place.remote.is_none()),
-            remote: place.remote.clone(),
-        },
-        check,
-    ))
-}
-
 /// Builds the load of a cell, through [`apply_protocol`].
 fn load_config(
     suite: &Suite,
@@ -811,27 +750,6 @@ fn load_config(
     LoadConfig::try_new(spec).map_err(|e| RunnerError::InvalidLoad {
         reason: e.to_string(),
     })
-}
-
-/// Renders the scenario's templates into the cell's directory; `{port}` in a template is the
-/// target's (the SUT's) port.
-fn render_templates(
-    sc: &Scenario,
-    common: &Common<'_>,
-    port: u16,
-    place: &Place,
-) -> Result<(), RunnerError> {
-    let values = common.values(Some(port), common.cell.protocol, place);
-    for t in &sc.templates {
-        let src = sc.workdir.join(t);
-        let text =
-            std::fs::read_to_string(&src).map_err(|e| RunnerError::io("read template", &src, e))?;
-        let name = t.file_name().unwrap_or(t.as_os_str());
-        let dst = common.cell_dir.join(name);
-        let rendered = placeholder::expand_lenient_lists(&text, &values, &common.backend_items());
-        std::fs::write(&dst, rendered).map_err(|e| RunnerError::io("write", &dst, e))?;
-    }
-    Ok(())
 }
 
 fn params(ctx: &CellContext<'_>, cell: &Cell) -> CellParams {
@@ -883,39 +801,6 @@ fn pin_generator(placement: &Placement) -> Option<Vec<usize>> {
             None
         }
     }
-}
-
-fn is_serve(spec: &ProcessSpec, exe: &Path) -> bool {
-    spec.program == exe && spec.args.first().is_some_and(|a| a == "serve")
-}
-
-/// A short name for a process in messages: `gatebench serve proxy`, or a command's first word
-/// (the full command line and its ports are in the record).
-fn spec_summary(spec: &ProcessSpec) -> String {
-    match spec.args.first().map(String::as_str) {
-        Some("serve") => format!(
-            "gatebench serve {}",
-            spec.args.get(1).map(String::as_str).unwrap_or("")
-        ),
-        Some("-c") if spec.program == Path::new("sh") => spec
-            .args
-            .get(1)
-            .and_then(|c| c.split_whitespace().find(|w| *w != "exec"))
-            .unwrap_or("sh")
-            .to_owned(),
-        _ => spec.program.display().to_string(),
-    }
-}
-
-/// The last non-empty line of a process's log, shortened.
-fn log_tail(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let line = text.lines().rev().map(str::trim).find(|l| !l.is_empty())?;
-    let mut s: String = line.chars().take(300).collect();
-    if line.chars().count() > 300 {
-        s.push('…');
-    }
-    Some(s)
 }
 
 fn unix_ms(t: SystemTime) -> u64 {
