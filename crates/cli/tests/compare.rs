@@ -150,6 +150,7 @@ fn results_dir(root: &Path, cells: &[(&str, u32, f64)], repeats: u32, cpu: &str)
         started_at_unix_ms: 0,
         planned_cells: planned,
         estimated_s: 1.0,
+        compare: vec![],
     };
     write("run.json", json(serde_json::to_string_pretty(&manifest)));
     write(

@@ -30,6 +30,10 @@ pub struct RunManifest {
     pub planned_cells: Vec<String>,
     /// The estimated length of the whole run, seconds.
     pub estimated_s: f64,
+    /// The suite's `compare`: scenarios whose comparison report.html draws, the baseline
+    /// first; empty for none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub compare: Vec<String>,
 }
 
 impl RunManifest {

@@ -164,6 +164,9 @@ pub fn render(input: &ReportInput<'_>) -> Rendered {
         .cloned()
         .collect();
     load_charts(&mut h, &mut svgs, &loads);
+    if let Some(m) = input.manifest {
+        crate::compare::section::html(&mut h, &mut svgs, &records, input.environment, &m.compare);
+    }
     crate::searches::html(&mut h, &mut svgs, &records);
     let _ = writeln!(h, "<h2 id=\"cells\">Cells</h2>");
     let mut order: Vec<&CellData<'_>> = loads.iter().collect();

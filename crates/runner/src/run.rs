@@ -120,6 +120,7 @@ pub fn prepare(suite: &Suite, plan: &Plan, results: &ResultsDir) -> Result<(), R
             .map_or(0, |d| d.as_millis() as u64),
         planned_cells: plan.cells.iter().map(|c| c.id.clone()).collect(),
         estimated_s: plan.estimate.as_secs_f64(),
+        compare: suite.compare.clone(),
     };
     Ok(results.write_json(paths::RUN_JSON, &manifest)?)
 }

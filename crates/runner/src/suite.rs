@@ -321,6 +321,9 @@ pub struct Suite {
     pub repeats: NonZeroU32,
     /// Run order.
     pub order: Order,
+    /// `compare`: scenarios whose comparison (the baseline first) report.html draws; empty
+    /// for none.
+    pub compare: Vec<String>,
     /// Pin the SUT and the generator to separate cores.
     pub pin: bool,
     /// How long a process may take to become ready.
@@ -521,6 +524,27 @@ impl Suite {
             }
             scenarios.push(sc);
         }
+        let compare = s.compare.unwrap_or_default();
+        if compare.len() == 1 {
+            return Err(err(
+                "[suite] compare: name two or more scenarios (the baseline first)".into(),
+            ));
+        }
+        for (i, name) in compare.iter().enumerate() {
+            if !scenarios.iter().any(|sc| &sc.name == name) {
+                return Err(err(format!(
+                    "[suite] compare: no scenario named \"{name}\" (its scenarios: {})",
+                    scenarios
+                        .iter()
+                        .map(|sc| sc.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+            if compare[..i].contains(name) {
+                return Err(err(format!("[suite] compare: \"{name}\" is named twice")));
+            }
+        }
         let cost = match (&raw.cost, scenarios.iter().any(|s| s.cost)) {
             (None, false) => None,
             (r, _) => Some(
@@ -540,6 +564,7 @@ impl Suite {
             quick: None,
             repeats,
             order,
+            compare,
             pin: s.pin.unwrap_or(false),
             ready_timeout,
             include,
@@ -701,6 +726,7 @@ impl Suite {
                 expected_rate: self.requests.map(|_| self.expected_rate),
                 repeats: Some(self.repeats.get()),
                 order: Some(self.order.name().to_owned()),
+                compare: (!self.compare.is_empty()).then(|| self.compare.clone()),
                 pin: Some(self.pin),
                 ready_timeout: Some(fmt(self.ready_timeout)),
                 include: Some(self.include.clone()),

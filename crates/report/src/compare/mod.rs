@@ -32,6 +32,7 @@ pub mod html;
 pub mod json;
 pub mod junit;
 pub mod markdown;
+pub mod section;
 pub mod text;
 
 mod differences;

@@ -169,6 +169,9 @@ pub struct RawSettings {
     /// `interleaved` or `sequential`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub order: Option<String>,
+    /// Scenarios whose comparison report.html draws, the baseline first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compare: Option<Vec<String>>,
     /// Pin the SUT and the generator to separate cores.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pin: Option<bool>,

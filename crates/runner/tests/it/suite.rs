@@ -132,6 +132,14 @@ fn other_mistakes_are_caught_before_anything_runs() {
             "[suite] repeats: must be at least 1",
         ),
         (
+            "[suite]\ncompare = [\"x\"]\n[[scenario]]\nname = \"x\"\nsut = { command = \"x\" }\n",
+            "[suite] compare: name two or more scenarios",
+        ),
+        (
+            "[suite]\ncompare = [\"x\", \"y\"]\n[[scenario]]\nname = \"x\"\nsut = { command = \"x\" }\n",
+            "[suite] compare: no scenario named \"y\" (its scenarios: x)",
+        ),
+        (
             "[[scenario]]\nname = \"x\"\nsut = { command = \"x\" }\n[[scenario]]\nname = \"x\"\nsut = { command = \"y\" }\n",
             "scenario \"x\": the name is used twice",
         ),
@@ -306,6 +314,7 @@ fn the_seed_000_suite_keeps_the_seeds_parameters() {
     assert_eq!(s.duration, Duration::from_secs(600));
     assert_eq!(s.repeats.get(), 5);
     assert_eq!(s.order, Order::Interleaved);
+    assert_eq!(s.compare, ["v1", "v2"]);
     assert_eq!(s.load.method, "POST");
     let names: Vec<&str> = s.scenarios.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(names, ["v1", "v2"]);
