@@ -594,7 +594,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            (forced.at, forced.pause_ms, forced.heap_after_mib, forced.full),
+            (
+                forced.at,
+                forced.pause_ms,
+                forced.heap_after_mib,
+                forced.full
+            ),
             (Stamp::Uptime(0.073), Some(11.31), Some(3.8), true)
         );
         // After incremental marking: the atomic pause, not the 2.2 ms of marking steps.
@@ -603,7 +608,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            (incremental.pause_ms, incremental.heap_after_mib, incremental.full),
+            (
+                incremental.pause_ms,
+                incremental.heap_after_mib,
+                incremental.full
+            ),
             (Some(38.11), Some(23.6), true)
         );
         // Under --optimize-for-size (examples/seed-002.toml's Express server) the memory
@@ -613,14 +622,28 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            (reduce.at, reduce.pause_ms, reduce.heap_after_mib, reduce.full),
+            (
+                reduce.at,
+                reduce.pause_ms,
+                reduce.heap_after_mib,
+                reduce.full
+            ),
             (Stamp::Uptime(0.641), Some(2.66), Some(7.6), true)
         );
         // The program's own output, other formats, a line cut short.
         assert!(parse_node_line("rounds=5886 live=294300").is_none());
-        assert!(parse_node_line("[0.279s][info][gc] GC(29) Pause Full (System.gc()) 27M->20M(64M) 5.731ms").is_none());
-        assert!(parse_node_line("gc 1 @0.012s 2%: 0.015+0.52+0.003 ms clock, 4->4->0 MB, 4 P").is_none());
-        assert!(parse_node_line("[15165:0x2af1fcb0]     1505 ms: Scavenge 62.4 (80.0) -> 47.4 (80.2) MB, 1.0").is_none());
+        assert!(parse_node_line(
+            "[0.279s][info][gc] GC(29) Pause Full (System.gc()) 27M->20M(64M) 5.731ms"
+        )
+        .is_none());
+        assert!(
+            parse_node_line("gc 1 @0.012s 2%: 0.015+0.52+0.003 ms clock, 4->4->0 MB, 4 P")
+                .is_none()
+        );
+        assert!(parse_node_line(
+            "[15165:0x2af1fcb0]     1505 ms: Scavenge 62.4 (80.0) -> 47.4 (80.2) MB, 1.0"
+        )
+        .is_none());
         assert!(parse_node_line("[server:0x1] 5 ms: listening").is_none());
     }
 
@@ -646,11 +669,19 @@ mod tests {
         assert_eq!((s.collections, s.full_collections, s.pauses), (194, 2, 194));
         assert!((s.pause_total_ms - 869.67).abs() < 1e-9, "{s:?}");
         assert_eq!(
-            (s.pause_p50_ms, s.pause_p90_ms, s.pause_p99_ms, s.pause_max_ms),
+            (
+                s.pause_p50_ms,
+                s.pause_p90_ms,
+                s.pause_p99_ms,
+                s.pause_max_ms
+            ),
             (2.93, 9.89, 13.32, 38.11)
         );
         assert_eq!(s.heap_after_gc_max_mib, Some(47.6));
-        assert!((s.heap_after_full_gc_mib.unwrap() - 13.7).abs() < 1e-9, "{s:?}");
+        assert!(
+            (s.heap_after_full_gc_mib.unwrap() - 13.7).abs() < 1e-9,
+            "{s:?}"
+        );
         // The window from 0.5 s to 1 s: 53 collections, one of them the mark-compact at 764 ms.
         let half = Windows {
             load_start_s: 0.0,

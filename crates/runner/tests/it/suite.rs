@@ -310,7 +310,11 @@ fn the_seed_002_suite_keeps_the_seeds_parameters() {
         s.matrix.intensities,
         vec![Intensity::Users(100), Intensity::Rate(1000.0)]
     );
-    assert!(quick.estimate < Duration::from_secs(120), "{:?}", quick.estimate);
+    assert!(
+        quick.estimate < Duration::from_secs(120),
+        "{:?}",
+        quick.estimate
+    );
 }
 
 /// Seed 003's wrk settings in the full form, and the error endpoints declared.
@@ -688,7 +692,10 @@ fn users_and_rates_together_run_both_models() {
     );
     let resolved = s.to_toml();
     assert!(resolved.contains("users = [100]"), "{resolved}");
-    assert!(resolved.contains("rates = [200000.0, 5000.0]"), "{resolved}");
+    assert!(
+        resolved.contains("rates = [200000.0, 5000.0]"),
+        "{resolved}"
+    );
     assert_eq!(
         Suite::from_toml("suite.toml", std::path::Path::new("."), &resolved).unwrap(),
         s
