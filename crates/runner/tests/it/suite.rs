@@ -298,7 +298,11 @@ fn the_seed_002_suite_keeps_the_seeds_parameters() {
     }
     for sc in &s.scenarios {
         assert!(sc.setup.is_some(), "{} installs or builds itself", sc.name);
-        assert_eq!(sc.workdir, dir);
+        assert!(
+            sc.workdir.ends_with("examples/seed-002"),
+            "{}",
+            sc.workdir.display()
+        );
     }
     let plan = gatebench_runner::Plan::new(&s, &[], &[]).unwrap();
     assert_eq!(plan.cells.len(), 14);
