@@ -350,7 +350,8 @@ pub fn parse_node_line(line: &str) -> Option<GcEvent> {
     let (sizes, rest) = rest[num_at..].split_once(" MB, ")?;
     let (_, after) = sizes.split_once(" -> ")?;
     let heap_after_mib: f64 = after.split(' ').next()?.parse().ok()?;
-    // `38.11 / 0.00 ms`, after other `…, ` fields newer V8s insert (`pooled: 0.0 MB, `).
+    // `38.11 / 0.00 ms`: the first `…, ` field of that shape, so a field another V8 version
+    // puts before it does not shift the parse.
     let pause_ms = rest.split(", ").find_map(|field| {
         let (pause, external) = field.split_once(" / ")?;
         external.split(' ').nth(1).filter(|u| *u == "ms")?;
