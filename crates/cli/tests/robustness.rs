@@ -423,7 +423,7 @@ fn in_range(key: &'static str, kind: Kind) -> BoxedStrategy<String> {
         "setup" => one_of(vec!["true", "echo {suite_dir}"]),
         "workdir" => one_of(vec![".", "sub"]),
         "templates" => list(one_of(vec!["a.conf"])),
-        "gc_format" => one_of(vec!["go", "jvm"]),
+        "gc_format" => one_of(vec!["go", "jvm", "node"]),
         "gc_log" => one_of(vec!["{cell_dir}/gc.log"]),
         "ready" => one_of(vec!["http://127.0.0.1:{port}/"]),
         "slo" => one_of(vec![

@@ -242,3 +242,102 @@ fn every_scenario_of_the_default_suite_runs_without_errors() {
     assert!(!stderr.contains("FAILED"), "{stderr}");
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+/// A suite with `users` and `rates` runs each scenario under both models: the closed model's
+/// cells first, then the open model's, each summarised with its own model (seed 002).
+#[test]
+fn users_and_rates_in_one_suite_run_both_models() {
+    let tmp = temp_dir("both-models");
+    let suite = tmp.join("both.toml");
+    std::fs::write(
+        &suite,
+        "[suite]\nwarmup = \"0.2s\"\nduration = \"0.6s\"\n\
+         [matrix]\nusers = [2]\nrates = [200]\n\
+         [load]\nconnections = 3\n\
+         [[scenario]]\nname = \"echo\"\nbackend = { serve = \"echo --port {port}\" }\n",
+    )
+    .unwrap();
+    let out_dir = tmp.join("out");
+    let out = gatebench(
+        &[
+            "run",
+            suite.to_str().unwrap(),
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &tmp,
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{stdout}\n{stderr}",
+        out.status
+    );
+    assert!(
+        stdout.contains("2 cells in 1 scenarios")
+            && stdout.contains("  users 2 · rates 200 req/s · sizes 50 B"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("[1/2] echo_u2_s50_d0_r1: ok"), "{stderr}");
+    assert!(stderr.contains("[2/2] echo_R200_s50_d0_r1: ok"), "{stderr}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("summary.json")).unwrap())
+            .unwrap();
+    let rows = summary["measurement"].as_array().unwrap();
+    let got: Vec<(&str, u64, Option<f64>)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["cell"].as_str().unwrap(),
+                r["users"].as_u64().unwrap(),
+                r["rate"].as_f64(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("echo_u2_s50_d0_r1", 2, None),
+            ("echo_R200_s50_d0_r1", 3, Some(200.0))
+        ]
+    );
+    // In the measurement's table, the rate cell's row says its model, the users cell's not.
+    let md = std::fs::read_to_string(out_dir.join("summary.md")).unwrap();
+    let rows: Vec<&str> = md
+        .split("## Warm-up")
+        .next()
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("| echo |"))
+        .collect();
+    assert_eq!(rows.len(), 2, "{md}");
+    assert!(
+        rows[0].starts_with("| echo | 2 |") && !rows[0].contains("open model"),
+        "{md}"
+    );
+    assert!(
+        rows[1].starts_with("| echo | 3 |") && rows[1].contains("open model at 200 req/s"),
+        "{md}"
+    );
+    let _ = std::fs::remove_dir_all(&tmp);
+}
+
+/// Seed 002's full form: the seed's wrk2 parameters in both models, its time stated; nothing
+/// is installed or started by `--estimate`.
+#[test]
+fn the_seed_002_estimate_states_both_models_and_its_time() {
+    let tmp = temp_dir("seed002");
+    let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/seed-002.toml");
+    let out = gatebench(&["run", suite.to_str().unwrap(), "--estimate"], &tmp);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    assert!(stdout.contains("14 cells in 7 scenarios"), "{stdout}");
+    assert!(
+        stdout.contains("  users 100 · rates 200000 req/s · sizes 50 B"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("0s warm-up + 1m measurement"), "{stdout}");
+    assert!(stdout.contains("Estimated time: 14m 14s"), "{stdout}");
+    assert!(!tmp.join("results").exists());
+    let _ = std::fs::remove_dir_all(tmp);
+}

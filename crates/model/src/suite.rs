@@ -307,14 +307,15 @@ pub struct CellRecord {
 }
 
 /// The garbage collector of the system under test over one window (warm-up or measurement),
-/// from the GC log it wrote: JVM unified logging (`-Xlog:gc*`) or Go's `GODEBUG=gctrace=1`.
+/// from the GC log it wrote: JVM unified logging (`-Xlog:gc*`), Go's `GODEBUG=gctrace=1` or
+/// Node's `--trace-gc`.
 ///
 /// Sizes are MiB whatever unit the log used (the JVM prints `K`, `M` and `G`, all binary; Go
 /// prints whole `MB` that are in fact MiB), times are milliseconds. Cut to the same windows as
 /// the latency and the resource samples.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct GcSummary {
-    /// The log's format: `jvm` or `go`.
+    /// The log's format: `jvm`, `go` or `node`.
     pub format: String,
     /// The window's length, seconds (the denominator of `throughput_percent`).
     pub window_s: f64,

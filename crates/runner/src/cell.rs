@@ -569,7 +569,7 @@ fn lifecycle(
 
 /// Reads the SUT's GC log into the record's `gc_warmup` and `gc_measurement`. A log that cannot
 /// be read, or holds no GC event, is warned about (the SUT was probably started without
-/// `-Xlog:gc` or `GODEBUG=gctrace=1`) but does not fail the cell: its load figures stand.
+/// `-Xlog:gc`, `GODEBUG=gctrace=1` or `--trace-gc`) but does not fail the cell: its load figures stand.
 fn read_gc_log(g: &GcInputs, cell: &str, record: &mut CellRecord) {
     let text = match std::fs::read(&g.path) {
         Ok(b) => String::from_utf8_lossy(&b).into_owned(),
@@ -587,10 +587,7 @@ fn read_gc_log(g: &GcInputs, cell: &str, record: &mut CellRecord) {
             "{cell}: the GC log {} has no {} GC events (is the SUT started with {}?)",
             g.path.display(),
             g.format.name(),
-            match g.format {
-                GcFormat::Jvm => "-Xlog:gc",
-                GcFormat::Go => "GODEBUG=gctrace=1",
-            }
+            g.format.option()
         );
     }
     let summary = |w: GcWindow| gc::summarize(g.format, &events, &g.clock, &g.windows, w);

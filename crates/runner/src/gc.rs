@@ -1,7 +1,7 @@
 //! Garbage-collection figures of the system under test, from the GC log it writes, cut to the
 //! same warm-up and measurement windows as the latency and the `/proc` samples.
 //!
-//! Two formats are read:
+//! Three formats are read:
 //!
 //! - **JVM unified logging** (JDK 9 and later, `-Xlog:gc*:file=…` or `-Xlog:gc` to stdout):
 //!   every line starts with decorations — `[0.304s]` (uptime, the default), `[12ms]`
@@ -16,6 +16,17 @@
 //!   The first and last clock figures are the two stop-the-world pauses (sweep termination,
 //!   mark termination); the middle one is concurrent. The heap after is the live heap, the
 //!   third figure. A `(forced)` collection (`runtime.GC()`) counts as full.
+//! - **Node's `--trace-gc`** (V8's `GCTracer::Print`, on stdout, so in the SUT's log):
+//!   `[4242:0x2af1fcb0]   764 ms: Mark-Compact 27.1 (55.9) -> 23.6 (57.0) MB, 38.11 / 0.00 ms
+//!   (+ 2.2 ms in 50 steps since start of marking, …) (average mu = 0.942, …) finalize …`.
+//!   The time is milliseconds since the isolate started; the first figure after the heap sizes
+//!   is the collection's pause on the main thread (the second is the part of it spent in
+//!   embedder callbacks, already inside the first). The heap after is the object size after
+//!   (`23.6`, V8's `MB` are MiB). Every line is one collection; V8 numbers none, so they are
+//!   numbered in log order. A `Mark-Compact` (V8's major GC, the whole heap, also when
+//!   `(reduce)`d or forced by `gc()`) counts as full; `Scavenge` and the minor collectors do
+//!   not. Incremental marking steps before a mark-compact (`+ 2.2 ms in 50 steps`) are not
+//!   counted as pauses, as Go's concurrent phase is not.
 //!
 //! Units are kept: the JVM prints `K`, `M` and `G` in one log (binary units), Go prints whole
 //! `MB` that are mebibytes (`heap >> 20` in the runtime); everything is converted to MiB here
@@ -37,14 +48,26 @@ pub enum GcFormat {
     Jvm,
     /// Go's `GODEBUG=gctrace=1`.
     Go,
+    /// Node's (V8's) `--trace-gc`.
+    Node,
 }
 
 impl GcFormat {
-    /// The name used in suite files and records: `jvm`, `go`.
+    /// The name used in suite files and records: `jvm`, `go`, `node`.
     pub fn name(self) -> &'static str {
         match self {
             GcFormat::Jvm => "jvm",
             GcFormat::Go => "go",
+            GcFormat::Node => "node",
+        }
+    }
+
+    /// The option that makes the SUT write this log, for messages.
+    pub fn option(self) -> &'static str {
+        match self {
+            GcFormat::Jvm => "-Xlog:gc",
+            GcFormat::Go => "GODEBUG=gctrace=1",
+            GcFormat::Node => "node --trace-gc",
         }
     }
 
@@ -53,6 +76,7 @@ impl GcFormat {
         match s {
             "jvm" => Some(GcFormat::Jvm),
             "go" => Some(GcFormat::Go),
+            "node" => Some(GcFormat::Node),
             _ => None,
         }
     }
@@ -61,7 +85,8 @@ impl GcFormat {
 /// When an event happened, as the log says it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Stamp {
-    /// Seconds since the process started (JVM uptime, Go's `@0.786s`).
+    /// Seconds since the process started (JVM uptime, Go's `@0.786s`, V8's `764 ms` since
+    /// the isolate started).
     Uptime(f64),
     /// Wall-clock time, seconds since the Unix epoch (JVM `time`, `utctime`, `timemillis`).
     Wall(f64),
@@ -72,7 +97,7 @@ pub enum Stamp {
 pub struct GcEvent {
     /// When it was logged.
     pub at: Stamp,
-    /// The collection it belongs to (JVM `GC(n)`, Go `gc n`).
+    /// The collection it belongs to (JVM `GC(n)`, Go `gc n`, the line's place among V8's).
     pub collection: Option<u64>,
     /// A stop-the-world pause, ms; `None` for a line that only reports a heap size.
     pub pause_ms: Option<f64>,
@@ -87,6 +112,15 @@ pub fn parse(format: GcFormat, text: &str) -> Vec<GcEvent> {
     match format {
         GcFormat::Jvm => text.lines().flat_map(parse_jvm_line).collect(),
         GcFormat::Go => text.lines().flat_map(parse_go_line).collect(),
+        GcFormat::Node => text
+            .lines()
+            .filter_map(parse_node_line)
+            .zip(1..)
+            .map(|(e, n)| GcEvent {
+                collection: Some(n),
+                ..e
+            })
+            .collect(),
     }
 }
 
@@ -292,6 +326,46 @@ fn parse_go(line: &str) -> Option<Vec<GcEvent>> {
             full,
         },
     ])
+}
+
+/// One line of Node's `--trace-gc`; `None` when it is not one. Its `collection` is `None`:
+/// V8 numbers no collection, [`parse`] numbers them in log order.
+pub fn parse_node_line(line: &str) -> Option<GcEvent> {
+    // `[pid:isolate]` then the milliseconds since the isolate started, right-aligned.
+    let rest = line.trim_start().strip_prefix('[')?;
+    let (tag, rest) = rest.split_once(']')?;
+    let (pid, isolate) = tag.split_once(':')?;
+    if pid.parse::<u32>().is_err() || !isolate.starts_with("0x") {
+        return None;
+    }
+    let (ms, rest) = rest.split_once(" ms: ")?;
+    let ms: f64 = ms.trim().parse().ok()?;
+    // The collector's name runs up to the first number: `Scavenge`, `Mark-Compact (reduce)`,
+    // `Minor Mark-Sweep`; then `start (committed) -> end (committed) MB`.
+    let num_at = rest.find(|c: char| c.is_ascii_digit())?;
+    let kind = rest[..num_at].trim();
+    if kind.is_empty() {
+        return None;
+    }
+    let (sizes, rest) = rest[num_at..].split_once(" MB, ")?;
+    let (_, after) = sizes.split_once(" -> ")?;
+    let heap_after_mib: f64 = after.split(' ').next()?.parse().ok()?;
+    // `38.11 / 0.00 ms`: the first `…, ` field of that shape, so a field another V8 version
+    // puts before it does not shift the parse.
+    let pause_ms = rest.split(", ").find_map(|field| {
+        let (pause, external) = field.split_once(" / ")?;
+        external.split(' ').nth(1).filter(|u| *u == "ms")?;
+        pause.parse::<f64>().ok()
+    })?;
+    // `Mark-Compact`, or `Mark-sweep` in older V8s: the major collector.
+    let full = kind.starts_with("Mark-");
+    Some(GcEvent {
+        at: Stamp::Uptime(ms / 1e3),
+        collection: None,
+        pause_ms: Some(pause_ms),
+        heap_after_mib: Some(heap_after_mib),
+        full,
+    })
 }
 
 /// How to place a log's stamps on the cell's clock (seconds since the cell started).
@@ -500,6 +574,137 @@ mod tests {
         assert!(!old[0].full);
         assert!(parse_go_line("gcdemo listening on 127.0.0.1:0 (not really)").is_empty());
         assert!(parse_go_line("gc 1 @0.012s 2%: 0.015+0.5").is_empty());
+    }
+
+    /// Lines of `node --trace-gc` (Node 20.20.2, V8 11.3) from the committed log, with the
+    /// figures they print.
+    #[test]
+    fn node_lines() {
+        let s = parse_node_line(
+            "[15165:0x2af1fcb0]     1518 ms: Scavenge 62.6 (80.2) -> 47.6 (80.5) MB, 11.11 / 0.00 ms  (average mu = 0.942, current mu = 0.942) allocation failure; ",
+        )
+        .unwrap();
+        assert_eq!(s.at, Stamp::Uptime(1.518));
+        assert_eq!(s.pause_ms, Some(11.11));
+        assert_eq!(s.heap_after_mib, Some(47.6));
+        assert_eq!(s.collection, None);
+        assert!(!s.full);
+        // gc() under --expose-gc: a forced mark-compact, full.
+        let forced = parse_node_line(
+            "[15165:0x2af1fcb0]       73 ms: Mark-Compact 11.0 (20.5) -> 3.8 (20.5) MB, 11.31 / 0.00 ms  (average mu = 1.000, current mu = 1.000) testing; GC in old space requested",
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                forced.at,
+                forced.pause_ms,
+                forced.heap_after_mib,
+                forced.full
+            ),
+            (Stamp::Uptime(0.073), Some(11.31), Some(3.8), true)
+        );
+        // After incremental marking: the atomic pause, not the 2.2 ms of marking steps.
+        let incremental = parse_node_line(
+            "[15165:0x2af1fcb0]      764 ms: Mark-Compact 27.1 (55.9) -> 23.6 (57.0) MB, 38.11 / 0.00 ms  (+ 2.2 ms in 50 steps since start of marking, biggest step 0.1 ms, walltime since start of marking 50 ms) (average mu = 0.942, current mu = 0.942) finalize incremental marking via stack guard; GC in old space requested",
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                incremental.pause_ms,
+                incremental.heap_after_mib,
+                incremental.full
+            ),
+            (Some(38.11), Some(23.6), true)
+        );
+        // Under --optimize-for-size (examples/seed-002.toml's Express server) the memory
+        // reducer's mark-compacts: full too.
+        let reduce = parse_node_line(
+            "[11077:0x28ac9840]      641 ms: Mark-Compact (reduce) 15.7 (17.0) -> 7.6 (17.0) MB, 2.66 / 0.00 ms  (+ 0.8 ms in 28 steps since start of marking, biggest step 0.1 ms, walltime since start of marking 31 ms) (average mu = 0.986, current mu = 0.986) finalize incremental marking via task; GC in old space requested",
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                reduce.at,
+                reduce.pause_ms,
+                reduce.heap_after_mib,
+                reduce.full
+            ),
+            (Stamp::Uptime(0.641), Some(2.66), Some(7.6), true)
+        );
+        // The program's own output, other formats, a line cut short.
+        assert!(parse_node_line("rounds=5886 live=294300").is_none());
+        assert!(parse_node_line(
+            "[0.279s][info][gc] GC(29) Pause Full (System.gc()) 27M->20M(64M) 5.731ms"
+        )
+        .is_none());
+        assert!(
+            parse_node_line("gc 1 @0.012s 2%: 0.015+0.52+0.003 ms clock, 4->4->0 MB, 4 P")
+                .is_none()
+        );
+        assert!(parse_node_line(
+            "[15165:0x2af1fcb0]     1505 ms: Scavenge 62.4 (80.0) -> 47.4 (80.2) MB, 1.0"
+        )
+        .is_none());
+        assert!(parse_node_line("[server:0x1] 5 ms: listening").is_none());
+    }
+
+    /// The whole committed `node --trace-gc` log (tests/fixtures/gc/gcdemo.js): 192 scavenges
+    /// and 2 mark-compacts, mixed with the program's output; every figure as the log prints it.
+    #[test]
+    fn real_node_log() {
+        let text = fixture("node20.20.2-trace-gc.log");
+        let events = parse(GcFormat::Node, &text);
+        assert_eq!(events.len(), 194);
+        let numbers: Vec<u64> = events.iter().filter_map(|e| e.collection).collect();
+        assert_eq!(numbers, (1..=194).collect::<Vec<u64>>());
+        let (clock, mut windows) = whole();
+        windows.warmup_s = 0.0;
+        let s = summarize(
+            GcFormat::Node,
+            &events,
+            &clock,
+            &windows,
+            GcWindow::Measurement,
+        );
+        assert_eq!(s.format, "node");
+        assert_eq!((s.collections, s.full_collections, s.pauses), (194, 2, 194));
+        assert!((s.pause_total_ms - 869.67).abs() < 1e-9, "{s:?}");
+        assert_eq!(
+            (
+                s.pause_p50_ms,
+                s.pause_p90_ms,
+                s.pause_p99_ms,
+                s.pause_max_ms
+            ),
+            (2.93, 9.89, 13.32, 38.11)
+        );
+        assert_eq!(s.heap_after_gc_max_mib, Some(47.6));
+        assert!(
+            (s.heap_after_full_gc_mib.unwrap() - 13.7).abs() < 1e-9,
+            "{s:?}"
+        );
+        // The window from 0.5 s to 1 s: 53 collections, one of them the mark-compact at 764 ms.
+        let half = Windows {
+            load_start_s: 0.0,
+            warmup_s: 0.5,
+            measurement_s: 0.5,
+        };
+        let m = summarize(
+            GcFormat::Node,
+            &events,
+            &clock,
+            &half,
+            GcWindow::Measurement,
+        );
+        assert_eq!((m.collections, m.full_collections), (53, 1));
+        assert!((m.pause_total_ms - 321.13).abs() < 1e-9, "{m:?}");
+        assert_eq!(m.heap_after_full_gc_mib, Some(23.6));
+        let t = m.throughput_percent.unwrap();
+        assert!((t - 35.774).abs() < 1e-9, "{t}");
+        let w = summarize(GcFormat::Node, &events, &clock, &half, GcWindow::Warmup);
+        // The first 0.5 s hold the other 89 (the forced one among them); the 52 after 1 s are
+        // in neither window.
+        assert_eq!((w.collections, w.full_collections), (89, 1));
     }
 
     #[test]

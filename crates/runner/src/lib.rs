@@ -24,7 +24,8 @@
 //! - [`shards`]: a cell's load split across generator hosts and merged.
 //! - [`pin`]: CPU placement of the SUT and the generator.
 //! - [`sampler`]: `/proc` sampling and cutting samples to the load's windows.
-//! - [`gc`]: the SUT's GC log (JVM unified logging, Go gctrace), cut to the same windows.
+//! - [`gc`]: the SUT's GC log (JVM unified logging, Go gctrace, Node --trace-gc), cut to the
+//!   same windows.
 //! - [`cell`]: the lifecycle of one cell (capacity and cost cells in `cell/search.rs`).
 //! - [`run`](mod@run): the whole run, setup commands, progress for an observer.
 //! - [`results`]: the environment and default directory name; the results directory itself

@@ -231,21 +231,32 @@ fn plan_text(suite: &Suite, plan: &Plan, builtin: bool) -> String {
     let mut s = String::new();
     let join = |v: Vec<String>| v.join(", ");
     let m = &suite.matrix;
-    let intensities = join(
-        m.intensities
-            .iter()
-            .map(|i| match i {
-                Intensity::Users(u) => u.to_string(),
-                Intensity::Rate(r) => format!("{r} req/s"),
-                Intensity::Program(p) => p.to_string(),
-            })
-            .collect(),
-    );
-    let load_axis = if !matches!(m.intensities.first(), Some(Intensity::Users(_)) | None) {
-        "rates"
-    } else {
-        "users"
-    };
+    // `users 100, 300` or `rates 5000 req/s, ramp:…`; a suite with both models lists both.
+    let users: Vec<String> = m
+        .intensities
+        .iter()
+        .filter_map(|i| match i {
+            Intensity::Users(u) => Some(u.to_string()),
+            _ => None,
+        })
+        .collect();
+    let rates: Vec<String> = m
+        .intensities
+        .iter()
+        .filter_map(|i| match i {
+            Intensity::Users(_) => None,
+            Intensity::Rate(r) => Some(format!("{r} req/s")),
+            Intensity::Program(p) => Some(p.to_string()),
+        })
+        .collect();
+    let mut axes = Vec::new();
+    if !users.is_empty() || rates.is_empty() {
+        axes.push(format!("users {}", join(users)));
+    }
+    if !rates.is_empty() {
+        axes.push(format!("rates {}", join(rates)));
+    }
+    let load_axes = axes.join(" · ");
     let mut per_scenario: BTreeMap<usize, usize> = BTreeMap::new();
     for c in &plan.cells {
         *per_scenario.entry(c.scenario).or_default() += 1;
@@ -263,7 +274,7 @@ fn plan_text(suite: &Suite, plan: &Plan, builtin: bool) -> String {
         }
     ));
     s.push_str(&format!(
-        "  {load_axis} {intensities} · sizes {} B · delays {} · {} repeat(s) · {} order{}\n",
+        "  {load_axes} · sizes {} B · delays {} · {} repeat(s) · {} order{}\n",
         join(m.sizes.iter().map(u64::to_string).collect()),
         join(
             m.delays

@@ -300,7 +300,8 @@ pub struct RawScenario {
     /// The system under test.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sut: Option<RawProcess>,
-    /// The format of the SUT's GC log: `jvm` (unified logging) or `go` (gctrace).
+    /// The format of the SUT's GC log: `jvm` (unified logging), `go` (gctrace) or `node`
+    /// (`--trace-gc`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gc_format: Option<String>,
     /// Where the SUT writes its GC log (placeholders allowed); default: the SUT's own log.

@@ -157,48 +157,43 @@ fn check_path(key: &str, path: &str) -> Result<(), RunnerError> {
 }
 
 pub(crate) fn validate_matrix(m: RawMatrix) -> Result<Matrix, RunnerError> {
-    let intensities = match (m.users, m.rates) {
-        (Some(_), Some(_)) => {
+    // Both axes may be given: the closed model's cells (users) then the open model's (rates),
+    // as seed 002 runs every server under wrk's and wrk2's models.
+    let mut intensities = Vec::new();
+    if let Some(u) = m.users {
+        nonempty("[matrix] users", &u)?;
+        if let Some(wrong) = u.iter().find(|&&u| u == 0 || u > bounds::MAX_CONNECTIONS) {
             return Err(bad(
-                "[matrix]",
-                "give users (closed model) or rates (open model), not both",
-            ))
+                "[matrix] users",
+                format!(
+                    "every value must be from 1 to {}, got {wrong}",
+                    bounds::MAX_CONNECTIONS
+                ),
+            ));
         }
-        (Some(u), None) => {
-            nonempty("[matrix] users", &u)?;
-            if let Some(wrong) = u.iter().find(|&&u| u == 0 || u > bounds::MAX_CONNECTIONS) {
-                return Err(bad(
-                    "[matrix] users",
-                    format!(
-                        "every value must be from 1 to {}, got {wrong}",
-                        bounds::MAX_CONNECTIONS
-                    ),
-                ));
-            }
-            u.into_iter().map(Intensity::Users).collect()
+        intensities.extend(u.into_iter().map(Intensity::Users));
+    }
+    if let Some(r) = m.rates {
+        nonempty("[matrix] rates", &r)?;
+        for rate in r {
+            intensities.push(match rate {
+                RawRate::Number(rate) => {
+                    bounds::check_rate(rate)
+                        .map_err(|e| bad("[matrix] rates", format!("every rate {e}")))?;
+                    Intensity::Rate(rate)
+                }
+                RawRate::Program(text) => match text.parse::<RateProgram>() {
+                    // A number written as a string is a rate like any other.
+                    Ok(RateProgram::Constant(r)) => Intensity::Rate(r),
+                    Ok(p) => Intensity::Program(p),
+                    Err(e) => return Err(bad("[matrix] rates", format!("\"{text}\": {e}"))),
+                },
+            });
         }
-        (None, Some(r)) => {
-            nonempty("[matrix] rates", &r)?;
-            let mut out = Vec::with_capacity(r.len());
-            for rate in r {
-                out.push(match rate {
-                    RawRate::Number(rate) => {
-                        bounds::check_rate(rate)
-                            .map_err(|e| bad("[matrix] rates", format!("every rate {e}")))?;
-                        Intensity::Rate(rate)
-                    }
-                    RawRate::Program(text) => match text.parse::<RateProgram>() {
-                        // A number written as a string is a rate like any other.
-                        Ok(RateProgram::Constant(r)) => Intensity::Rate(r),
-                        Ok(p) => Intensity::Program(p),
-                        Err(e) => return Err(bad("[matrix] rates", format!("\"{text}\": {e}"))),
-                    },
-                });
-            }
-            out
-        }
-        (None, None) => vec![Intensity::Users(10)],
-    };
+    }
+    if intensities.is_empty() {
+        intensities.push(Intensity::Users(10));
+    }
     let sizes = m.sizes.unwrap_or_else(|| vec![50]);
     nonempty("[matrix] sizes", &sizes)?;
     let min = gatebench_loadgen::request::min_payload_size() as u64;
@@ -363,14 +358,14 @@ pub(super) fn validate_scenario(
         (None, Some(_)) => {
             return Err(bad(
                 &scenario,
-                "gc_log needs gc_format = \"jvm\" (-Xlog:gc) or \"go\" (GODEBUG=gctrace=1)",
+                "gc_log needs gc_format = \"jvm\" (-Xlog:gc), \"go\" (GODEBUG=gctrace=1) or \"node\" (--trace-gc)",
             ))
         }
         (Some(f), path) => {
             let format = GcFormat::parse(&f).ok_or_else(|| {
                 at(
                     "gc_format",
-                    format!("\"{f}\" is not a GC log format (use \"jvm\" or \"go\")"),
+                    format!("\"{f}\" is not a GC log format (use \"jvm\", \"go\" or \"node\")"),
                 )
             })?;
             if let Some(p) = &path {

@@ -116,8 +116,8 @@ fn other_mistakes_are_caught_before_anything_runs() {
             "ready: \"localhost\" must be an http:// or https:// URL",
         ),
         (
-            "[matrix]\nusers = [10]\nrates = [100.0]\n[[scenario]]\nname = \"x\"\nsut = { command = \"x\" }\n",
-            "give users (closed model) or rates (open model), not both",
+            "[matrix]\nusers = [10]\nrates = []\n[[scenario]]\nname = \"x\"\nsut = { command = \"x\" }\n",
+            "[matrix] rates: the list is empty",
         ),
         (
             "[matrix]\nsizes = [5]\n[[scenario]]\nname = \"x\"\nsut = { command = \"x\" }\n",
@@ -339,6 +339,86 @@ fn the_seed_000_suite_keeps_the_seeds_parameters() {
     let quick = gatebench_runner::Plan::new(&s, &[], &[]).unwrap();
     assert_eq!(quick.cells.len(), 24);
     assert_eq!(s.warmup + s.duration, Duration::from_secs(3));
+}
+
+/// Seed 002's wrk2 settings in the full form (both models), a server per language built by
+/// its setup from sources that are committed, the GC logs named, and a quick form of minutes.
+#[test]
+fn the_seed_002_suite_keeps_the_seeds_parameters() {
+    let root = repo_root().join("examples");
+    let mut s = Suite::load(&root.join("seed-002.toml")).unwrap_or_else(|e| panic!("{e}"));
+    // wrk2 -R 200000 -d 60s -t 32, and the closed model beside it.
+    assert_eq!(
+        s.matrix.intensities,
+        vec![Intensity::Users(100), Intensity::Rate(200000.0)]
+    );
+    assert_eq!(s.duration, Duration::from_secs(60));
+    assert_eq!(s.warmup, Duration::ZERO);
+    assert_eq!(s.load.threads, Some(32));
+    assert_eq!(s.load.method, "GET");
+    let got: Vec<(&str, Option<&str>, bool)> = s
+        .scenarios
+        .iter()
+        .map(|sc| {
+            (
+                sc.name.as_str(),
+                sc.gc.as_ref().map(|g| g.format.name()),
+                sc.keepalive,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("go", Some("go"), true),
+            ("rust", None, true),
+            ("node", Some("node"), true),
+            ("java", Some("jvm"), true),
+            ("python", None, true),
+            ("php", None, false),
+            ("ruby", None, true),
+        ]
+    );
+    let dir = root.join("seed-002");
+    for source in [
+        "go/main.go",
+        "go/go.mod",
+        "rust/Cargo.toml",
+        "rust/Cargo.lock",
+        "rust/src/main.rs",
+        "node/server.js",
+        "node/package.json",
+        "node/package-lock.json",
+        "java/Hello.java",
+        "python/hello.py",
+        "php/hello.php",
+        "ruby/config.ru",
+    ] {
+        assert!(dir.join(source).is_file(), "{source} is committed");
+    }
+    for sc in &s.scenarios {
+        assert!(sc.setup.is_some(), "{} installs or builds itself", sc.name);
+        assert!(
+            sc.workdir.ends_with("examples/seed-002"),
+            "{}",
+            sc.workdir.display()
+        );
+    }
+    let plan = gatebench_runner::Plan::new(&s, &[], &[]).unwrap();
+    assert_eq!(plan.cells.len(), 14);
+    assert_eq!(plan.estimate, Duration::from_secs(14 * 61));
+    s.apply_quick().unwrap();
+    let quick = gatebench_runner::Plan::new(&s, &[], &[]).unwrap();
+    assert_eq!(quick.cells.len(), 14);
+    assert_eq!(
+        s.matrix.intensities,
+        vec![Intensity::Users(100), Intensity::Rate(1000.0)]
+    );
+    assert!(
+        quick.estimate < Duration::from_secs(120),
+        "{:?}",
+        quick.estimate
+    );
 }
 
 /// Seed 003's wrk settings in the full form, and the error endpoints declared.
@@ -688,6 +768,65 @@ fn rates_take_programs_beside_numbers_and_the_resolved_suite_keeps_them() {
             "echo_R2500_s50_d0_r1"
         ]
     );
+}
+
+/// Both models in one suite (seed 002 runs every server under wrk's closed model and wrk2's
+/// constant rate): the users' cells, then the rates', each with its own id, connections and
+/// arrival; `[quick]` replaces the axis with what it gives, both when it gives both.
+#[test]
+fn users_and_rates_together_run_both_models() {
+    use gatebench_loadgen::Arrival;
+    let mut s = suite(&format!(
+        "[suite]\nduration = \"60s\"\nwarmup = \"0s\"\n\
+         [matrix]\nusers = [100]\nrates = [200000, 5000]\n[load]\nconnections = 64\n\
+         [quick]\nusers = [20]\nrates = [1000]\n{MINIMAL}"
+    ));
+    assert_eq!(
+        s.matrix.intensities,
+        vec![
+            Intensity::Users(100),
+            Intensity::Rate(200000.0),
+            Intensity::Rate(5000.0)
+        ]
+    );
+    assert_eq!(s.arrival(&Intensity::Users(100), 1), (100, Arrival::Closed));
+    assert_eq!(
+        s.arrival(&Intensity::Rate(5000.0), 1),
+        (64, Arrival::Open { rate: 5000.0 })
+    );
+    let resolved = s.to_toml();
+    assert!(resolved.contains("users = [100]"), "{resolved}");
+    assert!(
+        resolved.contains("rates = [200000.0, 5000.0]"),
+        "{resolved}"
+    );
+    assert_eq!(
+        Suite::from_toml("suite.toml", std::path::Path::new("."), &resolved).unwrap(),
+        s
+    );
+    let plan = gatebench_runner::Plan::new(&s, &[], &[]).unwrap();
+    let ids: Vec<&str> = plan.cells.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "echo_u100_s50_d0_r1",
+            "echo_R200000_s50_d0_r1",
+            "echo_R5000_s50_d0_r1"
+        ]
+    );
+    // Three cells of 60 s, plus 1 s each.
+    assert_eq!(plan.estimate, Duration::from_secs(3 * 61));
+    s.apply_quick().unwrap();
+    assert_eq!(
+        s.matrix.intensities,
+        vec![Intensity::Users(20), Intensity::Rate(1000.0)]
+    );
+    // A [quick] that gives one axis replaces both: the quick form runs that model alone.
+    let mut s = suite(&format!(
+        "[matrix]\nusers = [100]\nrates = [5000]\n[quick]\nrates = [1000]\n{MINIMAL}"
+    ));
+    s.apply_quick().unwrap();
+    assert_eq!(s.matrix.intensities, vec![Intensity::Rate(1000.0)]);
 }
 
 #[test]

@@ -1,0 +1,3 @@
+module gatebench.example/seed002
+
+go 1.19
