@@ -2,7 +2,7 @@
 //! run on several machines start together.
 //!
 //! Each shard sleeps until the instant on its own wall clock, and its schedule counts from the
-//! moment it woke ([`Anchor`], passed to [`crate::run`] in [`crate::RunOptions::anchor`]). The
+//! moment it woke ([`Anchor`], passed to [`crate::run()`] in [`crate::RunOptions::anchor`]). The
 //! shards' records carry that moment in microseconds, and `gatebench merge` reports how far
 //! apart they were (`merged.start_skew_ms`).
 //!

@@ -15,7 +15,7 @@ use super::raw::{RawCapacity, RawCost};
 use super::Scenario;
 use crate::error::RunnerError;
 
-/// Most steps one search may be given: at [`MAX_STEP`] each, a search stays under an hour.
+/// Most steps one search may be given: at `MAX_STEP` each, a search stays under an hour.
 pub const MAX_STEPS: u32 = 30;
 
 /// The longest a step may be asked to be.
