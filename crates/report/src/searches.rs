@@ -93,15 +93,22 @@ pub fn lower_bound(c: &CapacityReport) -> bool {
         || (c.verdict == CapacityVerdict::Found && c.failed_rate.is_none())
 }
 
+/// `failed: <reason>` for a failed cell, as the first of its flags.
+fn failed_flag(r: &CellRecord) -> Vec<String> {
+    (r.status == CellStatus::Failed)
+        .then(|| {
+            format!(
+                "failed: {}",
+                r.reason.as_deref().unwrap_or("no reason recorded")
+            )
+        })
+        .into_iter()
+        .collect()
+}
+
 /// The flags of a capacity cell: why it has no answer, or why its answer is a bound.
 fn capacity_flags(r: &CellRecord) -> Vec<String> {
-    let mut f = Vec::new();
-    if r.status == CellStatus::Failed {
-        f.push(format!(
-            "failed: {}",
-            r.reason.as_deref().unwrap_or("no reason recorded")
-        ));
-    }
+    let mut f = failed_flag(r);
     if let Some(c) = &r.capacity {
         match c.verdict {
             CapacityVerdict::GeneratorBound => {
@@ -152,14 +159,9 @@ fn signed(ms: f64) -> String {
     format!("{ms:+.3}")
 }
 
+/// The flags of a cost cell: its failure, the measurement's warnings, a missing CPU figure.
 fn cost_flags(r: &CellRecord) -> Vec<String> {
-    let mut f = Vec::new();
-    if r.status == CellStatus::Failed {
-        f.push(format!(
-            "failed: {}",
-            r.reason.as_deref().unwrap_or("no reason recorded")
-        ));
-    }
+    let mut f = failed_flag(r);
     if let Some(c) = &r.cost {
         f.extend(c.warnings.iter().cloned());
         if c.intermediary_cpu_us_per_request.is_none() && r.status == CellStatus::Ok {
