@@ -12,7 +12,7 @@ The words after `figures:begin` say what goes there; NAME is a results file's st
 bench/results/ (NAME.md, the summary a bench script wrote from its raw NAME.tsv):
 
     table NAME [SECTION]   the Markdown table and the bullet lines under it (paired ratios and
-                           the like) from NAME.md, from its `### SECTION…` part when given (the
+                           the like; a capacity search's "Answers:" line) from NAME.md, from its `### SECTION…` part when given (the
                            rest of the words: the start of the heading); then
                            a line citing NAME.tsv and NAME.md with the time it was measured
     paired NAME [SECTION]  only the bullet lines (the paired per-run ratios)
@@ -124,6 +124,10 @@ def gen_table(args):
     bullets = bullet_lines(part) if title else [b for b in bullet_lines(part) if "paired" in b]
     if bullets:
         out += [""] + bullets
+    # The capacity searches' summary says under its table how far the answers agree.
+    answers = [line for line in part if line.startswith("Answers:")]
+    if answers:
+        out += [""] + answers
     return out + ["", citation(name, lines)]
 
 

@@ -26,6 +26,7 @@ gb_die() {
 GB_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 GB_TMP=""
 GB_PIDS=()
+GB_CGROUPS=()
 
 # cd to the repo root, create $GB_TMP and install the cleanup trap.
 gb_init() {
@@ -67,6 +68,7 @@ gb_cleanup() {
   for ((i = ${#GB_PIDS[@]} - 1; i >= 0; i--)); do
     gb_stop_pid "${GB_PIDS[i]}"
   done
+  gb_remove_cgroups
   if [[ -n $GB_AUTOGROUP_NICE0 ]]; then
     echo "$GB_AUTOGROUP_NICE0" >/proc/self/autogroup 2>/dev/null || true
   fi
@@ -816,11 +818,14 @@ gb_haproxy_start() {
 
 # gb_gatebench_serve LOG CORE ARGS… — start `$GATEBENCH serve ARGS…` (use --port 0) pinned
 # to CORE, tracked by PID; wait for its "… listening on http://127.0.0.1:PORT/" line on
-# stdout (LOG.out; stderr goes to LOG.err). Sets GB_SERVE_PID and GB_SERVE_PORT.
+# stdout (LOG.out; stderr goes to LOG.err). Sets GB_SERVE_PID and GB_SERVE_PORT. With
+# GB_SERVE_CGROUP set (a gb_cpu_cgroup path), the service runs in that cgroup.
 gb_gatebench_serve() {
   local log=$1 core=$2 i line=""
   shift 2
-  nice -n "$GB_NICE" taskset -c "$core" "$GATEBENCH" serve "$@" \
+  # The shell joins the cgroup (none: stays where it is), then execs: the PID stays the service's.
+  sh -c '[ -z "$1" ] || echo $$ >"$1/cgroup.procs"; shift; exec "$@"' sh "${GB_SERVE_CGROUP:-}" \
+    nice -n "$GB_NICE" taskset -c "$core" "$GATEBENCH" serve "$@" \
     </dev/null >"$log.out" 2>"$log.err" &
   GB_SERVE_PID=$!
   gb_track_pid "$GB_SERVE_PID"
@@ -838,6 +843,31 @@ gb_gatebench_serve() {
   GB_SERVE_PORT=${line##*:}
   gb_wait_port "$GB_SERVE_PORT" 5
   gb_log "gatebench serve $1 pid $GB_SERVE_PID, core $core, port $GB_SERVE_PORT"
+}
+
+# gb_cpu_cgroup NAME PCT [PERIOD_US] — a cgroup (v1 cpu controller) that holds its processes to
+# PCT % of one core, the quota renewed every PERIOD_US (100000: the kernel's default; a short
+# period keeps each pause short); sets GB_CGROUP to its path, removed by gb_cleanup. Needs root.
+gb_cpu_cgroup() {
+  local period=${3:-100000}
+  [[ -d /sys/fs/cgroup/cpu ]] || gb_die "no cgroup cpu controller at /sys/fs/cgroup/cpu (a CPU quota needs it)"
+  GB_CGROUP=/sys/fs/cgroup/cpu/gatebench-bench-$$-$1
+  mkdir -p "$GB_CGROUP" || gb_die "cannot create $GB_CGROUP (a CPU quota needs root)"
+  GB_CGROUPS+=("$GB_CGROUP")
+  echo "$period" >"$GB_CGROUP/cpu.cfs_period_us"
+  echo $((period * $2 / 100)) >"$GB_CGROUP/cpu.cfs_quota_us"
+}
+
+# gb_cgroup_throttled_s CGROUP — seconds its processes have waited for quota so far.
+gb_cgroup_throttled_s() {
+  awk '$1 == "throttled_time" { printf "%.2f\n", $2 / 1e9 }' "$1/cpu.stat"
+}
+
+# gb_remove_cgroups — remove the cgroups gb_cpu_cgroup made (their processes stopped first).
+gb_remove_cgroups() {
+  local cg
+  for cg in "${GB_CGROUPS[@]}"; do rmdir "$cg" 2>/dev/null || true; done
+  GB_CGROUPS=()
 }
 
 # gb_untrack_pid PID — forget a PID registered with gb_track_pid (after the script has waited

@@ -72,7 +72,6 @@ STATE=${GATEBENCH_TESTBED_DIR:-/run/gatebench-testbed}
 SUT_ADDR=10.77.0.20
 BROUGHT_UP=0
 SYSCTL_RESTORE=()
-CGROUPS=()
 
 mg_cleanup() {
   local rc=$? i
@@ -80,7 +79,7 @@ mg_cleanup() {
     gb_stop_pid "${GB_PIDS[i]}"
   done
   GB_PIDS=()
-  for i in "${CGROUPS[@]}"; do rmdir "$i" 2>/dev/null || true; done
+  gb_remove_cgroups
   if [[ $BROUGHT_UP == 1 ]]; then
     "$GB_ROOT/scripts/testbed.sh" down >&2 || true
   else
@@ -250,22 +249,6 @@ mg_nginx_stop() {
 # Generators in the generator namespaces
 # --------------------------------------------------------------------------------------------
 
-# mg_cgroup NAME PCT — a cgroup (v1 cpu controller) that holds its processes to PCT % of one
-# core; sets MG_CG to its path (removed on exit).
-mg_cgroup() {
-  MG_CG=/sys/fs/cgroup/cpu/gatebench-bench-$$-$1
-  [[ -d /sys/fs/cgroup/cpu ]] || gb_die "no cgroup cpu controller at /sys/fs/cgroup/cpu"
-  mkdir -p "$MG_CG"
-  CGROUPS+=("$MG_CG")
-  echo 100000 >"$MG_CG/cpu.cfs_period_us"
-  echo $((1000 * $2)) >"$MG_CG/cpu.cfs_quota_us"
-}
-
-# mg_throttled_s CGROUP — seconds its processes waited for quota so far.
-mg_throttled_s() {
-  awk '$1 == "throttled_time" { printf "%.2f\n", $2 / 1e9 }' "$1/cpu.stat"
-}
-
 GEN_PIDS=()
 # mg_gen HOST CORE CGROUP OUT LOAD-ARGS… — `gatebench load LOAD-ARGS --json OUT -q` in HOST's
 # namespace (`scripts/testbed.sh exec`, which keeps the CPU cgroup tree visible there, so the
@@ -362,7 +345,7 @@ mg_run() {
     i=$((i + 1))
   done
   local thr0=0 c
-  for c in "${cgs[@]}"; do thr0=$(awk -v a="$thr0" -v b="$(mg_throttled_s "$c")" 'BEGIN { print a + b }'); done
+  for c in "${cgs[@]}"; do thr0=$(awk -v a="$thr0" -v b="$(gb_cgroup_throttled_s "$c")" 'BEGIN { print a + b }'); done
   # nginx's counts once a second from half a second after the start to the end of the run: a
   # fixed number of reads (it ends by itself), each written once it is complete.
   local nsamples=$((warm + dur)) sampler
@@ -387,7 +370,7 @@ mg_run() {
   local thr=NA
   if [[ ${#cgs[@]} -gt 0 ]]; then
     thr=0
-    for c in "${cgs[@]}"; do thr=$(awk -v a="$thr" -v b="$(mg_throttled_s "$c")" 'BEGIN { print a + b }'); done
+    for c in "${cgs[@]}"; do thr=$(awk -v a="$thr" -v b="$(gb_cgroup_throttled_s "$c")" 'BEGIN { print a + b }'); done
     thr=$(awk -v a="$thr" -v b="$thr0" 'BEGIN { printf "%.2f", a - b }')
   fi
   if [[ $rc != 0 ]]; then
@@ -443,10 +426,10 @@ fi
 if [[ " $PARTS " == *" generator "* ]]; then
   gb_log "(b) generator-limited: nginx 2 workers on cores 0-1; each generator one thread, $GEN_QUOTA % of one core"
   mg_nginx_start 2 0-1
-  mg_cgroup gen1 "$GEN_QUOTA"
-  CG1=$MG_CG
-  mg_cgroup gen2 "$GEN_QUOTA"
-  CG2=$MG_CG
+  gb_cpu_cgroup gen1 "$GEN_QUOTA"
+  CG1=$GB_CGROUP
+  gb_cpu_cgroup gen2 "$GEN_QUOTA"
+  CG2=$GB_CGROUP
   for ((r = 1; r <= RUNS; r++)); do
     mg_run generator "$r" one "$B_CONNS" NA "$WARM_S" "$DUR_S" "$GEN_QUOTA" "" "gen1:1:$CG1"
     mg_run generator "$r" two "$B_CONNS" NA "$WARM_S" "$DUR_S" "$GEN_QUOTA" "" "gen1:1:$CG1" "gen2:0:$CG2"

@@ -96,17 +96,8 @@ fn err(msg: impl Into<String>) -> ProgramError {
 /// [`MAX_RATE`] are not.
 fn parse_rate(s: &str) -> Result<f64, ProgramError> {
     let t = s.trim();
-    let (num, mult) = match t.strip_suffix(['k', 'K']) {
-        Some(n) => (n, 1e3),
-        None => match t.strip_suffix('M') {
-            Some(n) => (n, 1e6),
-            None => (t, 1.0),
-        },
-    };
-    let v = num
-        .parse::<f64>()
-        .map_err(|_| err(format!("'{t}' is not a rate (e.g. 500, 2.5k, 1M)")))?
-        * mult;
+    let v =
+        parse_scaled(t).ok_or_else(|| err(format!("'{t}' is not a rate (e.g. 500, 2.5k, 1M)")))?;
     if !v.is_finite() || v < 0.0 {
         return Err(err(format!("rate '{t}' must not be negative")));
     }
@@ -114,6 +105,18 @@ fn parse_rate(s: &str) -> Result<f64, ProgramError> {
         return Err(err(format!("rate '{t}' is above {MAX_RATE:e} requests/s")));
     }
     Ok(v)
+}
+
+/// A number, optionally with `k` (×1000) or `M` (×1,000,000); its range is the caller's to check.
+fn parse_scaled(t: &str) -> Option<f64> {
+    let (num, mult) = match t.strip_suffix(['k', 'K']) {
+        Some(n) => (n, 1e3),
+        None => match t.strip_suffix('M') {
+            Some(n) => (n, 1e6),
+            None => (t, 1.0),
+        },
+    };
+    num.parse::<f64>().ok().map(|v| v * mult)
 }
 
 fn parse_len(s: &str, what: &str) -> Result<Duration, ProgramError> {
@@ -182,9 +185,11 @@ impl FromStr for RateProgram {
                 "unknown rate program '{kind}' (a number, ramp:, steps: or sine:)"
             )));
         } else {
-            RateProgram::Constant(s.parse::<f64>().map_err(|_| {
+            // A plain rate takes the program's k and M too (`-R 20k`); its range is checked
+            // with the rest of the load's settings.
+            RateProgram::Constant(parse_scaled(s.trim()).ok_or_else(|| {
                 err(format!(
-                    "'{s}' is not a rate (e.g. 500, or ramp:0..20k/60s)"
+                    "'{s}' is not a rate (e.g. 500, 20k, or ramp:0..20k/60s)"
                 ))
             })?)
         };
@@ -517,6 +522,8 @@ mod tests {
     #[test]
     fn forms_parse_and_print_back() {
         assert_eq!(p("1000"), RateProgram::Constant(1000.0));
+        assert_eq!(p("20k"), RateProgram::Constant(20_000.0));
+        assert_eq!(p("1.5M"), RateProgram::Constant(1_500_000.0));
         assert_eq!(
             p("ramp:0..20k/60s"),
             RateProgram::Ramp {
