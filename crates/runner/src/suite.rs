@@ -48,6 +48,15 @@ pub const QUICK_WARMUP: Duration = Duration::from_millis(500);
 /// `--quick`'s measurement (its bound, with a request count) when `[quick]` gives none.
 pub const QUICK_DURATION: Duration = Duration::from_secs(2);
 
+/// Most steps of a capacity search in the short form.
+pub const QUICK_MAX_STEPS: u32 = 8;
+
+/// The coarsest precision of a capacity search in the short form, percent.
+pub const QUICK_PRECISION_PERCENT: f64 = 10.0;
+
+/// Runs of each path of a cost measurement in the short form: the fewest that give an interval.
+pub const QUICK_COST_REPEATS: u32 = 2;
+
 fn check_requests(n: u64) -> Result<(), String> {
     if n == 0 || n > MAX_REQUESTS {
         return Err(format!("must be from 1 to {MAX_REQUESTS}, got {n}"));
@@ -592,7 +601,10 @@ impl Suite {
 
     /// Makes this suite its short form (`gatebench run --quick`): the `[quick]` table's values
     /// replace the suite's; without one (or for its missing keys) every cell gets a 0.5 s
-    /// warm-up and at most 2 s of measurement, which also bounds a request count.
+    /// warm-up and at most 2 s of measurement, which also bounds a request count. Capacity
+    /// searches take their steps no longer than that, at most [`QUICK_MAX_STEPS`] of them, to
+    /// at least [`QUICK_PRECISION_PERCENT`]; cost measurements their runs no longer than that,
+    /// at most [`QUICK_COST_REPEATS`] of each path.
     pub fn apply_quick(&mut self) -> Result<(), RunnerError> {
         let q = self.quick.clone().unwrap_or_default();
         let err = |m: String| RunnerError::suite(&self.source, m);
@@ -632,6 +644,22 @@ impl Suite {
             if q.sizes.is_some() {
                 self.matrix.sizes = m.sizes;
             }
+        }
+        // Capacity searches and cost runs shrink with the rest: each step or run at most as
+        // long as a quick cell, a search of few steps, the fewest cost runs that still give an
+        // interval. The answers are coarse; the short form checks that the suite runs.
+        let (warmup, duration) = (self.warmup, self.duration);
+        if let Some(c) = self.capacity.as_mut() {
+            c.warmup = c.warmup.min(warmup);
+            c.step = c.step.min(duration);
+            c.max_step = c.max_step.min(duration).max(c.step);
+            c.max_steps = c.max_steps.min(QUICK_MAX_STEPS);
+            c.precision_percent = c.precision_percent.max(QUICK_PRECISION_PERCENT);
+        }
+        if let Some(c) = self.cost.as_mut() {
+            c.warmup = c.warmup.min(warmup);
+            c.duration = c.duration.min(duration);
+            c.repeats = c.repeats.min(QUICK_COST_REPEATS);
         }
         self.quick = None;
         self.check_size()

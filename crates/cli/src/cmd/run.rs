@@ -72,7 +72,9 @@ pub struct RunArgs {
     pub duration: Option<std::time::Duration>,
     /// The suite's short form: its `[quick]` table's values (users, sizes, requests, warm-up,
     /// duration, repeats) replace the suite's; without one, every cell gets a 0.5 s warm-up and
-    /// at most 2 s of measurement. `--warmup`, `--duration` and `--repeats` still apply after it.
+    /// at most 2 s of measurement. Capacity searches and cost runs shrink to match (short steps,
+    /// at most 8 of them; 2 runs a path). `--warmup`, `--duration` and `--repeats` still apply
+    /// after it.
     #[arg(long)]
     pub quick: bool,
     /// Extra arguments for every built-in system under test (proxy, transform, balancer), e.g.

@@ -216,4 +216,36 @@ backend = { serve = "echo --port {port}" }
     // The filters see their ids.
     let only = Plan::new(&s, &["*_cost_*".to_owned()], &[]).unwrap();
     assert_eq!(only.cells.len(), 4);
+
+    // The short form shortens searches and cost runs with the load cells: steps and runs no
+    // longer than a quick cell (2 s, 0.5 s warm-up), at most 8 steps to 10 %, 2 runs a path.
+    let mut quick = suite(&s.to_toml());
+    quick.apply_quick().unwrap();
+    let c = quick.capacity.as_ref().unwrap();
+    assert_eq!(
+        (
+            c.step,
+            c.max_step,
+            c.warmup,
+            c.max_steps,
+            c.precision_percent
+        ),
+        (
+            Duration::from_secs(1),
+            Duration::from_secs(2),
+            Duration::from_millis(500),
+            8,
+            10.0
+        )
+    );
+    let cost = quick.cost.as_ref().unwrap();
+    assert_eq!(
+        (cost.duration, cost.warmup, cost.repeats),
+        (Duration::from_secs(1), Duration::from_millis(250), 2)
+    );
+    let plan = Plan::new(&quick, &[], &[]).unwrap();
+    // Load cells (0.5 + 2) s; a search at most 8 × (0.5 + 2) s; a cost cell 2 × 2 × 1.25 s.
+    let want =
+        Duration::from_secs_f64(loads as f64 * 3.5 + 6.0 * (8.0 * 2.5 + 1.0) + 4.0 * (5.0 + 1.0));
+    assert_eq!(plan.estimate, want);
 }
