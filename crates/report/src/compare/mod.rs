@@ -623,6 +623,20 @@ pub fn compare(runs: &[RunInput], opts: &Options) -> Comparison {
              the load generator, not the system under test"
         ));
     }
+    // Capacity and cost cells give one answer each per run, no repeats to test a change
+    // against: said, not silently dropped.
+    let searches: usize = runs
+        .iter()
+        .flat_map(|r| &r.records)
+        .filter(|r| !r.cell.kind.is_load())
+        .count();
+    if searches > 0 {
+        warnings.push(format!(
+            "{searches} capacity or cost cell(s) not compared: each run has one answer per \
+             cell, no repeats to test a change against (their figures are in each run's \
+             summary.md, capacity.csv and cost.csv)"
+        ));
+    }
     for p in &pairs {
         if !p.only_in_baseline.is_empty() || !p.only_in_candidate.is_empty() {
             warnings.push(format!(
@@ -1080,6 +1094,29 @@ pub(crate) mod tests {
             c.warnings
         );
         assert_eq!(c.regressions_beyond_threshold(), 0);
+    }
+
+    /// A capacity cell beside the load cells is left out of the rows, and the warnings say so.
+    #[test]
+    fn capacity_and_cost_cells_are_said_to_be_left_out() {
+        let (mut a, b) = fixture(5);
+        let rows_without = compare(&[a.clone(), b.clone()], &opts()).pairs[0]
+            .rows
+            .len();
+        let mut search = record("echo", 0, 1, 1000.0);
+        search.cell.kind = gatebench_model::CellKind::Capacity;
+        search.cell.id = "echo_capacity_s64_d0".into();
+        search.load = None;
+        a.records.push(search);
+        let c = compare(&[a, b], &opts());
+        assert_eq!(c.pairs[0].rows.len(), rows_without);
+        assert!(
+            c.warnings
+                .iter()
+                .any(|w| w.starts_with("1 capacity or cost cell(s) not compared")),
+            "{:?}",
+            c.warnings
+        );
     }
 
     #[test]
