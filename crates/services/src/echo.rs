@@ -36,7 +36,7 @@ use tracing::{debug, info};
 
 use crate::error::ServicesError;
 use crate::h1check::{self, H1Limits};
-use crate::h2server::DirectH2;
+use crate::server::Direct;
 use crate::server::{self, ListenOptions, Protocols};
 use crate::tls::{self, TlsSettings};
 
@@ -247,7 +247,7 @@ impl Echo {
 type EchoResponse = Response<Full<Bytes>>;
 
 /// The echo backend sends no interim responses: hyper serves its HTTP/2 connections.
-impl DirectH2 for Echo {}
+impl Direct for Echo {}
 
 impl Service<Request<Incoming>> for Echo {
     type Response = EchoResponse;

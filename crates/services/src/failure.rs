@@ -212,6 +212,10 @@ pub(crate) enum BodyError {
     /// The client's body could not be read: broken framing, a stall, or the client left.
     #[error("reading the request body failed")]
     Downstream(#[source] hyper::Error),
+    /// The client's HTTP/1.x body could not be read (`h1server`): broken framing
+    /// (`InvalidData`), a stall (`TimedOut`), or the client left.
+    #[error("reading the request body failed")]
+    DownstreamH1(#[source] std::io::Error),
     /// The client's HTTP/2 stream broke (a reset, or a body that contradicts its
     /// Content-Length, which h2 checks: RFC 9113 §8.1.1).
     #[error("reading the request body failed")]
@@ -249,6 +253,9 @@ impl BodyError {
         match self {
             BodyError::TooLarge(_) => Failure::RequestTooLarge,
             BodyError::Downstream(e) if timed_out(e) => Failure::RequestBodyTimeout,
+            BodyError::DownstreamH1(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                Failure::RequestBodyTimeout
+            }
             _ => Failure::RequestBodyInvalid,
         }
     }

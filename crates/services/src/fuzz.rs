@@ -72,7 +72,7 @@ pub fn h1check(
     let script = Script {
         reads: pieces.iter().rev().map(|p| p.to_vec()).collect(),
     };
-    let mut checker = StrictH1::new(script, limits, sniff_h2, None);
+    let mut checker = StrictH1::new(script, limits, sniff_h2);
     let mut cx = Context::from_waker(Waker::noop());
     let mut passed = Vec::new();
     let mut buf = vec![0u8; read_size.max(1)];

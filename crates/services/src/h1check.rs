@@ -32,12 +32,6 @@
 //! (reads and discards for up to [`LINGER`]) so that the close does not become a reset that
 //! destroys the answer before the client reads it (Apache's "lingering close").
 //!
-//! It also carries interim (1xx) responses from a request's handler onto the connection
-//! (`interim::Interim`), which hyper's server has no way to send: they are written when hyper flushes
-//! with nothing of its own left to write, and the handler waits until they are on the wire before
-//! it hands hyper the final response, so they always leave after the previous response and
-//! before this one (RFC 9110 §15.2).
-//!
 //! What it does not do: it does not decide anything else about responses, HTTP/2 (a cleartext
 //! connection that opens with the HTTP/2 preface is passed through untouched) or body sizes of
 //! chunked requests (the service counts those, on every protocol).
@@ -57,8 +51,6 @@ use tokio::time::{Instant, Sleep};
 
 use gatebench_h1::{crlf_only, trim_ows, BodyLength, Chunked, Fields};
 
-use crate::interim::Interim;
-
 /// The method of the synthetic request that stands for a refused head. hyper parses it like any
 /// extension method; a client that sends it is refused with 400 itself, so the service sees it
 /// only from this module.
@@ -67,7 +59,7 @@ pub(crate) const REJECT_METHOD: &str = "X-GB-REJECT";
 /// too); more gets 431.
 pub(crate) const MAX_HEADERS: usize = gatebench_h1::MAX_FIELDS;
 /// How long a closed connection keeps reading (and discarding) what the client still sends.
-const LINGER: Duration = Duration::from_secs(2);
+pub(crate) const LINGER: Duration = Duration::from_secs(2);
 /// Bytes read at once while a head is being assembled.
 const HEAD_READ: usize = 4096;
 /// The HTTP/2 connection preface (RFC 9113 §3.4).
@@ -131,9 +123,12 @@ enum Step {
 
 /// How a checked head frames its body.
 #[derive(Debug, PartialEq, Eq)]
-enum Framing {
+pub(crate) enum Framing {
+    /// No body.
     None,
+    /// Content-Length bytes.
     Length(u64),
+    /// The chunked coding.
     Chunked,
 }
 
@@ -155,25 +150,12 @@ pub(crate) struct StrictH1<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> {
     eof: bool,
     /// What reads report once [`State::Failed`]: broken framing or a stalled body.
     failure: io::ErrorKind,
-    /// Interim responses queued by this connection's handlers, if the service sends any.
-    interim: Option<Interim>,
-    /// Interim bytes taken from the queue and not yet written.
-    interim_out: BytesMut,
-    /// How many bytes `interim_out` held when it was taken.
-    interim_taken: u64,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> StrictH1<S> {
     /// Wraps an accepted connection. `sniff_h2`: the port also serves HTTP/2 by prior
     /// knowledge, so a connection opening with the preface is passed through.
-    ///
-    /// `interim`: the queue this connection's service sends interim responses through.
-    pub(crate) fn new(
-        inner: S,
-        limits: Arc<H1Limits>,
-        sniff_h2: bool,
-        interim: Option<Interim>,
-    ) -> Self {
+    pub(crate) fn new(inner: S, limits: Arc<H1Limits>, sniff_h2: bool) -> Self {
         Self {
             inner: Some(inner),
             limits,
@@ -185,41 +167,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> StrictH1<S> {
             armed: false,
             eof: false,
             failure: io::ErrorKind::InvalidData,
-            interim,
-            interim_out: BytesMut::new(),
-            interim_taken: 0,
         }
-    }
-
-    /// Writes the queued interim responses, if any. hyper calls `poll_flush` only once its own
-    /// buffer is written out, and every turn of its connection loop, so waking its task (as
-    /// `Interim::send` does) is enough to get here.
-    fn poll_interim(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let Some(interim) = &self.interim else {
-            return Poll::Ready(Ok(()));
-        };
-        if self.interim_out.is_empty() {
-            let Some(queued) = interim.take(cx.waker()) else {
-                return Poll::Ready(Ok(()));
-            };
-            self.interim_out = queued;
-            self.interim_taken = self.interim_out.len() as u64;
-        }
-        let inner = Pin::new(
-            self.inner
-                .as_mut()
-                .expect("inner stream present until drop"),
-        );
-        let mut inner = inner;
-        while !self.interim_out.is_empty() {
-            let n = std::task::ready!(inner.as_mut().poll_write(cx, &self.interim_out))?;
-            if n == 0 {
-                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
-            }
-            self.interim_out.advance(n);
-        }
-        interim.written(std::mem::take(&mut self.interim_taken));
-        Poll::Ready(Ok(()))
     }
 
     fn inner(&mut self) -> Pin<&mut S> {
@@ -525,9 +473,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> AsyncWrite for StrictH1
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        std::task::ready!(this.poll_interim(cx))?;
-        this.inner().poll_flush(cx)
+        self.get_mut().inner().poll_flush(cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -540,9 +486,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> Drop for StrictH1<S> {
     /// short): a close with unread data becomes a reset, which can destroy the answer in the
     /// client's receive buffer before it is read.
     fn drop(&mut self) {
-        if let Some(interim) = &self.interim {
-            interim.close();
-        }
         let mid_message = !matches!(self.state, State::Head | State::Passthrough | State::Sniff)
             || self.head_started.is_some();
         if !mid_message || self.eof {
@@ -569,6 +512,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> Drop for StrictH1<S> {
 /// `Ok(Some((length, framing)))` when it is complete and acceptable, `Err(status)` when it is
 /// refused.
 fn check_head(buf: &[u8], limits: &H1Limits) -> Result<Option<(usize, Framing)>, StatusCode> {
+    parse_head(buf, limits, |_, _| ()).map(|head| head.map(|(len, framing, ())| (len, framing)))
+}
+
+/// [`check_head`] that also hands the parsed head, once accepted, to `build` with the address
+/// of `buf`'s first byte (so that the parsed pieces, which point into `buf`, can be told as
+/// offsets), and returns what it built: the one parse the direct HTTP/1 server needs.
+pub(crate) fn parse_head<T>(
+    buf: &[u8],
+    limits: &H1Limits,
+    build: impl FnOnce(&httparse::Request<'_, '_>, usize) -> T,
+) -> Result<Option<(usize, Framing, T)>, StatusCode> {
     let mut headers = [MaybeUninit::<httparse::Header<'_>>::uninit(); MAX_HEADERS];
     let mut req = httparse::Request::new(&mut []);
     let len = match req.parse_with_uninit_headers(buf, &mut headers) {
@@ -641,12 +595,14 @@ fn check_head(buf: &[u8], limits: &H1Limits) -> Result<Option<(usize, Framing)>,
         gatebench_h1::Error::UnknownCoding => StatusCode::NOT_IMPLEMENTED,
         _ => StatusCode::BAD_REQUEST,
     })?;
-    match framing.request_body() {
-        BodyLength::Length(n) if n > limits.max_body => Err(StatusCode::PAYLOAD_TOO_LARGE),
-        BodyLength::Length(n) => Ok(Some((len, Framing::Length(n)))),
-        BodyLength::Chunked => Ok(Some((len, Framing::Chunked))),
-        BodyLength::None | BodyLength::UntilClose => Ok(Some((len, Framing::None))),
-    }
+    let framing = match framing.request_body() {
+        BodyLength::Length(n) if n > limits.max_body => return Err(StatusCode::PAYLOAD_TOO_LARGE),
+        BodyLength::Length(n) => Framing::Length(n),
+        BodyLength::Chunked => Framing::Chunked,
+        BodyLength::None | BodyLength::UntilClose => Framing::None,
+    };
+    let built = build(&req, buf.as_ptr() as usize);
+    Ok(Some((len, framing, built)))
 }
 
 /// Bytes of empty lines before a request line (RFC 9112 §2.2 lets a server skip them).
@@ -832,7 +788,7 @@ mod tests {
 
     fn checker() -> StrictH1<tokio::io::DuplexStream> {
         let (a, _b) = tokio::io::duplex(64);
-        StrictH1::new(a, Arc::new(limits()), false, None)
+        StrictH1::new(a, Arc::new(limits()), false)
     }
 
     #[tokio::test]

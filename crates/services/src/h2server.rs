@@ -57,15 +57,6 @@ pub(crate) trait H2Handler: Send + Sync + 'static {
     fn call_h2(&self, req: Request<ClientBody>, interim: H2Interim) -> H2Future;
 }
 
-/// Implemented by every service `server` runs: a service that returns a handler gets its
-/// HTTP/2 connections served here; the default leaves them to hyper.
-pub(crate) trait DirectH2 {
-    /// The handler for this connection's HTTP/2 requests, if this module should serve them.
-    fn direct_h2(&self) -> Option<Arc<dyn H2Handler>> {
-        None
-    }
-}
-
 /// Serves one HTTP/2 connection (after TLS with ALPN h2, or h2c by prior knowledge) until it
 /// ends; once `drain` turns true, sends GOAWAY and lets the open streams finish.
 pub(crate) async fn serve<T>(

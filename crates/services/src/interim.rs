@@ -2,7 +2,7 @@
 //! (RFC 9110 §15.2: a proxy forwards the 1xx responses it did not ask for itself).
 //!
 //! Neither of hyper's servers can send them, so each protocol has its own channel: on HTTP/1.1
-//! an [`Interim`] queue of serialized heads that the connection's `h1check::StrictH1` writes
+//! an [`Interim`] queue of serialized heads that the connection's loop (`h1server`) writes
 //! between responses; on HTTP/2 an [`H2Interim`] sender whose heads `h2server` sends as 1xx
 //! HEADERS on the request's stream (RFC 9113 §8.1). [`InterimTarget`] is either of them, as the
 //! forwarding code sees it. This module only carries heads; what goes into them (hop-by-hop
@@ -17,7 +17,7 @@ use http::Response;
 use tokio::sync::mpsc;
 
 /// Interim (1xx) responses on their way from a request's handler to its HTTP/1.1 connection:
-/// one per connection, shared by the service and the connection's `StrictH1`.
+/// one per connection, shared by the service and the connection's loop (`h1server`).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Interim(Arc<Mutex<InterimQueue>>);
 
@@ -29,7 +29,7 @@ struct InterimQueue {
     /// its own head brought `queued_total` to.
     queued_total: u64,
     written: u64,
-    /// The connection's task (hyper polls the handler from it too), and a waiting handler.
+    /// The connection's task (which polls the handler too), and a waiting handler.
     conn: Option<Waker>,
     handler: Option<Waker>,
     /// The connection is gone: nothing more will be written.
@@ -44,7 +44,7 @@ impl Interim {
     }
 
     /// Queues one serialized interim response head and waits until it has been written to the
-    /// connection; false when the connection is gone. The caller must not hand hyper its final
+    /// connection; false when the connection is gone. The caller must not return its final
     /// response before this returns: that is what keeps the order on the wire.
     pub(crate) async fn send(&self, head: &[u8]) -> bool {
         let target = {
@@ -124,7 +124,7 @@ impl H2Interim {
 /// The client connection interim (1xx) responses go to.
 #[derive(Debug, Clone)]
 pub(crate) enum InterimTarget {
-    /// An HTTP/1.1 client: serialized heads, written by its connection's `StrictH1`.
+    /// An HTTP/1.1 client: serialized heads, written by its connection's loop (`h1server`).
     H1(Interim),
     /// An HTTP/2 client's stream: HEADERS frames sent by `h2server` (RFC 9113 §8.1).
     H2(H2Interim),

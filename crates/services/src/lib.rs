@@ -43,6 +43,7 @@ mod failure;
 pub mod fuzz;
 mod h1check;
 mod h1client;
+mod h1server;
 mod h2server;
 mod interim;
 pub mod json_xml;

@@ -3,10 +3,11 @@
 //! HTTP/2 per connection, graceful drain on shutdown, and the two ways of running on threads.
 //!
 //! What a service answers is not decided here: a service hands in a hyper `Service` and this
-//! module only moves connections to it. A service whose [`DirectH2`] gives a handler (the
-//! intermediaries) has its HTTP/2 connections served by `h2server` instead of hyper, so that it
-//! can send interim responses; on a cleartext port that also serves HTTP/1.1, the connection
-//! preface tells the two apart first. Limits that are hard-coded below (drain timeout,
+//! module only moves connections to it. A service whose [`Direct`] gives handlers (the
+//! intermediaries) has its HTTP/1.x connections served by `h1server` and its HTTP/2 connections
+//! by `h2server` instead of hyper, so that it can send interim responses (and, on HTTP/1.x,
+//! parse each head once and hold no buffer between requests); on a cleartext port that also
+//! serves HTTP/1.1, the connection preface tells the two apart first. Limits that are hard-coded below (drain timeout,
 //! handshake deadline, header deadline, accept back-off) follow BEHAVIOUR.md and the anchors it
 //! names; they are constants rather than options because no benchmark has needed to change them.
 
@@ -36,8 +37,8 @@ use tracing::{debug, info, warn};
 
 use crate::error::ServicesError;
 use crate::h1check::{H1Limits, StrictH1};
-use crate::h2server::{self, DirectH2, H2Handler};
-use crate::interim::Interim;
+use crate::h1server::{self, H1Handler};
+use crate::h2server::{self, H2Handler};
 
 /// How long in-flight requests get to finish once shutdown starts.
 pub(crate) const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -101,6 +102,22 @@ macro_rules! drive {
     }};
 }
 
+/// Implemented by every service this module runs: a service that returns handlers gets its
+/// HTTP/1.x connections served by `h1server` and its HTTP/2 connections by `h2server` (both
+/// with the strict checks on, as the intermediaries have them); the defaults leave both to
+/// hyper.
+pub(crate) trait Direct {
+    /// The handler for this connection's HTTP/1.x requests, if `h1server` should serve them.
+    fn direct_h1(&self) -> Option<Arc<dyn H1Handler>> {
+        None
+    }
+
+    /// The handler for this connection's HTTP/2 requests, if `h2server` should serve them.
+    fn direct_h2(&self) -> Option<Arc<dyn H2Handler>> {
+        None
+    }
+}
+
 /// Resolves once the drain has started (or its sender is gone, which means the same).
 pub(crate) async fn draining(drain: &mut watch::Receiver<bool>) {
     let _ = drain.wait_for(|draining| *draining).await;
@@ -122,9 +139,6 @@ pub(crate) struct ListenOptions {
 pub(crate) struct ConnInfo {
     /// The client's address.
     pub peer: SocketAddr,
-    /// Where the service sends interim (1xx) responses of HTTP/1.1 requests; present when the
-    /// listener was built [`Protocols::with_interim`] (and unused on an HTTP/2 connection).
-    pub interim: Option<Interim>,
 }
 
 /// Per-listener connection builders, shared by every connection of the listener.
@@ -141,8 +155,6 @@ pub(crate) struct Protocols {
     /// Strict HTTP/1.1 request checks in front of hyper (`h1check`); `None` leaves requests to
     /// hyper alone (the echo backend).
     strict_h1: Option<Arc<H1Limits>>,
-    /// Give every connection an [`Interim`] queue (needs `strict_h1`, which writes it).
-    interim: bool,
 }
 
 impl Protocols {
@@ -174,7 +186,6 @@ impl Protocols {
             tls: options.tls.clone().map(TlsAcceptor::from),
             idle_timeout: HEADER_READ_TIMEOUT,
             strict_h1: None,
-            interim: false,
         }
     }
 
@@ -190,22 +201,14 @@ impl Protocols {
         self
     }
 
-    /// Gives each connection an [`Interim`] queue (in [`ConnInfo`]) through which the service
-    /// sends interim responses to HTTP/1.1 clients; only with [`Protocols::with_strict_h1`].
-    pub(crate) fn with_interim(mut self) -> Self {
-        self.interim = self.strict_h1.is_some();
-        self
-    }
-
     /// Serves one accepted connection to the end (or until the drain ends it).
     async fn serve<S, B>(
         self: Arc<Self>,
         stream: TcpStream,
         service: S,
         drain: watch::Receiver<bool>,
-        interim: Option<Interim>,
     ) where
-        S: Service<Request<Incoming>, Response = Response<B>> + DirectH2 + Clone + Send + 'static,
+        S: Service<Request<Incoming>, Response = Response<B>> + Direct + Clone + Send + 'static,
         S::Future: Send + 'static,
         S::Error: Into<Box<dyn StdError + Send + Sync>>,
         B: Body + Send + 'static,
@@ -214,17 +217,26 @@ impl Protocols {
     {
         let mut drain = drain;
         let direct = service.direct_h2();
+        let direct_h1 = service.direct_h1();
         let Some(acceptor) = &self.tls else {
             match (&self.strict_h1, self.http2) {
                 (Some(limits), true) if direct.is_some() => {
                     let handler = direct.expect("checked by the guard");
-                    Box::pin(
-                        self.serve_h2c_or_h1(stream, limits, service, handler, drain, interim),
-                    )
+                    Box::pin(self.serve_h2c_or_h1(stream, limits, service, handler, drain)).await;
+                }
+                (Some(limits), false) if direct_h1.is_some() => {
+                    let handler = direct_h1.expect("checked by the guard");
+                    Box::pin(h1server::serve(
+                        stream,
+                        limits.clone(),
+                        self.idle_timeout,
+                        handler,
+                        &mut drain,
+                    ))
                     .await;
                 }
                 (Some(limits), http2) => {
-                    let io = TokioIo::new(StrictH1::new(stream, limits.clone(), http2, interim));
+                    let io = TokioIo::new(StrictH1::new(stream, limits.clone(), http2));
                     if http2 {
                         drive!(self.auto.serve_connection(io, service), drain);
                     } else {
@@ -265,8 +277,19 @@ impl Protocols {
                 }
                 None => drive!(self.h2.serve_connection(TokioIo::new(tls), service), drain),
             },
+            (Some(limits), false) if direct_h1.is_some() => {
+                let handler = direct_h1.expect("checked by the guard");
+                Box::pin(h1server::serve(
+                    tls,
+                    limits.clone(),
+                    self.idle_timeout,
+                    handler,
+                    &mut drain,
+                ))
+                .await;
+            }
             (Some(limits), false) => {
-                let io = TokioIo::new(StrictH1::new(tls, limits.clone(), false, interim));
+                let io = TokioIo::new(StrictH1::new(tls, limits.clone(), false));
                 drive!(self.h1.serve_connection(io, service), drain);
             }
             (None, false) => drive!(self.h1.serve_connection(TokioIo::new(tls), service), drain),
@@ -285,9 +308,8 @@ impl Protocols {
         service: S,
         handler: Arc<dyn H2Handler>,
         mut drain: watch::Receiver<bool>,
-        interim: Option<Interim>,
     ) where
-        S: Service<Request<Incoming>, Response = Response<B>> + Clone + Send + 'static,
+        S: Service<Request<Incoming>, Response = Response<B>> + Direct + Clone + Send + 'static,
         S::Future: Send + 'static,
         S::Error: Into<Box<dyn StdError + Send + Sync>>,
         B: Body + Send + 'static,
@@ -315,8 +337,17 @@ impl Protocols {
                 &mut drain,
             ))
             .await;
+        } else if let Some(h1) = service.direct_h1() {
+            Box::pin(h1server::serve(
+                io,
+                limits.clone(),
+                self.idle_timeout,
+                h1,
+                &mut drain,
+            ))
+            .await;
         } else {
-            let io = TokioIo::new(StrictH1::new(io, limits.clone(), false, interim));
+            let io = TokioIo::new(StrictH1::new(io, limits.clone(), false));
             drive!(self.h1.serve_connection(io, service), drain);
         }
     }
@@ -494,7 +525,7 @@ pub(crate) async fn accept_loop<M, S, B>(
     mut drain: watch::Receiver<bool>,
 ) where
     M: Fn(ConnInfo) -> S,
-    S: Service<Request<Incoming>, Response = Response<B>> + DirectH2 + Clone + Send + 'static,
+    S: Service<Request<Incoming>, Response = Response<B>> + Direct + Clone + Send + 'static,
     S::Future: Send + 'static,
     S::Error: Into<Box<dyn StdError + Send + Sync>>,
     B: Body + Send + 'static,
@@ -515,16 +546,8 @@ pub(crate) async fn accept_loop<M, S, B>(
                 if let Err(error) = stream.set_nodelay(true) {
                     debug!(%error, "failed to set TCP_NODELAY");
                 }
-                let interim = protocols.interim.then(Interim::default);
-                let service = make(ConnInfo {
-                    peer,
-                    interim: interim.clone(),
-                });
-                tokio::spawn(
-                    protocols
-                        .clone()
-                        .serve(stream, service, drain.clone(), interim),
-                );
+                let service = make(ConnInfo { peer });
+                tokio::spawn(protocols.clone().serve(stream, service, drain.clone()));
             }
             // The peer gave up before we accepted: nothing to do but take the next one.
             Err(error) if is_connection_error(&error) => {
@@ -575,7 +598,7 @@ pub(crate) async fn serve<S, B>(
     service: S,
     shutdown: impl Future<Output = ()>,
 ) where
-    S: Service<Request<Incoming>, Response = Response<B>> + DirectH2 + Clone + Send + 'static,
+    S: Service<Request<Incoming>, Response = Response<B>> + Direct + Clone + Send + 'static,
     S::Future: Send + 'static,
     S::Error: Into<Box<dyn StdError + Send + Sync>>,
     B: Body + Send + 'static,
@@ -593,7 +616,7 @@ pub(crate) async fn serve_with<M, S, B>(
     shutdown: impl Future<Output = ()>,
 ) where
     M: Fn(ConnInfo) -> S + Send + 'static,
-    S: Service<Request<Incoming>, Response = Response<B>> + DirectH2 + Clone + Send + 'static,
+    S: Service<Request<Incoming>, Response = Response<B>> + Direct + Clone + Send + 'static,
     S::Future: Send + 'static,
     S::Error: Into<Box<dyn StdError + Send + Sync>>,
     B: Body + Send + 'static,
@@ -627,7 +650,7 @@ pub(crate) fn run_blocking<S, B>(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServicesError>
 where
-    S: Service<Request<Incoming>, Response = Response<B>> + DirectH2 + Clone + Send + 'static,
+    S: Service<Request<Incoming>, Response = Response<B>> + Direct + Clone + Send + 'static,
     S::Future: Send + 'static,
     S::Error: Into<Box<dyn StdError + Send + Sync>>,
     B: Body + Send + 'static,
@@ -653,7 +676,7 @@ pub(crate) fn run_blocking_with<M, S, B>(
 ) -> Result<(), ServicesError>
 where
     M: Fn(ConnInfo) -> S + Clone + Send + 'static,
-    S: Service<Request<Incoming>, Response = Response<B>> + DirectH2 + Clone + Send + 'static,
+    S: Service<Request<Incoming>, Response = Response<B>> + Direct + Clone + Send + 'static,
     S::Future: Send + 'static,
     S::Error: Into<Box<dyn StdError + Send + Sync>>,
     B: Body + Send + 'static,

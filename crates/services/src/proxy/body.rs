@@ -21,6 +21,7 @@ use tokio::time::{Instant, Sleep};
 
 use crate::failure::{log_failure, BodyError, Failure};
 use crate::h1client::H1Body;
+use crate::h1server::H1Recv;
 
 /// A request body on its way upstream.
 #[derive(Debug)]
@@ -155,12 +156,14 @@ impl H2Recv {
     }
 }
 
-/// A client's request body: from hyper (HTTP/1.1, and the echo backend) or from an HTTP/2
-/// stream served with the h2 crate (`h2server`).
+/// A client's request body: from an HTTP/1.x connection served by `h1server`, from an HTTP/2
+/// stream served with the h2 crate (`h2server`), or from hyper.
 #[derive(Debug)]
 pub(crate) enum ClientBody {
     /// Read by hyper.
     Hyper(Incoming),
+    /// Read from an HTTP/1.x connection as it is asked for.
+    H1(H1Recv),
     /// An HTTP/2 stream's DATA and trailers.
     H2(H2Recv),
 }
@@ -177,6 +180,7 @@ impl Body for ClientBody {
             ClientBody::Hyper(inner) => Pin::new(inner)
                 .poll_frame(cx)
                 .map_err(BodyError::Downstream),
+            ClientBody::H1(inner) => inner.poll_frame(cx),
             ClientBody::H2(inner) => inner.poll_frame(cx).map_err(BodyError::DownstreamH2),
         }
     }
@@ -184,6 +188,7 @@ impl Body for ClientBody {
     fn is_end_stream(&self) -> bool {
         match self {
             ClientBody::Hyper(inner) => inner.is_end_stream(),
+            ClientBody::H1(inner) => inner.is_end_stream(),
             ClientBody::H2(inner) => inner.is_end_stream(),
         }
     }
@@ -191,6 +196,7 @@ impl Body for ClientBody {
     fn size_hint(&self) -> SizeHint {
         match self {
             ClientBody::Hyper(inner) => inner.size_hint(),
+            ClientBody::H1(inner) => inner.size_hint(),
             ClientBody::H2(inner) => inner.size_hint(),
         }
     }

@@ -1,9 +1,9 @@
 //! The passthrough reverse proxy (seed 004's passthrough scenarios: h1c→h1c, h1→h1, h2→h2,
 //! h2→h1, h2→h1c and the downgrade), and the request path the balancer and the transform share.
 //!
-//! One request goes: strict HTTP/1.1 checks of the head and body framing (`h1check`, before
-//! hyper sees a byte; HTTP/2 framing is h2's) → the proxy's own answers (health endpoint,
-//! refused heads, loops) → hop-by-hop fields removed, `Via` and `X-Forwarded-For` added
+//! One request goes: the client's connection served by `h1server` (HTTP/1.x, heads and body
+//! framing checked by `h1check`'s rules) or `h2server` (HTTP/2, framing checked by h2) → the
+//! proxy's own answers (health endpoint, refused heads, loops) → hop-by-hop fields removed, `Via` and `X-Forwarded-For` added
 //! (`headers`, RFC 9110 §7.6) → upstream chosen, connection taken from the pool or made, request
 //! sent, retried where BEHAVIOUR.md allows (`forward`) → response checked, stripped, streamed
 //! back (`body`). Bodies stream in both directions; nothing is buffered whole except by the
@@ -13,12 +13,12 @@
 //! upstreams are eligible and answers 503 when none is). Every other path is forwarded.
 //!
 //! Interim (1xx) responses of the upstream reach the client before the final response (RFC
-//! 9110 §15.2): an HTTP/1.1 client through its connection's `h1check::Interim` queue, an HTTP/2
-//! client as 1xx HEADERS on the request's stream (`h2server`, which serves the intermediaries'
-//! HTTP/2 connections with the h2 crate because hyper's server cannot send them). They are read
+//! 9110 §15.2): an HTTP/1.1 client through its connection's `interim::Interim` queue, which
+//! `h1server` writes between responses, an HTTP/2 client as 1xx HEADERS on the request's stream
+//! (`h2server`); hyper's servers cannot send them. They are read
 //! from HTTP/1.1 upstreams by `h1client` and from HTTP/2 upstreams by h2's client (`forward`),
 //! which, unlike hyper's, surfaces them. `Expect: 100-continue` from an HTTP/1.1 client is
-//! answered by the proxy itself (hyper, as the body is first read) and not forwarded.
+//! answered by the proxy itself (`h1server`, as the body is first read) and not forwarded.
 //!
 //! What it does not do: caching, header rewriting beyond the intermediary rules, WebSocket or
 //! CONNECT tunnels (Upgrade is stripped, CONNECT gets 405), h2c upstreams (cleartext upstreams
@@ -46,14 +46,15 @@ use tracing::info;
 use crate::balancer::{Balancer, EjectionConfig, HealthConfig};
 use crate::error::ServicesError;
 use crate::failure::{log_failure, Failure};
-use crate::h1check::{self, H1Limits};
-use crate::h2server::{DirectH2, H2Future, H2Handler};
+use crate::h1check::H1Limits;
+use crate::h1server::H1Handler;
+use crate::h2server::{H2Future, H2Handler};
 use crate::interim::{H2Interim, Interim, InterimTarget};
 use crate::json_xml::JsonXmlLimits;
 use crate::proxy::body::{ClientBody, ResBody, UpBody};
 use crate::proxy::forward::{error_response, Outgoing};
 use crate::proxy::headers::Via;
-use crate::server::{self, ConnInfo, ListenOptions, Protocols};
+use crate::server::{self, ConnInfo, Direct, ListenOptions, Protocols};
 use crate::tls::{self, TlsSettings};
 use crate::upstream::{Connector, Pool, Target};
 
@@ -424,8 +425,7 @@ fn prepare(
             body_timeout: config.timeouts.client_body,
         },
         config.timeouts.client_idle,
-    )
-    .with_interim();
+    );
     let via = Via::new();
     let proxy_status = Failure::ALL
         .iter()
@@ -448,30 +448,28 @@ fn prepare(
     Ok((Arc::new(protocols), Arc::new(shared)))
 }
 
-/// The intermediary as a hyper service, built per connection (it knows the client's address).
+/// The intermediary as its connections' handler, built per connection (it knows the client's
+/// address).
 #[derive(Debug, Clone)]
 pub(crate) struct Proxy {
     shared: Arc<Shared>,
     /// The client's IP as an X-Forwarded-For entry, formatted once per connection.
     client: HeaderValue,
-    /// Where interim responses to this connection's HTTP/1.1 requests go.
-    interim: Option<Interim>,
 }
 
 impl Proxy {
     fn new(shared: Arc<Shared>, conn: ConnInfo) -> Self {
         let client = HeaderValue::from_str(&conn.peer.ip().to_string())
             .expect("an IP address is a valid header value");
-        Self {
-            shared,
-            client,
-            interim: conn.interim,
-        }
+        Self { shared, client }
     }
 }
 
 type ProxyFuture = Pin<Box<dyn Future<Output = Result<Response<ResBody>, Infallible>> + Send>>;
 
+/// `server` runs services through hyper's `Service`; every connection of the intermediaries
+/// is served by `h1server` or `h2server` instead ([`Direct`]), so hyper never calls this. It
+/// answers as `call_h1` would, without interim responses.
 impl Service<Request<Incoming>> for Proxy {
     type Response = Response<ResBody>;
     type Error = Infallible;
@@ -479,22 +477,32 @@ impl Service<Request<Incoming>> for Proxy {
 
     fn call(&self, req: Request<Incoming>) -> Self::Future {
         let (shared, client) = (self.shared.clone(), self.client.clone());
-        // RFC 9110 §15.2: no 1xx to an HTTP/1.0 client; HTTP/2 requests (h2c on a strict port)
-        // do not go through the HTTP/1.1 connection's queue.
-        let interim = self
-            .interim
-            .clone()
-            .filter(|_| req.version() == Version::HTTP_11)
-            .map(InterimTarget::H1);
         let req = req.map(ClientBody::Hyper);
-        Box::pin(async move { Ok(handle(&shared, &client, req, interim.as_ref()).await) })
+        Box::pin(async move { Ok(handle(&shared, &client, req, None).await) })
     }
 }
 
-/// HTTP/2 connections are served by `h2server`, which can send interim responses.
-impl DirectH2 for Proxy {
+/// HTTP/1.x connections are served by `h1server`, HTTP/2 connections by `h2server`: both can
+/// send interim responses, and neither parses a head twice.
+impl Direct for Proxy {
+    fn direct_h1(&self) -> Option<Arc<dyn H1Handler>> {
+        Some(Arc::new(self.clone()))
+    }
+
     fn direct_h2(&self) -> Option<Arc<dyn H2Handler>> {
         Some(Arc::new(self.clone()))
+    }
+}
+
+impl H1Handler for Proxy {
+    fn call_h1(&self, req: Request<ClientBody>, interim: Option<Interim>) -> H2Future {
+        let (shared, client) = (self.shared.clone(), self.client.clone());
+        let interim = interim.map(InterimTarget::H1);
+        Box::pin(async move { handle(&shared, &client, req, interim.as_ref()).await })
+    }
+
+    fn refuse(&self, status: StatusCode) -> Response<ResBody> {
+        refusal(status)
     }
 }
 
@@ -517,11 +525,6 @@ async fn handle(
     interim: Option<&InterimTarget>,
 ) -> Response<ResBody> {
     let http1 = req.version() <= Version::HTTP_11;
-    if http1 {
-        if let Some(status) = h1check::rejection(&req) {
-            return refusal(status);
-        }
-    }
     if req.uri().path() == HEALTH_PATH && matches!(*req.method(), Method::GET | Method::HEAD) {
         return health(shared, *req.method() == Method::HEAD);
     }

@@ -11,7 +11,7 @@ use http::HeaderMap;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use hyper::body::Body;
 
-use crate::failure::{timed_out, BodyError, Failure};
+use crate::failure::{BodyError, Failure};
 use crate::json_xml::{json_to_xml, JsonXmlError, JsonXmlLimits};
 use crate::proxy::body::{ClientBody, UpBody};
 
@@ -50,14 +50,9 @@ pub(crate) async fn to_xml(
         Ok(collected) => collected.to_bytes(),
         Err(error) if error.is::<LengthLimitError>() => return Err(Failure::RequestTooLarge),
         Err(error) => {
-            let timed_out = matches!(
-                error.downcast_ref::<BodyError>(),
-                Some(BodyError::Downstream(e)) if timed_out(e)
-            );
-            return Err(if timed_out {
-                Failure::RequestBodyTimeout
-            } else {
-                Failure::RequestBodyInvalid
+            return Err(match error.downcast_ref::<BodyError>() {
+                Some(error) => error.downstream_failure(),
+                None => Failure::RequestBodyInvalid,
             });
         }
     };

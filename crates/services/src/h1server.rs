@@ -1,0 +1,853 @@
+//! HTTP/1.x client connections of the intermediaries, served without hyper: one task per
+//! connection reads each request head, checks it with `h1check`'s rules, hands the request to
+//! the intermediary, and writes the response it gets back.
+//!
+//! Why not hyper's server, which the echo backend keeps: the intermediaries' request path had
+//! every head parsed twice (`h1check` before hyper, then hyper), interim responses smuggled
+//! through the stream wrapper because hyper's server cannot send them, and each connection
+//! holding hyper's two buffers (8 KiB to read, reallocated for every request because the
+//! parsed header values still point into the old one, and 8 KiB to write). Here a connection
+//! between requests holds no buffer at all: header values and body bytes are slices of the
+//! bytes read, and the read buffer is let go once every byte of it is handed on.
+//!
+//! What it does, as hyper did for the intermediaries:
+//! - keep-alive by RFC 9112 §9.3 (HTTP/1.1 unless `Connection: close`; HTTP/1.0 only with
+//!   `Connection: keep-alive`, answered with the same), pipelined requests answered in order;
+//! - request bodies read as the intermediary asks for them: Content-Length, or the chunked
+//!   coding decoded by `gatebench-h1` (trailers checked and dropped), with the body timeout
+//!   between reads; `Expect: 100-continue` answered with `100 Continue` when the body is first
+//!   read (RFC 9110 §10.1.1);
+//! - responses framed by their Content-Length, by the body's exact size (added), or chunked
+//!   (HTTP/1.1) or until close (HTTP/1.0) otherwise; none for HEAD, 204 and 304; `Date` added
+//!   when missing; a body that breaks ends the connection before the message ends, so the
+//!   client sees a truncated message, never a complete-looking one;
+//! - interim (1xx) responses queued by the intermediary (`interim::Interim`) written before the
+//!   final response of their request (RFC 9110 §15.2), never to an HTTP/1.0 client;
+//! - a refused head (`h1check`: 400, 408, 413, 414, 431, 501, 405 for CONNECT) answered by the
+//!   intermediary's refusal and the connection closed with a linger; a client that goes away
+//!   while its request is in flight cancels the request (the intermediary's future is dropped);
+//! - idle keep-alive connections closed quietly after the idle timeout; once the drain starts,
+//!   idle connections close and busy ones close after their response.
+
+use std::future::Future;
+use std::io::{self, IoSlice};
+use std::mem::MaybeUninit;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{ready, Context, Poll};
+use std::time::{Duration, SystemTime};
+
+use bytes::{Buf, Bytes, BytesMut};
+use gatebench_h1::{Chunked, Step};
+use http::header::{HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, DATE, TRANSFER_ENCODING};
+use http::{HeaderMap, Method, Request, Response, StatusCode, Uri, Version};
+use hyper::body::{Body, Frame, SizeHint};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::watch;
+use tokio::time::{Instant, Sleep};
+use tracing::debug;
+
+use crate::failure::BodyError;
+use crate::h1check::{self, Framing, H1Limits, LINGER};
+use crate::h2server::H2Future;
+use crate::interim::Interim;
+use crate::proxy::body::{ClientBody, ResBody};
+use crate::server::draining;
+
+/// Bytes read from the client at once.
+const READ_CHUNK: usize = 4096;
+/// What `Expect: 100-continue` gets when the body is first read.
+const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+/// Most of an unread request body read and dropped to keep its connection (hyper drains
+/// without a limit; nginx discards whole bodies too).
+const DISCARD_MAX: u64 = 256 * 1024;
+/// A response head buffer that grew past this is not kept for the next response.
+const KEEP_OUT: usize = 4096;
+
+/// A service whose HTTP/1.x connections this module serves.
+pub(crate) trait H1Handler: Send + Sync + 'static {
+    /// Answers `req`; interim responses go through `interim` (`None` for HTTP/1.0 clients).
+    fn call_h1(&self, req: Request<ClientBody>, interim: Option<Interim>) -> H2Future;
+    /// The answer to a head `h1check` refused with `status`; the connection closes after it.
+    fn refuse(&self, status: StatusCode) -> Response<ResBody>;
+}
+
+/// The client connection, boxed once: TCP, TLS, or TCP after the h2c preface check.
+trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+
+/// How much of the current request body is still to be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BodyState {
+    /// Nothing left (or there was no body).
+    Done,
+    /// This many bytes to go.
+    Length(u64),
+    /// The chunked coding, being decoded.
+    Chunked(Chunked),
+    /// The body broke (its framing, a stall, the client left); every read fails like this.
+    Failed(io::ErrorKind),
+}
+
+/// The connection and what was read from it, shared by the connection's loop and the body of
+/// the request in flight (both run in the connection's task, never at the same instant).
+struct Conn {
+    io: Box<dyn Io>,
+    /// Bytes read and not yet handed on.
+    buf: BytesMut,
+    body: BodyState,
+    /// Bytes of [`CONTINUE`] still to write before the body is read.
+    continue_left: usize,
+    body_timeout: Duration,
+    /// The body timeout, armed while a body read waits.
+    timer: Option<Pin<Box<Sleep>>>,
+    armed: bool,
+}
+
+type Shared = Arc<Mutex<Conn>>;
+
+fn lock(conn: &Shared) -> MutexGuard<'_, Conn> {
+    conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Conn {
+    /// Reads more into `buf`; `Ready(Ok(0))` at the end of the stream. Reads into the spare
+    /// capacity without zeroing it first.
+    #[allow(unsafe_code)]
+    fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        if self.buf.capacity() - self.buf.len() < READ_CHUNK / 4 {
+            self.buf.reserve(READ_CHUNK);
+        }
+        let mut read = ReadBuf::uninit(self.buf.spare_capacity_mut());
+        ready!(Pin::new(&mut self.io).poll_read(cx, &mut read))?;
+        let n = read.filled().len();
+        // SAFETY: `poll_read` initialized the first `n` bytes of the spare capacity.
+        unsafe { self.buf.set_len(self.buf.len() + n) };
+        Poll::Ready(Ok(n))
+    }
+
+    /// Lets go of the read buffer once everything in it was handed on: a connection between
+    /// requests keeps none, and the bytes handed on keep only what they need alive.
+    fn release(&mut self) {
+        if self.buf.is_empty() {
+            self.buf = BytesMut::new();
+        }
+    }
+
+    /// Writes what is left of `100 Continue`.
+    fn poll_continue(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        while self.continue_left > 0 {
+            let start = CONTINUE.len() - self.continue_left;
+            let n = ready!(Pin::new(&mut self.io).poll_write(cx, &CONTINUE[start..]))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            self.continue_left -= n;
+        }
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    /// Arms the body timeout when a read must wait; true once it has passed.
+    fn stalled(&mut self, cx: &mut Context<'_>) -> bool {
+        if !self.armed {
+            let deadline = Instant::now() + self.body_timeout;
+            match &mut self.timer {
+                Some(timer) => timer.as_mut().reset(deadline),
+                None => self.timer = Some(Box::pin(tokio::time::sleep_until(deadline))),
+            }
+            self.armed = true;
+        }
+        let timer = self.timer.as_mut().expect("armed implies a timer");
+        if timer.as_mut().poll(cx).is_ready() {
+            self.armed = false;
+            return true;
+        }
+        false
+    }
+
+    fn fail(&mut self, kind: io::ErrorKind) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        debug!(side = "downstream", ?kind, "request body failed");
+        self.body = BodyState::Failed(kind);
+        Poll::Ready(Some(Err(body_error(kind))))
+    }
+
+    /// The next piece of the request body.
+    fn poll_body(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        if let BodyState::Failed(kind) = self.body {
+            return Poll::Ready(Some(Err(body_error(kind))));
+        }
+        if self.body != BodyState::Done && self.continue_left > 0 {
+            if let Err(error) = ready!(self.poll_continue(cx)) {
+                return self.fail(error.kind());
+            }
+        }
+        loop {
+            match &mut self.body {
+                BodyState::Done => return Poll::Ready(None),
+                BodyState::Failed(kind) => return Poll::Ready(Some(Err(body_error(*kind)))),
+                BodyState::Length(left) if !self.buf.is_empty() => {
+                    let take = (self.buf.len() as u64).min(*left) as usize;
+                    let data = self.buf.split_to(take).freeze();
+                    *left -= take as u64;
+                    if *left == 0 {
+                        self.body = BodyState::Done;
+                    }
+                    self.armed = false;
+                    return Poll::Ready(Some(Ok(Frame::data(data))));
+                }
+                BodyState::Chunked(chunked) => match chunked.step(&self.buf) {
+                    Ok(Step::Framing(n)) => {
+                        self.buf.advance(n);
+                        continue;
+                    }
+                    Ok(Step::Data(n)) => {
+                        let data = self.buf.split_to(n).freeze();
+                        self.armed = false;
+                        return Poll::Ready(Some(Ok(Frame::data(data))));
+                    }
+                    Ok(Step::Done(n)) => {
+                        // Trailers were checked like header fields; they are not forwarded.
+                        self.buf.advance(n);
+                        self.body = BodyState::Done;
+                        return Poll::Ready(None);
+                    }
+                    Ok(Step::Partial) => {}
+                    Err(_) => return self.fail(io::ErrorKind::InvalidData),
+                },
+                BodyState::Length(_) => {}
+            }
+            match self.poll_fill(cx) {
+                Poll::Ready(Ok(0)) => return self.fail(io::ErrorKind::UnexpectedEof),
+                Poll::Ready(Ok(_)) => self.armed = false,
+                Poll::Ready(Err(error)) => return self.fail(error.kind()),
+                Poll::Pending => {
+                    if self.stalled(cx) {
+                        return self.fail(io::ErrorKind::TimedOut);
+                    }
+                    return Poll::Pending;
+                }
+            }
+        }
+    }
+}
+
+/// The error a failed request body reports; the kind tells a stall (408) from the rest (400).
+fn body_error(kind: io::ErrorKind) -> BodyError {
+    let why = match kind {
+        io::ErrorKind::TimedOut => "request body stalled past the body timeout",
+        io::ErrorKind::InvalidData => "request body breaks HTTP/1.1 chunked framing",
+        io::ErrorKind::UnexpectedEof => "client closed the connection before the body ended",
+        _ => "reading the request body failed",
+    };
+    BodyError::DownstreamH1(io::Error::new(kind, why))
+}
+
+/// A request body read from its HTTP/1.x connection as the intermediary asks for it.
+pub(crate) struct H1Recv(Shared);
+
+impl std::fmt::Debug for H1Recv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("H1Recv").field(&lock(&self.0).body).finish()
+    }
+}
+
+impl H1Recv {
+    pub(crate) fn poll_frame(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        lock(&self.0).poll_body(cx)
+    }
+
+    pub(crate) fn is_end_stream(&self) -> bool {
+        lock(&self.0).body == BodyState::Done
+    }
+
+    pub(crate) fn size_hint(&self) -> SizeHint {
+        match lock(&self.0).body {
+            BodyState::Done => SizeHint::with_exact(0),
+            BodyState::Length(n) => SizeHint::with_exact(n),
+            _ => SizeHint::default(),
+        }
+    }
+}
+
+/// A request head as parsed: positions are offsets into the head's bytes.
+struct Parsed {
+    method: Method,
+    target: (usize, usize),
+    http10: bool,
+    fields: Vec<(HeaderName, usize, usize)>,
+}
+
+/// What the wait for the next request head ended with (once per request, taken apart at
+/// once: the size of the request variant costs nothing).
+#[allow(clippy::large_enum_variant)]
+enum Next {
+    Request(Request<ClientBody>, Exchange),
+    /// Answer the refusal for this status, then close.
+    Refuse(StatusCode),
+    /// Close quietly: idle timeout, the client closed, the drain started.
+    Close,
+}
+
+/// What the connection needs to know about the request in flight to frame its response.
+#[derive(Clone, Copy)]
+struct Exchange {
+    http10: bool,
+    head: bool,
+    /// The client asked for the connection to close (or, in HTTP/1.0, did not ask to keep it).
+    close: bool,
+}
+
+/// Serves one HTTP/1.x connection until it closes; once `drain` turns true, idle connections
+/// close at once and busy ones after their response.
+pub(crate) async fn serve<S>(
+    io: S,
+    limits: Arc<H1Limits>,
+    idle_timeout: Duration,
+    handler: Arc<dyn H1Handler>,
+    drain: &mut watch::Receiver<bool>,
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let graceful = AtomicBool::new(false);
+    let serving = serve_loop(Box::new(io), &limits, idle_timeout, &*handler, &graceful);
+    tokio::pin!(serving);
+    tokio::select! {
+        biased;
+        () = &mut serving => return,
+        () = draining(drain) => {}
+    }
+    graceful.store(true, Ordering::Relaxed);
+    serving.await;
+}
+
+async fn serve_loop(
+    io: Box<dyn Io>,
+    limits: &H1Limits,
+    idle_timeout: Duration,
+    handler: &dyn H1Handler,
+    graceful: &AtomicBool,
+) {
+    let conn: Shared = Arc::new(Mutex::new(Conn {
+        io,
+        buf: BytesMut::new(),
+        body: BodyState::Done,
+        continue_left: 0,
+        body_timeout: limits.body_timeout,
+        timer: None,
+        armed: false,
+    }));
+    let interim = Interim::default();
+    let mut timer: Option<Pin<Box<Sleep>>> = None;
+    let mut out = Vec::new();
+    loop {
+        let next = next_request(&conn, limits, idle_timeout, graceful, &mut timer).await;
+        let (req, exchange) = match next {
+            Next::Request(req, exchange) => (req, exchange),
+            Next::Close => break,
+            Next::Refuse(status) => {
+                let response = handler.refuse(status);
+                let request = Exchange {
+                    http10: false,
+                    head: false,
+                    close: true,
+                };
+                let _ = write_response(&conn, response, request, true, &mut out).await;
+                linger(&conn).await;
+                break;
+            }
+        };
+        let to_interim = (!exchange.http10).then(|| interim.clone());
+        let Some(response) = run(&conn, handler.call_h1(req, to_interim), &interim, limits).await
+        else {
+            debug!("client closed the connection while its request was in flight");
+            break;
+        };
+        let close = exchange.close || graceful.load(Ordering::Relaxed);
+        match write_response(&conn, response, exchange, close, &mut out).await {
+            Ok(true) if lock(&conn).body == BodyState::Done => {}
+            Ok(true) => {
+                // Answered before the body was read (an upstream error, say): the rest of the
+                // body is read and dropped to keep the connection, as hyper and nginx do, up
+                // to a limit.
+                if !discard(&conn).await {
+                    linger(&conn).await;
+                    break;
+                }
+            }
+            Ok(false) => {
+                // Closing with the request body unread: linger so the close does not reset
+                // the answer away.
+                if lock(&conn).body != BodyState::Done {
+                    linger(&conn).await;
+                }
+                break;
+            }
+            Err(error) => {
+                debug!(%error, "response to the client ended early");
+                break;
+            }
+        }
+        if out.capacity() > KEEP_OUT {
+            out = Vec::new();
+        }
+    }
+    interim.close();
+    // The write side closes in order (TLS: close_notify), within the linger at most.
+    let shutdown = std::future::poll_fn(|cx| Pin::new(&mut lock(&conn).io).poll_shutdown(cx));
+    let _ = tokio::time::timeout(LINGER, shutdown).await;
+}
+
+/// Reads and drops the rest of a request body the answer did not need; false when the
+/// connection cannot go on: the body is larger than [`DISCARD_MAX`], broken, stalled, or its
+/// client still waits for `100 Continue` (RFC 9110 §10.1.1: it may never send the body).
+async fn discard(conn: &Shared) -> bool {
+    let mut dropped = 0u64;
+    std::future::poll_fn(|cx| {
+        let mut c = lock(conn);
+        if c.continue_left > 0 {
+            c.continue_left = 0;
+            return Poll::Ready(false);
+        }
+        loop {
+            match ready!(c.poll_body(cx)) {
+                None => return Poll::Ready(true),
+                Some(Ok(frame)) => {
+                    dropped += frame.data_ref().map_or(0, |d| d.len() as u64);
+                    if dropped > DISCARD_MAX {
+                        return Poll::Ready(false);
+                    }
+                }
+                Some(Err(_)) => return Poll::Ready(false),
+            }
+        }
+    })
+    .await
+}
+
+/// Waits for the next request head and builds the request from it.
+async fn next_request(
+    conn: &Shared,
+    limits: &H1Limits,
+    idle_timeout: Duration,
+    graceful: &AtomicBool,
+    timer: &mut Option<Pin<Box<Sleep>>>,
+) -> Next {
+    lock(conn).release();
+    let waiting_since = Instant::now();
+    let mut head_started: Option<Instant> = None;
+    let mut armed: Option<Instant> = None;
+    std::future::poll_fn(|cx| {
+        let mut c = lock(conn);
+        loop {
+            if c.buf.is_empty() {
+                if graceful.load(Ordering::Relaxed) {
+                    return Poll::Ready(Next::Close);
+                }
+            } else {
+                let started = *head_started.get_or_insert_with(Instant::now);
+                match parse(conn, &mut c, limits) {
+                    Ok(Some(next)) => return Poll::Ready(next),
+                    Ok(None) => {}
+                    Err(status) => return Poll::Ready(Next::Refuse(status)),
+                }
+                // A client that trickles a head fast enough never to leave the socket empty.
+                if started.elapsed() >= limits.head_timeout {
+                    return Poll::Ready(Next::Refuse(StatusCode::REQUEST_TIMEOUT));
+                }
+            }
+            match c.poll_fill(cx) {
+                // A partial head at the end is dropped: a quiet close.
+                Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => return Poll::Ready(Next::Close),
+                Poll::Ready(Ok(_)) => continue,
+                Poll::Pending => {}
+            }
+            let deadline = match head_started {
+                Some(started) => started + limits.head_timeout,
+                None => waiting_since + idle_timeout,
+            };
+            if armed != Some(deadline) {
+                match timer {
+                    Some(timer) => timer.as_mut().reset(deadline),
+                    None => *timer = Some(Box::pin(tokio::time::sleep_until(deadline))),
+                }
+                armed = Some(deadline);
+            }
+            let sleep = timer.as_mut().expect("armed above");
+            if sleep.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+            return Poll::Ready(match head_started {
+                Some(_) => Next::Refuse(StatusCode::REQUEST_TIMEOUT),
+                // Idle past the keep-alive timeout: closed quietly.
+                None => Next::Close,
+            });
+        }
+    })
+    .await
+}
+
+/// Parses the head at the front of the buffer: the request (its body reads from `conn` later),
+/// `None` when the head is not complete yet, the status when it is refused.
+fn parse(conn: &Shared, c: &mut Conn, limits: &H1Limits) -> Result<Option<Next>, StatusCode> {
+    let parsed = h1check::parse_head(&c.buf, limits, |req, base| {
+        let offset = |s: &str| s.as_ptr() as usize - base;
+        let method = Method::from_bytes(req.method.unwrap_or_default().as_bytes());
+        let target = req.path.unwrap_or_default();
+        let mut fields = Vec::with_capacity(req.headers.len());
+        for header in req.headers.iter() {
+            let name = HeaderName::from_bytes(header.name.as_bytes()).ok()?;
+            let start = header.value.as_ptr() as usize - base;
+            fields.push((name, start, start + header.value.len()));
+        }
+        Some(Parsed {
+            method: method.ok()?,
+            target: (offset(target), offset(target) + target.len()),
+            http10: req.version == Some(0),
+            fields,
+        })
+    })?;
+    let Some((len, framing, parsed)) = parsed else {
+        return Ok(None);
+    };
+    let parsed = parsed.ok_or(StatusCode::BAD_REQUEST)?;
+    let head = c.buf.split_to(len).freeze();
+    let uri = Uri::from_maybe_shared(head.slice(parsed.target.0..parsed.target.1))
+        .map_err(|_| StatusCode::BAD_REQUEST)?;
+    let mut headers = HeaderMap::with_capacity(parsed.fields.len());
+    let (mut close, mut keep_alive, mut expect_continue) = (false, false, false);
+    for (name, start, end) in parsed.fields {
+        let value = HeaderValue::from_maybe_shared(head.slice(start..end))
+            .map_err(|_| StatusCode::BAD_REQUEST)?;
+        if name == CONNECTION {
+            for token in value.as_bytes().split(|&b| b == b',') {
+                let token = gatebench_h1::trim_ows(token);
+                close |= token.eq_ignore_ascii_case(b"close");
+                keep_alive |= token.eq_ignore_ascii_case(b"keep-alive");
+            }
+        } else if name == http::header::EXPECT {
+            expect_continue |= value.as_bytes().eq_ignore_ascii_case(b"100-continue");
+        }
+        headers.append(name, value);
+    }
+    c.body = match framing {
+        Framing::None | Framing::Length(0) => BodyState::Done,
+        Framing::Length(n) => BodyState::Length(n),
+        // Trailer sections are limited like heads.
+        Framing::Chunked => BodyState::Chunked(Chunked::new(limits.max_head)),
+    };
+    c.continue_left = if expect_continue && !parsed.http10 && c.body != BodyState::Done {
+        CONTINUE.len()
+    } else {
+        0
+    };
+    c.armed = false;
+    let exchange = Exchange {
+        http10: parsed.http10,
+        head: parsed.method == Method::HEAD,
+        close: close || (parsed.http10 && !keep_alive),
+    };
+    let mut req = Request::new(ClientBody::H1(H1Recv(Arc::clone(conn))));
+    *req.method_mut() = parsed.method;
+    *req.uri_mut() = uri;
+    *req.version_mut() = if parsed.http10 {
+        Version::HTTP_10
+    } else {
+        Version::HTTP_11
+    };
+    *req.headers_mut() = headers;
+    Ok(Some(Next::Request(req, exchange)))
+}
+
+/// Runs the intermediary's future for one request, writing the interim responses it queues;
+/// `None` when the client closed the connection meanwhile (the future is dropped, which
+/// cancels the request upstream).
+async fn run(
+    conn: &Shared,
+    mut answer: H2Future,
+    interim: &Interim,
+    limits: &H1Limits,
+) -> Option<Response<ResBody>> {
+    let mut pending = BytesMut::new();
+    let mut taken = 0u64;
+    std::future::poll_fn(|cx| loop {
+        if let Poll::Ready(response) = answer.as_mut().poll(cx) {
+            return Poll::Ready(Some(response));
+        }
+        let mut c = lock(conn);
+        if pending.is_empty() {
+            if let Some(queued) = interim.take(cx.waker()) {
+                taken = queued.len() as u64;
+                pending = queued;
+            }
+        }
+        if !pending.is_empty() {
+            match write_some(&mut c, cx, &mut pending) {
+                Poll::Ready(Ok(())) => {
+                    interim.written(std::mem::take(&mut taken));
+                    // The handler waits for this; poll it again.
+                    continue;
+                }
+                Poll::Ready(Err(_)) => return Poll::Ready(None),
+                Poll::Pending => {}
+            }
+        }
+        // Once the body is read, watch the connection: bytes are the next pipelined request
+        // (kept, up to a head's worth), the end means the client left. The read goes to a
+        // small buffer first, so that a connection waiting for its answer holds none.
+        while c.body == BodyState::Done && c.buf.len() < limits.max_head {
+            let mut small = [MaybeUninit::<u8>::uninit(); 512];
+            let mut read = ReadBuf::uninit(&mut small);
+            match Pin::new(&mut c.io).poll_read(cx, &mut read) {
+                Poll::Ready(Ok(())) if read.filled().is_empty() => return Poll::Ready(None),
+                Poll::Ready(Ok(())) => c.buf.extend_from_slice(read.filled()),
+                Poll::Ready(Err(_)) => return Poll::Ready(None),
+                Poll::Pending => break,
+            }
+        }
+        return Poll::Pending;
+    })
+    .await
+}
+
+/// Writes all of `bytes` (advancing it), then flushes.
+fn write_some(c: &mut Conn, cx: &mut Context<'_>, bytes: &mut BytesMut) -> Poll<io::Result<()>> {
+    while !bytes.is_empty() {
+        let n = ready!(Pin::new(&mut c.io).poll_write(cx, bytes))?;
+        if n == 0 {
+            return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+        }
+        bytes.advance(n);
+    }
+    Pin::new(&mut c.io).poll_flush(cx)
+}
+
+/// How a response body goes on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framed {
+    None,
+    Length(u64),
+    Chunked,
+    UntilClose,
+}
+
+/// Writes the response; `Ok(true)` when the connection can serve another request.
+async fn write_response(
+    conn: &Shared,
+    response: Response<ResBody>,
+    exchange: Exchange,
+    mut close: bool,
+    out: &mut Vec<u8>,
+) -> io::Result<bool> {
+    let (mut parts, mut body) = response.into_parts();
+    close |= parts
+        .headers
+        .get(CONNECTION)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"close"));
+    let status = parts.status.as_u16();
+    let no_body = exchange.head || status == 204 || status == 304 || status < 200;
+    let declared = parts
+        .headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    parts.headers.remove(TRANSFER_ENCODING);
+    let framed = if no_body {
+        Framed::None
+    } else if let Some(n) = declared {
+        Framed::Length(n)
+    } else if let Some(n) = body.size_hint().exact() {
+        parts.headers.insert(CONTENT_LENGTH, HeaderValue::from(n));
+        Framed::Length(n)
+    } else if !exchange.http10 {
+        parts
+            .headers
+            .insert(TRANSFER_ENCODING, HeaderValue::from_static("chunked"));
+        Framed::Chunked
+    } else {
+        close = true;
+        Framed::UntilClose
+    };
+    if close {
+        parts
+            .headers
+            .insert(CONNECTION, HeaderValue::from_static("close"));
+    } else if exchange.http10 {
+        parts
+            .headers
+            .insert(CONNECTION, HeaderValue::from_static("keep-alive"));
+    }
+    if !parts.headers.contains_key(DATE) {
+        parts.headers.insert(DATE, http_date());
+    }
+    out.clear();
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(parts.status.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(
+        parts
+            .status
+            .canonical_reason()
+            .unwrap_or("Unknown")
+            .as_bytes(),
+    );
+    out.extend_from_slice(b"\r\n");
+    for (name, value) in &parts.headers {
+        out.extend_from_slice(name.as_str().as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    drop(parts);
+    if framed == Framed::None {
+        drop(body);
+        write_all(conn, &[out]).await?;
+        return Ok(!close);
+    }
+    let mut head: &[u8] = out;
+    let mut sent = 0u64;
+    loop {
+        let frame = if head.is_empty() {
+            std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await
+        } else {
+            // Send the head with the first piece of the body when that is ready at once.
+            match std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut body).poll_frame(cx))).await {
+                Poll::Ready(frame) => frame,
+                Poll::Pending => {
+                    write_all(conn, &[head]).await?;
+                    head = &[];
+                    continue;
+                }
+            }
+        };
+        let data = match frame {
+            None => break,
+            Some(Ok(frame)) => match frame.into_data() {
+                Ok(data) => data,
+                // Trailers are not forwarded.
+                Err(_) => continue,
+            },
+            Some(Err(error)) => {
+                // Cut the message short: the client must not take it for complete.
+                debug!(%error, "response body broke: closing the client connection");
+                write_all(conn, &[head]).await?;
+                return Ok(false);
+            }
+        };
+        if data.is_empty() {
+            continue;
+        }
+        sent += data.len() as u64;
+        match framed {
+            Framed::Length(n) if sent > n => {
+                debug!(
+                    declared = n,
+                    sent, "response body longer than its Content-Length"
+                );
+                write_all(conn, &[head]).await?;
+                return Ok(false);
+            }
+            Framed::Chunked => {
+                let size = format!("{:x}\r\n", data.len());
+                write_all(conn, &[head, size.as_bytes(), &data, b"\r\n"]).await?;
+            }
+            _ => write_all(conn, &[head, &data]).await?,
+        }
+        head = &[];
+    }
+    match framed {
+        Framed::Chunked => write_all(conn, &[head, b"0\r\n\r\n"]).await?,
+        Framed::Length(n) if sent < n => {
+            debug!(
+                declared = n,
+                sent, "response body shorter than its Content-Length"
+            );
+            write_all(conn, &[head]).await?;
+            return Ok(false);
+        }
+        _ => write_all(conn, &[head]).await?,
+    }
+    Ok(!close && framed != Framed::UntilClose)
+}
+
+/// Writes every byte of `pieces` in order (vectored), then flushes.
+async fn write_all(conn: &Shared, pieces: &[&[u8]]) -> io::Result<()> {
+    let total: usize = pieces.iter().map(|p| p.len()).sum();
+    let mut done = 0usize;
+    std::future::poll_fn(|cx| {
+        let mut c = lock(conn);
+        while done < total {
+            let mut slices = [IoSlice::new(&[]); 4];
+            let mut count = 0;
+            let mut skip = done;
+            for piece in pieces {
+                if skip >= piece.len() {
+                    skip -= piece.len();
+                    continue;
+                }
+                if count < slices.len() {
+                    slices[count] = IoSlice::new(&piece[skip..]);
+                    count += 1;
+                }
+                skip = 0;
+            }
+            let n = ready!(Pin::new(&mut c.io).poll_write_vectored(cx, &slices[..count]))?;
+            if n == 0 {
+                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            }
+            done += n;
+        }
+        Pin::new(&mut c.io).poll_flush(cx)
+    })
+    .await
+}
+
+/// Closes with a linger: the write side first, then what the client still sends is read and
+/// dropped for up to [`LINGER`], so the close does not become a reset that destroys the answer
+/// in the client's receive buffer before it is read.
+async fn linger(conn: &Shared) {
+    let mut sink = [0u8; 4096];
+    let lingering = async {
+        std::future::poll_fn(|cx| Pin::new(&mut lock(conn).io).poll_shutdown(cx)).await?;
+        loop {
+            let n = std::future::poll_fn(|cx| {
+                let mut c = lock(conn);
+                let mut read = ReadBuf::new(&mut sink);
+                ready!(Pin::new(&mut c.io).poll_read(cx, &mut read))?;
+                Poll::Ready(Ok::<usize, io::Error>(read.filled().len()))
+            })
+            .await?;
+            if n == 0 {
+                return Ok::<(), io::Error>(());
+            }
+        }
+    };
+    let _ = tokio::time::timeout(LINGER, lingering).await;
+    lock(conn).release();
+}
+
+/// The current time as an IMF-fixdate (RFC 9110 §5.6.7), formatted once per second per
+/// thread.
+fn http_date() -> HeaderValue {
+    thread_local! {
+        static CACHED: std::cell::RefCell<(u64, Option<HeaderValue>)> =
+            const { std::cell::RefCell::new((0, None)) };
+    }
+    let now = SystemTime::now();
+    let second = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    CACHED.with(|cached| {
+        let mut cached = cached.borrow_mut();
+        if cached.0 != second || cached.1.is_none() {
+            let value = HeaderValue::from_str(&httpdate::fmt_http_date(now))
+                .expect("an HTTP date is a valid header value");
+            *cached = (second, Some(value));
+        }
+        cached.1.clone().expect("set above")
+    })
+}
