@@ -55,8 +55,11 @@ use crate::interim::Interim;
 use crate::proxy::body::{ClientBody, ResBody};
 use crate::server::draining;
 
-/// Bytes read from the client at once.
-const READ_CHUNK: usize = 4096;
+/// Bytes read from the client at once for a head (a buffer grows for a larger one): a request
+/// in flight keeps its head's buffer until it is forwarded.
+const READ_CHUNK: usize = 2048;
+/// Largest read of a long request body at once.
+const READ_MAX: usize = 64 * 1024;
 /// What `Expect: 100-continue` gets when the body is first read.
 const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 /// Most of an unread request body read and dropped to keep its connection (hyper drains
@@ -116,8 +119,12 @@ impl Conn {
     /// capacity without zeroing it first.
     #[allow(unsafe_code)]
     fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
-        if self.buf.capacity() - self.buf.len() < READ_CHUNK / 4 {
-            self.buf.reserve(READ_CHUNK);
+        let want = match self.body {
+            BodyState::Length(n) => (n.min(READ_MAX as u64) as usize).max(READ_CHUNK),
+            _ => READ_CHUNK,
+        };
+        if self.buf.capacity() - self.buf.len() < want.min(READ_CHUNK) / 4 {
+            self.buf.reserve(want);
         }
         let mut read = ReadBuf::uninit(self.buf.spare_capacity_mut());
         ready!(Pin::new(&mut self.io).poll_read(cx, &mut read))?;
@@ -810,7 +817,8 @@ async fn write_all(conn: &Shared, pieces: &[&[u8]]) -> io::Result<()> {
 /// dropped for up to [`LINGER`], so the close does not become a reset that destroys the answer
 /// in the client's receive buffer before it is read.
 async fn linger(conn: &Shared) {
-    let mut sink = [0u8; 4096];
+    // On the heap: in the connection's future, it would cost every connection 4 KiB.
+    let mut sink = vec![0u8; 4096];
     let lingering = async {
         std::future::poll_fn(|cx| Pin::new(&mut lock(conn).io).poll_shutdown(cx)).await?;
         loop {

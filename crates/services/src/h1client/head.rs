@@ -17,8 +17,9 @@ use super::error::{head_too_large, protocol, H1Error};
 use crate::failure::Failure;
 use crate::interim::{InterimSink, InterimTarget};
 
-/// First allocation for a response (head and, usually, the whole body of a small one).
-pub(super) const READ_CHUNK: usize = 4096;
+/// First allocation for a response (head and, usually, the whole body of a small one); it
+/// grows for larger heads and bodies. Held for the whole exchange by a busy connection.
+pub(super) const READ_CHUNK: usize = 2048;
 
 /// A response head as read, with what its framing fields said.
 #[derive(Debug)]
@@ -107,7 +108,9 @@ pub(crate) async fn read_head<R: AsyncRead + Unpin>(
                 match interim.map(|sink| (sink.interim, sink.via)) {
                     Some((InterimTarget::H1(interim), via)) => {
                         let head = interim_head(&buf[..len], code, &spans[..count], via);
-                        interim.send(&head).await;
+                        // Boxed: what is live across this rare wait (the field spans) would
+                        // otherwise be carried by every exchange's future.
+                        Box::pin(interim.send(&head)).await;
                     }
                     Some((InterimTarget::H2(interim), via)) => {
                         interim.send(interim_response(&buf[..len], code, &spans[..count], via));

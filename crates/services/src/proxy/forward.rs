@@ -191,13 +191,14 @@ pub(crate) async fn forward(
                         body: UpBody::Empty,
                     },
                 );
-                match send_h2(
+                // Boxed at its own size, like the connect: HTTP/1.1 exchanges need none of it.
+                match Box::pin(send_h2(
                     shared,
                     h2,
                     build_h2(taken, &upstream.target),
                     &upstream.label,
                     interim,
-                )
+                ))
                 .await
                 {
                     Ok(response) => {

@@ -541,7 +541,15 @@ async fn handle(
     let mut headers = parts.headers;
     let body = match &shared.kind {
         Intermediary::Transform { limits } => {
-            match to_xml::to_xml(&mut headers, incoming, limits, shared.max_body).await {
+            // Boxed: the passthrough path need not carry the transform's state.
+            match Box::pin(to_xml::to_xml(
+                &mut headers,
+                incoming,
+                limits,
+                shared.max_body,
+            ))
+            .await
+            {
                 Ok(body) => body,
                 Err(failure) => {
                     log_failure(failure, None, &"transform refused the request body");

@@ -309,3 +309,33 @@ async fn an_early_answer_while_the_body_is_still_going_up_is_forwarded() {
     assert!(text.ends_with("too big!"), "{text}");
     proxy.stop().await;
 }
+
+/// A client that leaves while its request waits on the upstream cancels the request: the
+/// proxy closes the upstream exchange then, not when its response timeout (here 30 s) ends.
+#[tokio::test]
+async fn a_client_that_leaves_cancels_its_request_upstream() {
+    let upstream = Capture::start(Reply::Hang).await;
+    let mut config = proxy_config(upstream.url());
+    config.timeouts.response = Duration::from_secs(30);
+    let proxy = Running::proxy(config).await;
+    let mut conn = proxy.connect().await;
+    conn.send(GET).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while upstream.requests.load(Ordering::SeqCst) == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the request never reached the upstream"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    drop(conn);
+    let left = Instant::now();
+    while upstream.closed_by_peer.load(Ordering::SeqCst) == 0 {
+        assert!(
+            left.elapsed() < Duration::from_secs(10),
+            "the upstream exchange outlived its client by 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    proxy.stop().await;
+}
