@@ -55,27 +55,34 @@ pub(crate) async fn read_head<R: AsyncRead + Unpin>(
 ) -> Result<ResponseHead, H1Error> {
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     let mut received = false;
+    let mut need_read = true;
     loop {
-        if buf.capacity() - buf.len() < 512 {
-            buf.reserve(READ_CHUNK);
-        }
-        let n = io.read_buf(&mut buf).await.map_err(|e| H1Error::Upstream {
-            failure: Failure::UpstreamClosed,
-            error: e.to_string(),
-            nothing_received: !received,
-        })?;
-        if n == 0 {
-            return Err(H1Error::Upstream {
+        // False once, after an interim head was sent: what is buffered is parsed first.
+        if std::mem::replace(&mut need_read, true) {
+            if buf.capacity() - buf.len() < 512 {
+                buf.reserve(READ_CHUNK);
+            }
+            let n = io.read_buf(&mut buf).await.map_err(|e| H1Error::Upstream {
                 failure: Failure::UpstreamClosed,
-                error: if received {
-                    "connection closed in the middle of the response head".to_owned()
-                } else {
-                    "connection closed before any response byte".to_owned()
-                },
+                error: e.to_string(),
                 nothing_received: !received,
-            });
+            })?;
+            if n == 0 {
+                return Err(H1Error::Upstream {
+                    failure: Failure::UpstreamClosed,
+                    error: if received {
+                        "connection closed in the middle of the response head".to_owned()
+                    } else {
+                        "connection closed before any response byte".to_owned()
+                    },
+                    nothing_received: !received,
+                });
+            }
+            received = true;
         }
-        received = true;
+        // An interim head for an HTTP/1.1 client, sent once the parse's state is out of
+        // scope: the field spans are not carried across the wait.
+        let mut to_send = None;
         loop {
             let mut spans = [Span::default(); MAX_FIELDS];
             let (len, code, http10, framing, count) = {
@@ -107,10 +114,10 @@ pub(crate) async fn read_head<R: AsyncRead + Unpin>(
                 // can take it (RFC 9110 §15.2: a proxy forwards 1xx it did not ask for itself).
                 match interim.map(|sink| (sink.interim, sink.via)) {
                     Some((InterimTarget::H1(interim), via)) => {
-                        let head = interim_head(&buf[..len], code, &spans[..count], via);
-                        // Boxed: what is live across this rare wait (the field spans) would
-                        // otherwise be carried by every exchange's future.
-                        Box::pin(interim.send(&head)).await;
+                        to_send = Some((
+                            interim,
+                            interim_head(&buf[..len], code, &spans[..count], via),
+                        ));
                     }
                     Some((InterimTarget::H2(interim), via)) => {
                         interim.send(interim_response(&buf[..len], code, &spans[..count], via));
@@ -118,10 +125,17 @@ pub(crate) async fn read_head<R: AsyncRead + Unpin>(
                     None => {}
                 }
                 buf.advance(len);
+                if to_send.is_some() {
+                    break;
+                }
                 continue;
             }
             let head = buf.split_to(len).freeze();
             return build_head(&head, code, http10, framing, &spans[..count], buf);
+        }
+        if let Some((interim, head)) = to_send {
+            interim.send(&head).await;
+            need_read = false;
         }
     }
 }
