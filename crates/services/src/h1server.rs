@@ -65,8 +65,42 @@ const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 /// Most of an unread request body read and dropped to keep its connection (hyper drains
 /// without a limit; nginx discards whole bodies too).
 const DISCARD_MAX: u64 = 256 * 1024;
-/// A response head buffer that grew past this is not kept for the next response.
+/// A body piece up to this size is copied behind the response head so both leave in one write.
+const COALESCE: usize = 16 * 1024;
+/// A response buffer that grew past this is not kept for the next response.
 const KEEP_OUT: usize = 4096;
+
+/// A response's write buffer, lent by its thread: a connection between responses holds none,
+/// and a response written without waiting (the usual case) reuses the thread's one buffer.
+/// One that had to wait keeps its own until it is done.
+struct Scratch(Vec<u8>);
+
+thread_local! {
+    static SPARE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+impl Scratch {
+    fn take() -> Self {
+        let mut out = SPARE.with(std::cell::Cell::take);
+        if out.capacity() == 0 {
+            out.reserve(1024);
+        }
+        Scratch(out)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if self.0.capacity() <= KEEP_OUT {
+            self.0.clear();
+            let out = std::mem::take(&mut self.0);
+            SPARE.with(|spare| {
+                let kept = spare.take();
+                spare.set(if kept.capacity() == 0 { out } else { kept });
+            });
+        }
+    }
+}
 
 /// A service whose HTTP/1.x connections this module serves.
 pub(crate) trait H1Handler: Send + Sync + 'static {
@@ -349,7 +383,6 @@ async fn serve_loop(
     }));
     let interim = Interim::default();
     let mut timer: Option<Pin<Box<Sleep>>> = None;
-    let mut out = Vec::new();
     loop {
         let next = next_request(&conn, limits, idle_timeout, graceful, &mut timer).await;
         let (req, exchange) = match next {
@@ -362,7 +395,7 @@ async fn serve_loop(
                     head: false,
                     close: true,
                 };
-                let _ = write_response(&conn, response, request, true, &mut out).await;
+                let _ = write_response(&conn, response, request, true).await;
                 linger(&conn).await;
                 break;
             }
@@ -374,7 +407,7 @@ async fn serve_loop(
             break;
         };
         let close = exchange.close || graceful.load(Ordering::Relaxed);
-        match write_response(&conn, response, exchange, close, &mut out).await {
+        match write_response(&conn, response, exchange, close).await {
             Ok(true) if lock(&conn).body == BodyState::Done => {}
             Ok(true) => {
                 // Answered before the body was read (an upstream error, say): the rest of the
@@ -397,9 +430,6 @@ async fn serve_loop(
                 debug!(%error, "response to the client ended early");
                 break;
             }
-        }
-        if out.capacity() > KEEP_OUT {
-            out = Vec::new();
         }
     }
     interim.close();
@@ -647,8 +677,9 @@ async fn write_response(
     response: Response<ResBody>,
     exchange: Exchange,
     mut close: bool,
-    out: &mut Vec<u8>,
 ) -> io::Result<bool> {
+    let mut out = Scratch::take();
+    let out = &mut out.0;
     let (mut parts, mut body) = response.into_parts();
     close |= parts
         .headers
@@ -690,7 +721,6 @@ async fn write_response(
     if !parts.headers.contains_key(DATE) {
         parts.headers.insert(DATE, http_date());
     }
-    out.clear();
     out.extend_from_slice(b"HTTP/1.1 ");
     out.extend_from_slice(parts.status.as_str().as_bytes());
     out.push(b' ');
@@ -715,18 +745,19 @@ async fn write_response(
         write_all(conn, &[out]).await?;
         return Ok(!close);
     }
-    let mut head: &[u8] = out;
+    // The head waits in `out` to leave with the first piece of the body when that is ready at
+    // once; a small piece is copied behind it, so the response leaves in one `send` rather
+    // than a `writev` of two pieces. `out` holds only bytes not yet written.
     let mut sent = 0u64;
     loop {
-        let frame = if head.is_empty() {
+        let frame = if out.is_empty() {
             std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await
         } else {
-            // Send the head with the first piece of the body when that is ready at once.
             match std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut body).poll_frame(cx))).await {
                 Poll::Ready(frame) => frame,
                 Poll::Pending => {
-                    write_all(conn, &[head]).await?;
-                    head = &[];
+                    write_all(conn, &[out]).await?;
+                    out.clear();
                     continue;
                 }
             }
@@ -741,7 +772,7 @@ async fn write_response(
             Some(Err(error)) => {
                 // Cut the message short: the client must not take it for complete.
                 debug!(%error, "response body broke: closing the client connection");
-                write_all(conn, &[head]).await?;
+                write_all(conn, &[out]).await?;
                 return Ok(false);
             }
         };
@@ -749,39 +780,54 @@ async fn write_response(
             continue;
         }
         sent += data.len() as u64;
+        let small = data.len() <= COALESCE;
         match framed {
             Framed::Length(n) if sent > n => {
                 debug!(
                     declared = n,
                     sent, "response body longer than its Content-Length"
                 );
-                write_all(conn, &[head]).await?;
+                write_all(conn, &[out]).await?;
                 return Ok(false);
             }
             Framed::Chunked => {
                 let size = format!("{:x}\r\n", data.len());
-                write_all(conn, &[head, size.as_bytes(), &data, b"\r\n"]).await?;
+                if small {
+                    out.extend_from_slice(size.as_bytes());
+                    out.extend_from_slice(&data);
+                    out.extend_from_slice(b"\r\n");
+                    write_all(conn, &[out]).await?;
+                } else {
+                    write_all(conn, &[out, size.as_bytes(), &data, b"\r\n"]).await?;
+                }
             }
-            _ => write_all(conn, &[head, &data]).await?,
+            _ if small => {
+                out.extend_from_slice(&data);
+                write_all(conn, &[out]).await?;
+            }
+            _ => write_all(conn, &[out, &data]).await?,
         }
-        head = &[];
+        out.clear();
     }
     match framed {
-        Framed::Chunked => write_all(conn, &[head, b"0\r\n\r\n"]).await?,
+        Framed::Chunked => {
+            out.extend_from_slice(b"0\r\n\r\n");
+            write_all(conn, &[out]).await?;
+        }
         Framed::Length(n) if sent < n => {
             debug!(
                 declared = n,
                 sent, "response body shorter than its Content-Length"
             );
-            write_all(conn, &[head]).await?;
+            write_all(conn, &[out]).await?;
             return Ok(false);
         }
-        _ => write_all(conn, &[head]).await?,
+        _ => write_all(conn, &[out]).await?,
     }
     Ok(!close && framed != Framed::UntilClose)
 }
 
-/// Writes every byte of `pieces` in order (vectored), then flushes.
+/// Writes every byte of `pieces` in order (vectored when there are several), then flushes.
 async fn write_all(conn: &Shared, pieces: &[&[u8]]) -> io::Result<()> {
     let total: usize = pieces.iter().map(|p| p.len()).sum();
     let mut done = 0usize;
@@ -802,7 +848,11 @@ async fn write_all(conn: &Shared, pieces: &[&[u8]]) -> io::Result<()> {
                 }
                 skip = 0;
             }
-            let n = ready!(Pin::new(&mut c.io).poll_write_vectored(cx, &slices[..count]))?;
+            let n = if count == 1 {
+                ready!(Pin::new(&mut c.io).poll_write(cx, &slices[0]))?
+            } else {
+                ready!(Pin::new(&mut c.io).poll_write_vectored(cx, &slices[..count]))?
+            };
             if n == 0 {
                 return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
             }
