@@ -36,7 +36,6 @@
 //! connection that opens with the HTTP/2 preface is passed through untouched) or body sizes of
 //! chunked requests (the service counts those, on every protocol).
 
-use std::future::Future;
 use std::io;
 use std::mem::MaybeUninit;
 use std::pin::Pin;
@@ -47,9 +46,11 @@ use std::time::Duration;
 use bytes::{Buf, BytesMut};
 use http::{Request, StatusCode};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
 
 use gatebench_h1::{crlf_only, trim_ows, BodyLength, Chunked, Fields};
+
+use crate::deadline::Deadline;
 
 /// The method of the synthetic request that stands for a refused head. hyper parses it like any
 /// extension method; a client that sends it is refused with 400 itself, so the service sees it
@@ -145,8 +146,7 @@ pub(crate) struct StrictH1<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> {
     /// When the first byte of the head being read arrived.
     head_started: Option<Instant>,
     /// Armed while a read waits: the head deadline or the body inactivity deadline.
-    timer: Option<Pin<Box<Sleep>>>,
-    armed: bool,
+    timer: Deadline,
     eof: bool,
     /// What reads report once [`State::Failed`]: broken framing or a stalled body.
     failure: io::ErrorKind,
@@ -163,8 +163,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> StrictH1<S> {
             held: BytesMut::new(),
             ready: 0,
             head_started: None,
-            timer: None,
-            armed: false,
+            timer: Deadline::default(),
             eof: false,
             failure: io::ErrorKind::InvalidData,
         }
@@ -266,7 +265,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> StrictH1<S> {
         self.held.extend_from_slice(b" HTTP/1.1\r\n\r\n");
         self.ready = self.held.len();
         self.state = State::Rejected;
-        self.armed = false;
+        self.timer.disarm();
     }
 
     /// Keeps the first `keep` held bytes (checked) for hyper; every read after them fails.
@@ -278,7 +277,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> StrictH1<S> {
         self.held.truncate(keep);
         self.ready = keep;
         self.state = State::Failed;
-        self.armed = false;
+        self.timer.disarm();
     }
 
     /// The deadline that applies while a read waits, if any: the head deadline is fixed from
@@ -295,22 +294,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> StrictH1<S> {
 
     /// Called when the socket has nothing: arms the deadline and reports whether it passed.
     fn poll_deadline(&mut self, cx: &mut Context<'_>) -> bool {
-        if !self.armed {
-            let Some(deadline) = self.deadline() else {
-                return false;
-            };
-            match &mut self.timer {
-                Some(timer) => timer.as_mut().reset(deadline),
-                None => self.timer = Some(Box::pin(tokio::time::sleep_until(deadline))),
-            }
-            self.armed = true;
-        }
-        let timer = self.timer.as_mut().expect("armed implies a timer");
-        if timer.as_mut().poll(cx).is_ready() {
-            self.armed = false;
-            return true;
-        }
-        false
+        let at = match self.timer.is_armed() {
+            true => None,
+            false => match self.deadline() {
+                Some(at) => Some(at),
+                None => return false,
+            },
+        };
+        self.timer
+            .expired(cx, || at.expect("a deadline when not armed"))
     }
 
     /// True when a head is being read and its deadline has passed (for a client that trickles
@@ -379,7 +371,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> AsyncRead for StrictH1<
                     this.eof = true;
                     return Poll::Ready(Ok(()));
                 }
-                this.armed = false;
+                this.timer.disarm();
                 let step = this.advance(&out.filled()[before..]);
                 let ok = match step {
                     Step::Progress(ok) => {
@@ -423,7 +415,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> AsyncRead for StrictH1<
                 this.eof = true;
                 continue;
             }
-            this.armed = false;
+            this.timer.disarm();
             this.held.extend_from_slice(buf.filled());
             let held = std::mem::take(&mut this.held);
             let step = this.advance(&held);

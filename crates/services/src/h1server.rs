@@ -29,7 +29,6 @@
 //! - idle keep-alive connections closed quietly after the idle timeout; once the drain starts,
 //!   idle connections close and busy ones close after their response.
 
-use std::future::Future;
 use std::io::{self, IoSlice};
 use std::mem::MaybeUninit;
 use std::pin::Pin;
@@ -45,9 +44,10 @@ use http::{HeaderMap, Method, Request, Response, StatusCode, Uri, Version};
 use hyper::body::{Body, Frame, SizeHint};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::watch;
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
 use tracing::debug;
 
+use crate::deadline::Deadline;
 use crate::failure::BodyError;
 use crate::h1check::{self, Framing, H1Limits, LINGER};
 use crate::h2server::H2Future;
@@ -138,8 +138,7 @@ struct Conn {
     continue_left: usize,
     body_timeout: Duration,
     /// The body timeout, armed while a body read waits.
-    timer: Option<Pin<Box<Sleep>>>,
-    armed: bool,
+    stall: Deadline,
 }
 
 type Shared = Arc<Mutex<Conn>>;
@@ -191,20 +190,8 @@ impl Conn {
 
     /// Arms the body timeout when a read must wait; true once it has passed.
     fn stalled(&mut self, cx: &mut Context<'_>) -> bool {
-        if !self.armed {
-            let deadline = Instant::now() + self.body_timeout;
-            match &mut self.timer {
-                Some(timer) => timer.as_mut().reset(deadline),
-                None => self.timer = Some(Box::pin(tokio::time::sleep_until(deadline))),
-            }
-            self.armed = true;
-        }
-        let timer = self.timer.as_mut().expect("armed implies a timer");
-        if timer.as_mut().poll(cx).is_ready() {
-            self.armed = false;
-            return true;
-        }
-        false
+        let after = self.body_timeout;
+        self.stall.expired(cx, || Instant::now() + after)
     }
 
     fn fail(&mut self, kind: io::ErrorKind) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
@@ -234,7 +221,7 @@ impl Conn {
                     if *left == 0 {
                         self.body = BodyState::Done;
                     }
-                    self.armed = false;
+                    self.stall.disarm();
                     return Poll::Ready(Some(Ok(Frame::data(data))));
                 }
                 BodyState::Chunked(chunked) => match chunked.step(&self.buf) {
@@ -244,7 +231,7 @@ impl Conn {
                     }
                     Ok(Step::Data(n)) => {
                         let data = self.buf.split_to(n).freeze();
-                        self.armed = false;
+                        self.stall.disarm();
                         return Poll::Ready(Some(Ok(Frame::data(data))));
                     }
                     Ok(Step::Done(n)) => {
@@ -260,7 +247,7 @@ impl Conn {
             }
             match self.poll_fill(cx) {
                 Poll::Ready(Ok(0)) => return self.fail(io::ErrorKind::UnexpectedEof),
-                Poll::Ready(Ok(_)) => self.armed = false,
+                Poll::Ready(Ok(_)) => self.stall.disarm(),
                 Poll::Ready(Err(error)) => return self.fail(error.kind()),
                 Poll::Pending => {
                     if self.stalled(cx) {
@@ -378,11 +365,10 @@ async fn serve_loop(
         body: BodyState::Done,
         continue_left: 0,
         body_timeout: limits.body_timeout,
-        timer: None,
-        armed: false,
+        stall: Deadline::default(),
     }));
     let interim = Interim::default();
-    let mut timer: Option<Pin<Box<Sleep>>> = None;
+    let mut timer = Deadline::default();
     loop {
         let next = next_request(&conn, limits, idle_timeout, graceful, &mut timer).await;
         let (req, exchange) = match next {
@@ -471,12 +457,11 @@ async fn next_request(
     limits: &H1Limits,
     idle_timeout: Duration,
     graceful: &AtomicBool,
-    timer: &mut Option<Pin<Box<Sleep>>>,
+    timer: &mut Deadline,
 ) -> Next {
     lock(conn).release();
     let waiting_since = Instant::now();
     let mut head_started: Option<Instant> = None;
-    let mut armed: Option<Instant> = None;
     std::future::poll_fn(|cx| {
         let mut c = lock(conn);
         loop {
@@ -506,15 +491,7 @@ async fn next_request(
                 Some(started) => started + limits.head_timeout,
                 None => waiting_since + idle_timeout,
             };
-            if armed != Some(deadline) {
-                match timer {
-                    Some(timer) => timer.as_mut().reset(deadline),
-                    None => *timer = Some(Box::pin(tokio::time::sleep_until(deadline))),
-                }
-                armed = Some(deadline);
-            }
-            let sleep = timer.as_mut().expect("armed above");
-            if sleep.as_mut().poll(cx).is_pending() {
+            if !timer.expired_at(cx, deadline) {
                 return Poll::Pending;
             }
             return Poll::Ready(match head_started {
@@ -581,7 +558,7 @@ fn parse(conn: &Shared, c: &mut Conn, limits: &H1Limits) -> Result<Option<Next>,
     } else {
         0
     };
-    c.armed = false;
+    c.stall.disarm();
     let exchange = Exchange {
         http10: parsed.http10,
         head: parsed.method == Method::HEAD,

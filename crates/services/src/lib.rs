@@ -35,6 +35,7 @@
 
 pub mod balance;
 mod balancer;
+mod deadline;
 pub mod echo;
 pub mod error;
 mod failure;

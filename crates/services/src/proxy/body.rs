@@ -9,7 +9,6 @@
 //! HTTP/2: RST_STREAM) — a failure is never turned into a complete-looking response
 //! (BEHAVIOUR.md, "as an intermediary").
 
-use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -17,8 +16,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
 
+use crate::deadline::Deadline;
 use crate::failure::{log_failure, BodyError, Failure};
 use crate::h1client::H1Body;
 use crate::h1server::H1Recv;
@@ -225,8 +225,7 @@ impl ResBody {
 pub(crate) struct UpstreamBody {
     inner: H2Recv,
     read_timeout: Duration,
-    timer: Option<Pin<Box<Sleep>>>,
-    armed: bool,
+    stall: Deadline,
     /// Which upstream, for the log line if the body breaks.
     upstream: Arc<str>,
     /// An error held back for one poll so hyper flushes what it has first (see `H1Body`).
@@ -238,8 +237,7 @@ impl UpstreamBody {
         Self {
             inner,
             read_timeout,
-            timer: None,
-            armed: false,
+            stall: Deadline::default(),
             upstream,
             failed: None,
         }
@@ -264,7 +262,7 @@ impl Body for ResBody {
         }
         match body.inner.poll_frame(cx) {
             Poll::Ready(Some(Ok(frame))) => {
-                body.armed = false;
+                body.stall.disarm();
                 Poll::Ready(Some(Ok(frame)))
             }
             Poll::Ready(Some(Err(error))) => {
@@ -275,19 +273,10 @@ impl Body for ResBody {
             }
             Poll::Ready(None) => Poll::Ready(None),
             Poll::Pending => {
-                if !body.armed {
-                    let deadline = Instant::now() + body.read_timeout;
-                    match &mut body.timer {
-                        Some(timer) => timer.as_mut().reset(deadline),
-                        None => body.timer = Some(Box::pin(tokio::time::sleep_until(deadline))),
-                    }
-                    body.armed = true;
-                }
-                let timer = body.timer.as_mut().expect("armed implies a timer");
-                if timer.as_mut().poll(cx).is_pending() {
+                let after = body.read_timeout;
+                if !body.stall.expired(cx, || Instant::now() + after) {
                     return Poll::Pending;
                 }
-                body.armed = false;
                 let error = BodyError::UpstreamStalled(body.read_timeout);
                 log_failure(Failure::UpstreamBodyBroken, Some(&body.upstream), &error);
                 body.failed = Some(error);

@@ -1,0 +1,61 @@
+//! A re-armable deadline for hand-written `poll` readers (the strict HTTP/1 checker, the
+//! intermediaries' HTTP/1 server, upstream HTTP/2 bodies): armed when a read has to wait,
+//! disarmed when it makes progress, and allocated only the first time a wait happens, so a
+//! connection whose reads never wait carries no timer.
+//!
+//! Re-arming moves the registered timer in place (`Sleep::reset`) rather than registering a
+//! new one per wait.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::Context;
+
+use tokio::time::{Instant, Sleep};
+
+/// A deadline armed while a read waits (see the module docs).
+#[derive(Debug, Default)]
+pub(crate) struct Deadline {
+    timer: Option<Pin<Box<Sleep>>>,
+    /// The instant the timer is set to, while armed.
+    armed: Option<Instant>,
+}
+
+impl Deadline {
+    /// Arms the timer at `at` unless it is armed already (a later `at` does not move an armed
+    /// deadline: call [`Deadline::disarm`] first), and polls it: true once it has passed, which
+    /// also disarms it.
+    pub(crate) fn expired(&mut self, cx: &mut Context<'_>, at: impl FnOnce() -> Instant) -> bool {
+        if self.armed.is_none() {
+            let at = at();
+            match &mut self.timer {
+                Some(timer) => timer.as_mut().reset(at),
+                None => self.timer = Some(Box::pin(tokio::time::sleep_until(at))),
+            }
+            self.armed = Some(at);
+        }
+        let timer = self.timer.as_mut().expect("armed implies a timer");
+        if timer.as_mut().poll(cx).is_ready() {
+            self.armed = None;
+            return true;
+        }
+        false
+    }
+
+    /// As [`Deadline::expired`], but re-arms when `at` differs from the armed instant.
+    pub(crate) fn expired_at(&mut self, cx: &mut Context<'_>, at: Instant) -> bool {
+        if self.armed != Some(at) {
+            self.armed = None;
+        }
+        self.expired(cx, || at)
+    }
+
+    /// Whether a wait armed the timer and it has not passed or been disarmed since.
+    pub(crate) fn is_armed(&self) -> bool {
+        self.armed.is_some()
+    }
+
+    /// The read made progress: the next wait arms afresh.
+    pub(crate) fn disarm(&mut self) {
+        self.armed = None;
+    }
+}
