@@ -12,7 +12,7 @@
 //! split seed, then the bytes the client sends.
 #![no_main]
 
-use gatebench_fuzz::{crlf_only, dechunk_strict, decimal, split, trim, Framed};
+use gatebench_fuzz::{checked_head, dechunk_strict, split, Body, Framed};
 use gatebench_services::fuzz::{h1check, H1CheckEnd, H1CheckLimits, H1CheckRun};
 use libfuzzer_sys::fuzz_target;
 
@@ -73,7 +73,7 @@ fn verify(input: &[u8], run: &H1CheckRun, sniff: bool) {
     let mut pos = 0;
     while pos < ok.len() {
         let rest = &ok[pos..];
-        let (len, framing) = head(rest);
+        let (len, framing) = checked_head(rest, LIMITS.max_head, LIMITS.max_body);
         pos += len;
         let rest = &ok[pos..];
         match framing {
@@ -96,94 +96,6 @@ fn verify(input: &[u8], run: &H1CheckRun, sniff: bool) {
                     String::from_utf8_lossy(rest)
                 ),
             },
-        }
-    }
-}
-
-enum Body {
-    None,
-    Length(u64),
-    Chunked,
-}
-
-/// The reference check of a head that was passed on: its length and body framing. Panics
-/// when the head should have been refused.
-fn head(buf: &[u8]) -> (usize, Body) {
-    let mut fields = [httparse::EMPTY_HEADER; 100];
-    let mut req = httparse::Request::new(&mut fields);
-    let shown = || String::from_utf8_lossy(&buf[..buf.len().min(600)]).into_owned();
-    let len = match req.parse(buf) {
-        Ok(httparse::Status::Complete(len)) => len,
-        other => panic!("a head passed on does not parse ({other:?}): {:?}", shown()),
-    };
-    let start = buf
-        .iter()
-        .take_while(|&&b| b == b'\r' || b == b'\n')
-        .count();
-    assert!(
-        crlf_only(&buf[start..len]),
-        "bare LF passed on: {:?}",
-        shown()
-    );
-    assert!(len <= LIMITS.max_head, "head over the limit passed on");
-    let method = req.method.unwrap();
-    let target = req.path.unwrap();
-    assert!(
-        method != "CONNECT" && method != "X-GB-REJECT",
-        "{:?}",
-        shown()
-    );
-    let origin = target.starts_with('/');
-    // Bytes, not str slices: a target may carry non-ASCII bytes (httparse and the checker let
-    // UTF-8 through, as nginx does), and a str slice must end on a char boundary.
-    let t = target.as_bytes();
-    let absolute = t.len() > 7 && t[..7].eq_ignore_ascii_case(b"http://")
-        || t.len() > 8 && t[..8].eq_ignore_ascii_case(b"https://");
-    assert!(
-        origin || absolute || (target == "*" && method == "OPTIONS"),
-        "request target {target:?} for {method}"
-    );
-    let http10 = req.version == Some(0);
-    let hosts = req
-        .headers
-        .iter()
-        .filter(|h| h.name.eq_ignore_ascii_case("host"))
-        .count();
-    assert!(
-        hosts == 1 || (hosts == 0 && http10),
-        "{hosts} Host fields passed on"
-    );
-    let lengths: Vec<&[u8]> = req
-        .headers
-        .iter()
-        .filter(|h| h.name.eq_ignore_ascii_case("content-length"))
-        .map(|h| trim(h.value))
-        .collect();
-    let codings: Vec<&[u8]> = req
-        .headers
-        .iter()
-        .filter(|h| h.name.eq_ignore_ascii_case("transfer-encoding"))
-        .flat_map(|h| h.value.split(|&b| b == b','))
-        .map(trim)
-        .collect();
-    if !codings.is_empty() {
-        assert!(
-            codings.len() == 1
-                && codings[0].eq_ignore_ascii_case(b"chunked")
-                && lengths.is_empty()
-                && !http10,
-            "ambiguous framing passed on: {:?}",
-            shown()
-        );
-        return (len, Body::Chunked);
-    }
-    assert!(lengths.len() <= 1, "repeated Content-Length passed on");
-    match lengths.first() {
-        None => (len, Body::None),
-        Some(v) => {
-            let n = decimal(v).unwrap_or_else(|| panic!("Content-Length {v:?} passed on"));
-            assert!(n <= LIMITS.max_body);
-            (len, Body::Length(n))
         }
     }
 }

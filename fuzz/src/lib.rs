@@ -153,3 +153,97 @@ pub fn decimal(v: &[u8]) -> Option<u64> {
     }
     std::str::from_utf8(v).ok()?.parse().ok()
 }
+
+/// How a request head frames its body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Body {
+    /// No body.
+    None,
+    /// Content-Length bytes.
+    Length(u64),
+    /// The chunked coding.
+    Chunked,
+}
+
+/// The reference check of a request head a strict HTTP/1.1 reader accepted (RFC 9112, as
+/// `h1check` reads it): its length and body framing. Panics when the head should have been
+/// refused.
+pub fn checked_head(buf: &[u8], max_head: usize, max_body: u64) -> (usize, Body) {
+    let mut fields = [httparse::EMPTY_HEADER; 100];
+    let mut req = httparse::Request::new(&mut fields);
+    let shown = || String::from_utf8_lossy(&buf[..buf.len().min(600)]).into_owned();
+    let len = match req.parse(buf) {
+        Ok(httparse::Status::Complete(len)) => len,
+        other => panic!("a head passed on does not parse ({other:?}): {:?}", shown()),
+    };
+    let start = buf
+        .iter()
+        .take_while(|&&b| b == b'\r' || b == b'\n')
+        .count();
+    assert!(
+        crlf_only(&buf[start..len]),
+        "bare LF passed on: {:?}",
+        shown()
+    );
+    assert!(len <= max_head, "head over the limit passed on");
+    let method = req.method.unwrap();
+    let target = req.path.unwrap();
+    assert!(
+        method != "CONNECT" && method != "X-GB-REJECT",
+        "{:?}",
+        shown()
+    );
+    let origin = target.starts_with('/');
+    // Bytes, not str slices: a target may carry non-ASCII bytes (httparse and the checker let
+    // UTF-8 through, as nginx does), and a str slice must end on a char boundary.
+    let t = target.as_bytes();
+    let absolute = t.len() > 7 && t[..7].eq_ignore_ascii_case(b"http://")
+        || t.len() > 8 && t[..8].eq_ignore_ascii_case(b"https://");
+    assert!(
+        origin || absolute || (target == "*" && method == "OPTIONS"),
+        "request target {target:?} for {method}"
+    );
+    let http10 = req.version == Some(0);
+    let hosts = req
+        .headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("host"))
+        .count();
+    assert!(
+        hosts == 1 || (hosts == 0 && http10),
+        "{hosts} Host fields passed on"
+    );
+    let lengths: Vec<&[u8]> = req
+        .headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("content-length"))
+        .map(|h| trim(h.value))
+        .collect();
+    let codings: Vec<&[u8]> = req
+        .headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("transfer-encoding"))
+        .flat_map(|h| h.value.split(|&b| b == b','))
+        .map(trim)
+        .collect();
+    if !codings.is_empty() {
+        assert!(
+            codings.len() == 1
+                && codings[0].eq_ignore_ascii_case(b"chunked")
+                && lengths.is_empty()
+                && !http10,
+            "ambiguous framing passed on: {:?}",
+            shown()
+        );
+        return (len, Body::Chunked);
+    }
+    assert!(lengths.len() <= 1, "repeated Content-Length passed on");
+    match lengths.first() {
+        None => (len, Body::None),
+        Some(v) => {
+            let n = decimal(v).unwrap_or_else(|| panic!("Content-Length {v:?} passed on"));
+            assert!(n <= max_body);
+            (len, Body::Length(n))
+        }
+    }
+}

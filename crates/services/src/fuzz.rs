@@ -3,6 +3,7 @@
 //!
 //! - [`h1check`]: the strict request checker over a scripted client connection.
 //! - [`h1client_response`]: the upstream client's response head and body parsing.
+//! - [`h1server`]: the intermediaries' HTTP/1.x server over a scripted client connection.
 //!
 //! The JSON → XML converter is public already ([`crate::json_xml`]).
 
@@ -16,7 +17,14 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 pub use crate::h1client::fuzz::{response as h1client_response, H1ClientResponse};
 
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+
 use crate::h1check::{H1Limits, StrictH1};
+use crate::h1server::{self, H1Handler};
+use crate::h2server::H2Future;
+use crate::interim::Interim;
+use crate::proxy::body::{ClientBody, ResBody};
 
 /// What the checker passed on to hyper, and how its stream ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,4 +135,125 @@ impl AsyncWrite for Script {
     fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
         Poll::Ready(Ok(()))
     }
+}
+
+/// One request the intermediaries' HTTP/1.x server handed on, as its handler read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct H1ServerRequest {
+    /// The method and the request target, as sent.
+    pub method: String,
+    /// The request target (origin, absolute or asterisk form).
+    pub target: String,
+    /// The body's bytes (chunked coding decoded).
+    pub body: Vec<u8>,
+    /// The body ended as its framing says (false: it broke, or the client closed first).
+    pub complete: bool,
+}
+
+/// What the intermediaries' HTTP/1.x server did with a client connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct H1ServerRun {
+    /// Every request handed on, in order.
+    pub requests: Vec<H1ServerRequest>,
+    /// The status of the refused head that ended the connection, if one did.
+    pub refused: Option<u16>,
+}
+
+/// Serves a client connection that sends `pieces` (one read each) and then closes with the
+/// intermediaries' HTTP/1.x server (`h1server`), whose handler reads every body to its end
+/// and answers 200 (400 for a body that broke).
+///
+/// # Panics
+/// When the server does not finish within a minute (a loop or a lost wake-up).
+pub fn h1server(pieces: &[&[u8]], limits: H1CheckLimits) -> H1ServerRun {
+    let limits = Arc::new(H1Limits {
+        max_request_line: limits.max_request_line,
+        max_head: limits.max_head,
+        max_body: limits.max_body,
+        head_timeout: Duration::from_secs(3600),
+        body_timeout: Duration::from_secs(3600),
+    });
+    let script = Script {
+        reads: pieces.iter().rev().map(|p| p.to_vec()).collect(),
+    };
+    let run = Arc::new(std::sync::Mutex::new(H1ServerRun {
+        requests: Vec::new(),
+        refused: None,
+    }));
+    let handler: Arc<dyn H1Handler> = Arc::new(Recorder(run.clone()));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(async {
+        let (_drain_tx, mut drain) = tokio::sync::watch::channel(false);
+        let serve = h1server::serve(
+            script,
+            limits,
+            Duration::from_secs(3600),
+            handler,
+            &mut drain,
+        );
+        tokio::time::timeout(Duration::from_secs(60), serve)
+            .await
+            .expect("the server finishes the connection");
+    });
+    let run = run.lock().expect("not poisoned").clone();
+    run
+}
+
+/// The handler of [`h1server`]: records each request with its whole body.
+struct Recorder(Arc<std::sync::Mutex<H1ServerRun>>);
+
+impl H1Handler for Recorder {
+    fn call_h1(&self, req: Request<ClientBody>, _: Option<Interim>) -> H2Future {
+        let (parts, mut body) = req.into_parts();
+        let mut seen = H1ServerRequest {
+            method: parts.method.to_string(),
+            target: parts.uri.to_string(),
+            body: Vec::new(),
+            complete: true,
+        };
+        let run = self.0.clone();
+        Box::pin(async move {
+            use hyper::body::Body;
+            loop {
+                let frame = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await;
+                match frame {
+                    None => break,
+                    Some(Ok(frame)) => {
+                        if let Some(data) = frame.data_ref() {
+                            seen.body.extend_from_slice(data);
+                        }
+                    }
+                    Some(Err(_)) => {
+                        seen.complete = false;
+                        break;
+                    }
+                }
+            }
+            let status = if seen.complete {
+                StatusCode::OK
+            } else {
+                StatusCode::BAD_REQUEST
+            };
+            run.lock().expect("not poisoned").requests.push(seen);
+            let mut response = Response::new(ResBody::Local(Some(Bytes::from_static(b"ok"))));
+            *response.status_mut() = status;
+            response
+        })
+    }
+
+    fn refuse(&self, status: StatusCode) -> Response<ResBody> {
+        self.0.lock().expect("not poisoned").refused = Some(status.as_u16());
+        let mut response = Response::new(ResBody::Local(None));
+        *response.status_mut() = status;
+        response
+    }
+}
+
+/// `target` as the intermediaries hand it on (`http::Uri`'s form), `None` when it does not parse
+/// as one (the server refuses such a head with 400, as hyper did).
+pub fn uri_form(target: &[u8]) -> Option<String> {
+    http::Uri::try_from(target).ok().map(|uri| uri.to_string())
 }
