@@ -83,13 +83,62 @@ fn ordering_arg(order: &Path) -> Result<String, String> {
     let path = order
         .to_str()
         .ok_or("the ordering file's path is not UTF-8")?;
+    let text = fs::read_to_string(order).map_err(|e| format!("reading it: {e}"))?;
     // `-Wl,` splits at commas.
-    if path.contains(',') || !order.is_file() {
-        return Err("the ordering file is missing or its path has a comma".into());
+    if path.contains(',') {
+        return Err("its path has a comma".into());
     }
-    let arg = format!("-Wl,--symbol-ordering-file={path},--no-warn-symbol-ordering");
+    let mut arg = format!("-Wl,--symbol-ordering-file={path},--no-warn-symbol-ordering");
+    if let Some(text) = promoted_script(&text) {
+        let out_dir = PathBuf::from(env::var_os("OUT_DIR").ok_or("OUT_DIR unset")?);
+        let script = out_dir.join("symbol-order.ld");
+        fs::write(&script, text).map_err(|e| format!("writing {}: {e}", script.display()))?;
+        let script = script.to_str().ok_or("OUT_DIR is not UTF-8")?;
+        if script.contains(',') {
+            return Err("OUT_DIR has a comma".into());
+        }
+        arg.push_str(&format!(",--script={script}"));
+    }
     probe(&rustflags, &arg)?;
     Ok(arg)
+}
+
+/// A linker script that puts the ThinLTO-promoted functions of the ordering file just before
+/// `.text` (whose start the ordering file fills), in their own output section.
+///
+/// ThinLTO renames a module-local function another module calls to `NAME.llvm.HASH`, HASH a
+/// hash of the defining module's bitcode. That bitcode holds the build directory (the debug
+/// info's compilation directory), so in a clone of the repository elsewhere the same function
+/// has another HASH, and lld's ordering file, which matches whole names only, misses it (about
+/// one entry in six; measured in docs/build.md). Linker script patterns can leave HASH out:
+/// rustc puts each function in a section of its own, `.text.NAME.llvm.HASH`, matched here by
+/// `.text.NAME.llvm.*`. `INSERT BEFORE .text` adds the section to lld's default layout instead
+/// of replacing it.
+fn promoted_script(order: &str) -> Option<String> {
+    let mut patterns: Vec<&str> = Vec::new();
+    for name in order.lines().map(str::trim) {
+        let Some(at) = name.find(".llvm.") else {
+            continue;
+        };
+        let stem = &name[..at + ".llvm.".len()];
+        // Mangled names carry no glob or script metacharacters; a line that does is no symbol.
+        if stem.contains(|c: char| "*?[]\\\"(){};: \t".contains(c)) || patterns.contains(&stem) {
+            continue;
+        }
+        patterns.push(stem);
+    }
+    let mut script = String::from(
+        "/* Written by crates/cli/build.rs from symbol-order.txt: the promoted functions. */\n",
+    );
+    if patterns.is_empty() {
+        return None;
+    }
+    script.push_str("SECTIONS\n{\n  .text.promoted_ordered :\n  {\n");
+    for stem in patterns {
+        script.push_str(&format!("    *(.text.{stem}*)\n"));
+    }
+    script.push_str("  }\n}\nINSERT BEFORE .text;\n");
+    Some(script)
 }
 
 /// The first of `flags` that picks the linker, its flavor or its features.
