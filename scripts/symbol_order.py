@@ -6,6 +6,7 @@ Each dump is one phase of one workload, given as PHASE:PATH: `startup:` a servic
 drain), `run:` a whole process run (the load generator). The output lists, one mangled name a
 line:
 
+0. the entry point, `_start`;
 1. functions executed while a service started and never while one served (argument parsing,
    tracing setup, runtime construction): touched once, kept together so they take few pages;
 2. functions executed while serving, service by service in the order the dumps are given (the
@@ -78,6 +79,11 @@ def main():
         served.update(costs)
 
     order, seen = [], set()
+    # The entry point (crt1.o's `.text`) first: callgrind starts recording after it, and it
+    # would otherwise land wherever the linker puts crt1.o, one more region touched at start.
+    if "_start" in defined:
+        order.append("_start")
+        seen.add("_start")
 
     def add(costs):
         for name, _ in sorted(costs.items(), key=lambda kv: (-kv[1], kv[0])):

@@ -103,8 +103,8 @@ fn ordering_arg(order: &Path) -> Result<String, String> {
     Ok(arg)
 }
 
-/// A linker script that puts the ThinLTO-promoted functions of the ordering file just before
-/// `.text` (whose start the ordering file fills), in their own output section.
+/// A linker script that puts the ThinLTO-promoted functions of the ordering file first in
+/// `.text`, just before the functions the ordering file places.
 ///
 /// ThinLTO renames a module-local function another module calls to `NAME.llvm.HASH`, HASH a
 /// hash of the defining module's bitcode. That bitcode holds the build directory (the debug
@@ -112,8 +112,11 @@ fn ordering_arg(order: &Path) -> Result<String, String> {
 /// has another HASH, and lld's ordering file, which matches whole names only, misses it (about
 /// one entry in six; measured in docs/build.md). Linker script patterns can leave HASH out:
 /// rustc puts each function in a section of its own, `.text.NAME.llvm.HASH`, matched here by
-/// `.text.NAME.llvm.*`. `INSERT BEFORE .text` adds the section to lld's default layout instead
-/// of replacing it.
+/// `.text.NAME.llvm.*`. The script only names `.text`'s first input sections; `INSERT BEFORE
+/// .init` (where lld's default layout has `.text`) makes it an addition to that layout rather
+/// than a replacement, and lld adds every other `.text.*` section after them as usual, in the
+/// ordering file's order. One `.text` rather than an output section of their own: tools that
+/// only read symbols in `.text` (valgrind, which scripts/symbol-order.sh uses) still see them.
 fn promoted_script(order: &str) -> Option<String> {
     let mut patterns: Vec<&str> = Vec::new();
     for name in order.lines().map(str::trim) {
@@ -133,11 +136,11 @@ fn promoted_script(order: &str) -> Option<String> {
     if patterns.is_empty() {
         return None;
     }
-    script.push_str("SECTIONS\n{\n  .text.promoted_ordered :\n  {\n");
+    script.push_str("SECTIONS\n{\n  .text :\n  {\n");
     for stem in patterns {
         script.push_str(&format!("    *(.text.{stem}*)\n"));
     }
-    script.push_str("  }\n}\nINSERT BEFORE .text;\n");
+    script.push_str("  }\n}\nINSERT BEFORE .init;\n");
     Some(script)
 }
 
