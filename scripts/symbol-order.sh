@@ -148,7 +148,8 @@ done
 stop "$echo_pid"
 
 # 5. Merge: the binary's defined function symbols, as lld sees them.
-nm --defined-only "$GB" | awk '$2 ~ /^[tTwW]$/ { print $3 }' >"$GB_TMP/text-symbols"
+# "NAME SIZE" (hex) of each defined function symbol.
+nm -S --defined-only "$GB" | awk 'NF == 4 && $3 ~ /^[tTwW]$/ { print $4, $2 } NF == 3 && $2 ~ /^[tTwW]$/ { print $3, 0 }' >"$GB_TMP/text-symbols"
 python3 "$root/scripts/symbol_order.py" --binary "$GB" --symbols "$GB_TMP/text-symbols" \
   --out "$OUT" \
   startup:"$dumps/proxy-h1.out.1" serving:"$dumps/proxy-h1.out" \

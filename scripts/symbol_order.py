@@ -6,7 +6,7 @@ Each dump is one phase of one workload, given as PHASE:PATH: `startup:` a servic
 drain), `run:` a whole process run (the load generator). The output lists, one mangled name a
 line:
 
-0. the entry point, `_start`;
+0. the C runtime's start-up code (`_start`, `frame_dummy`);
 1. functions executed while a service started and never while one served (argument parsing,
    tracing setup, runtime construction): touched once, kept together so they take few pages;
 2. functions executed while serving, service by service in the order the dumps are given (the
@@ -59,13 +59,20 @@ def parse(path, binary):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--binary", required=True, help="the traced binary (callgrind's ob=)")
-    ap.add_argument("--symbols", required=True, help="its defined text symbols, one a line")
+    ap.add_argument(
+        "--symbols", required=True, help="its defined text symbols: NAME SIZE (hex) a line"
+    )
     ap.add_argument("--out", required=True)
     ap.add_argument("dumps", nargs="+", help="startup:PATH, serving:PATH or run:PATH")
     args = ap.parse_args()
 
+    sizes = {}
     with open(args.symbols, encoding="utf-8") as f:
-        defined = {line.strip() for line in f if line.strip()}
+        for line in f:
+            name, _, size = line.strip().partition(" ")
+            if name:
+                sizes[name] = int(size or "0", 16)
+    defined = set(sizes)
 
     phases = {"startup": [], "serving": [], "run": []}
     for arg in args.dumps:
@@ -79,11 +86,13 @@ def main():
         served.update(costs)
 
     order, seen = [], set()
-    # The entry point (crt1.o's `.text`) first: callgrind starts recording after it, and it
-    # would otherwise land wherever the linker puts crt1.o, one more region touched at start.
-    if "_start" in defined:
-        order.append("_start")
-        seen.add("_start")
+    # The C runtime's start-up code first: the entry point (crt1.o's `.text`) and the
+    # constructor stub run before main (crtbegin.o's `.text`). callgrind records neither, and
+    # they would otherwise land wherever the linker puts those objects: more regions touched.
+    for name in ("_start", "frame_dummy"):
+        if name in defined:
+            order.append(name)
+            seen.add(name)
 
     def add(costs):
         for name, _ in sorted(costs.items(), key=lambda kv: (-kv[1], kv[0])):
@@ -111,13 +120,18 @@ def main():
     with open(args.out, "w", encoding="utf-8") as f:
         for name in order:
             f.write(name + "\n")
+    def kib(names):
+        return sum(sizes[n] for n in names) // 1024
+
+    n_load = len(order) - n_startup - n_serving
     print(
-        f"{len(order)} functions: {n_startup} only while starting, {n_serving} while serving, "
-        f"{len(order) - n_startup - n_serving} more in the load generator; "
-        f"{len(unknown)} traced names not among the binary's text symbols left out",
+        f"{len(order)} functions, {kib(order)} KiB: {n_startup} only while starting "
+        f"({kib(order[:n_startup])} KiB), {n_serving} while serving "
+        f"({kib(order[n_startup:n_startup + n_serving])} KiB), {n_load} more in the load "
+        f"generator ({kib(order[n_startup + n_serving:])} KiB); {len(unknown)} traced names "
+        "not among the binary's text symbols left out",
         file=sys.stderr,
     )
-
 
 if __name__ == "__main__":
     main()
