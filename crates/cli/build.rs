@@ -203,10 +203,11 @@ fn probe(rustflags: &[String], arg: &str) -> Result<(), String> {
         return Ok(());
     }
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let why = stderr
-        .lines()
-        .find(|l| l.contains("unrecognized") || l.contains("unknown"))
-        .or_else(|| stderr.lines().next())
+    // The linker's own complaint if there is one ("ld: unrecognized option ..."), else rustc's.
+    let lines = || stderr.lines().map(str::trim);
+    let why = lines()
+        .find(|l| l.contains("unrecognized option") || l.contains("unknown argument"))
+        .or_else(|| lines().find(|l| l.starts_with("error")))
         .unwrap_or("no message");
     Err(format!("the probe link failed: {}", why.trim()))
 }
