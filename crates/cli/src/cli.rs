@@ -15,7 +15,11 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// Each subcommand's arguments are built only when it is the one parsed (clap's `defer`): a
+/// service that starts does not build the arguments of every other subcommand, which kept
+/// their code resident for the service's whole life (docs/build.md).
 #[derive(Debug, Subcommand)]
+#[command(defer = true)]
 pub enum Command {
     /// Load one URL (what wrk, wrk2, oha or hey are used for).
     Load(Box<LoadArgs>),
