@@ -41,12 +41,24 @@ impl Deadline {
         false
     }
 
-    /// As [`Deadline::expired`], but re-arms when `at` differs from the armed instant.
+    /// As [`Deadline::expired`] for a deadline that moves, mostly later (a keep-alive
+    /// connection's idle deadline moves with every request): an armed timer set earlier than
+    /// `at` is left as it is and moved on only when it fires early, so a busy connection moves
+    /// its timer about once per timeout rather than once per request. An earlier `at` re-arms
+    /// at once.
     pub(crate) fn expired_at(&mut self, cx: &mut Context<'_>, at: Instant) -> bool {
-        if self.armed != Some(at) {
+        if self.armed.is_some_and(|armed| armed > at) {
             self.armed = None;
         }
-        self.expired(cx, || at)
+        loop {
+            if !self.expired(cx, || at) {
+                return false;
+            }
+            if Instant::now() >= at {
+                return true;
+            }
+            // Fired at an earlier deadline: move on to the current one.
+        }
     }
 
     /// Whether a wait armed the timer and it has not passed or been disarmed since.

@@ -459,11 +459,14 @@ async fn next_request(
     graceful: &AtomicBool,
     timer: &mut Deadline,
 ) -> Next {
-    lock(conn).release();
     let waiting_since = Instant::now();
+    let mut first = true;
     let mut head_started: Option<Instant> = None;
     std::future::poll_fn(|cx| {
         let mut c = lock(conn);
+        if std::mem::take(&mut first) {
+            c.release();
+        }
         loop {
             if c.buf.is_empty() {
                 if graceful.load(Ordering::Relaxed) {

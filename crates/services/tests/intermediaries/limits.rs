@@ -309,3 +309,38 @@ async fn invalid_configuration_is_refused_before_serving() {
         assert!(err.to_string().contains(needle), "{err}");
     }
 }
+
+/// The idle timeout counts from the last request, not the first: a connection used again
+/// shortly before its first idle deadline stays open past it.
+#[tokio::test]
+async fn the_idle_timeout_restarts_with_each_request() {
+    let upstream = Capture::start(Reply::Ok).await;
+    let proxy = Running::proxy(ProxyConfig {
+        timeouts: gatebench_services::Timeouts {
+            client_idle: Duration::from_millis(800),
+            ..timeouts()
+        },
+        ..proxy_config(upstream.url())
+    })
+    .await;
+    let mut conn = proxy.connect().await;
+    assert_eq!(conn.request(GET).await.status, 200);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(conn.request(GET).await.status, 200);
+    let second = Instant::now();
+    let mut chunk = [0u8; 256];
+    let closed = tokio::time::timeout(
+        PATIENCE,
+        tokio::io::AsyncReadExt::read(&mut conn.stream, &mut chunk),
+    )
+    .await
+    .expect("the idle connection closes");
+    assert!(matches!(closed, Ok(0) | Err(_)), "{closed:?}");
+    // Counted from the first request it would have closed about 300 ms after the second.
+    assert!(
+        second.elapsed() >= Duration::from_millis(650),
+        "closed {:?} after the second request",
+        second.elapsed()
+    );
+    proxy.stop().await;
+}
