@@ -58,6 +58,19 @@ pub struct H1CheckLimits {
     pub max_body: u64,
 }
 
+impl H1CheckLimits {
+    /// The listener limits these stand for, with hour-long timeouts.
+    fn strict(self) -> Arc<H1Limits> {
+        Arc::new(H1Limits {
+            max_request_line: self.max_request_line,
+            max_head: self.max_head,
+            max_body: self.max_body,
+            head_timeout: Duration::from_secs(3600),
+            body_timeout: Duration::from_secs(3600),
+        })
+    }
+}
+
 /// Reads a client connection that sends `pieces` (one read each) and then closes, through
 /// the strict checker, with reads of `read_size` bytes as hyper would make them.
 ///
@@ -69,13 +82,7 @@ pub fn h1check(
     read_size: usize,
     limits: H1CheckLimits,
 ) -> H1CheckRun {
-    let limits = Arc::new(H1Limits {
-        max_request_line: limits.max_request_line,
-        max_head: limits.max_head,
-        max_body: limits.max_body,
-        head_timeout: Duration::from_secs(3600),
-        body_timeout: Duration::from_secs(3600),
-    });
+    let limits = limits.strict();
     let given: usize = pieces.iter().map(|p| p.len()).sum();
     let script = Script {
         reads: pieces.iter().rev().map(|p| p.to_vec()).collect(),
@@ -166,13 +173,7 @@ pub struct H1ServerRun {
 /// # Panics
 /// When the server does not finish within a minute (a loop or a lost wake-up).
 pub fn h1server(pieces: &[&[u8]], limits: H1CheckLimits) -> H1ServerRun {
-    let limits = Arc::new(H1Limits {
-        max_request_line: limits.max_request_line,
-        max_head: limits.max_head,
-        max_body: limits.max_body,
-        head_timeout: Duration::from_secs(3600),
-        body_timeout: Duration::from_secs(3600),
-    });
+    let limits = limits.strict();
     let script = Script {
         reads: pieces.iter().rev().map(|p| p.to_vec()).collect(),
     };
