@@ -30,6 +30,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, watch};
 use tracing::debug;
 
+use crate::drain::draining;
 use crate::interim::H2Interim;
 use crate::proxy::body::{ClientBody, H2Recv, ResBody};
 
@@ -42,11 +43,6 @@ const MAX_FRAME_SIZE: u32 = 16 * 1024;
 const MAX_SEND_BUFFER: usize = 400 * 1024;
 const MAX_HEADER_LIST: u32 = 16 * 1024;
 const MAX_LOCAL_ERROR_RESETS: usize = 1024;
-
-/// Resolves once the drain has started (or its sender is gone, which means the same).
-async fn draining(drain: &mut watch::Receiver<bool>) {
-    let _ = drain.wait_for(|draining| *draining).await;
-}
 
 /// The future answering one HTTP/2 request.
 pub(crate) type H2Future = Pin<Box<dyn Future<Output = Response<ResBody>> + Send>>;

@@ -36,6 +36,7 @@
 pub mod balance;
 mod balancer;
 mod deadline;
+mod drain;
 pub mod echo;
 pub mod error;
 mod failure;
@@ -44,6 +45,7 @@ mod failure;
 pub mod fuzz;
 mod h1check;
 mod h1client;
+mod h1conn;
 mod h1server;
 mod h2server;
 mod interim;

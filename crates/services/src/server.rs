@@ -35,6 +35,7 @@ use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
+use crate::drain::{draining, Drain};
 use crate::error::ServicesError;
 use crate::h1check::{H1Limits, StrictH1};
 use crate::h1server::{self, H1Handler};
@@ -116,11 +117,6 @@ pub(crate) trait Direct {
     fn direct_h2(&self) -> Option<Arc<dyn H2Handler>> {
         None
     }
-}
-
-/// Resolves once the drain has started (or its sender is gone, which means the same).
-pub(crate) async fn draining(drain: &mut watch::Receiver<bool>) {
-    let _ = drain.wait_for(|draining| *draining).await;
 }
 
 /// Protocol options of one listener.
@@ -477,43 +473,6 @@ async fn reject_plain_http(mut stream: TcpStream) {
         Ok::<(), io::Error>(())
     };
     let _ = tokio::time::timeout(REJECT_LINGER, lingering).await;
-}
-
-/// Tells connections that shutdown has begun and waits for them to finish.
-///
-/// Every accept loop and connection holds a receiver; the sender's `closed()` resolves when the
-/// last one is dropped, so no separate counter is needed.
-#[derive(Debug)]
-pub(crate) struct Drain {
-    tx: watch::Sender<bool>,
-}
-
-impl Drain {
-    pub(crate) fn new() -> Self {
-        Self {
-            tx: watch::Sender::new(false),
-        }
-    }
-
-    /// A receiver that turns `true` when the drain starts.
-    pub(crate) fn watcher(&self) -> watch::Receiver<bool> {
-        self.tx.subscribe()
-    }
-
-    /// Starts the drain and waits up to `timeout` for every holder of a watcher to finish.
-    pub(crate) async fn drain(&self, timeout: Duration) {
-        self.tx.send_replace(true);
-        if tokio::time::timeout(timeout, self.tx.closed())
-            .await
-            .is_err()
-        {
-            warn!(
-                remaining = self.tx.receiver_count(),
-                timeout_s = timeout.as_secs_f64(),
-                "drain timed out: abandoning the connections still open",
-            );
-        }
-    }
 }
 
 /// Accepts connections until the drain starts, spawning one task per connection on the

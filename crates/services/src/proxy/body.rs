@@ -21,7 +21,7 @@ use tokio::time::Instant;
 use crate::deadline::Deadline;
 use crate::failure::{log_failure, BodyError, Failure};
 use crate::h1client::H1Body;
-use crate::h1server::H1Recv;
+use crate::h1conn::H1Recv;
 
 /// A request body on its way upstream.
 #[derive(Debug)]
