@@ -1,0 +1,12 @@
+//! The series of gatebench runs across releases: every run of a suite kept with its version,
+//! each release judged against the whole series, the versions where a metric moved found, and
+//! the trends published as a static site (docs/history.md).
+//!
+//! It reads results directories through `gatebench-results` and judges with
+//! `gatebench-report`'s statistics; it does not run anything.
+//!
+//! # Layout
+//! - [`series`]: the values the analyses work on: one cell's metric, version by version, each
+//!   version with every repeat's value.
+
+pub mod series;
