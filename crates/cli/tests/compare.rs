@@ -272,8 +272,9 @@ fn too_few_repeats_and_different_machines_are_warned_about() {
     let (a, b) = two_runs("few", 3);
     let out = gatebench(&["compare", s(&a), s(&b), "--fail-on-regression", "5%"]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    // The 20 % drop cannot be called with 3 against 3: the gate says it cannot judge.
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    // The 20 % drop cannot be called with 3 against 3: the gate says it cannot judge, and
+    // fails closed with its own exit status.
+    assert_eq!(out.status.code(), Some(4), "{stdout}\n{stderr}");
     assert!(
         stdout.contains("> **Warning:** too few repeats to tell"),
         "{stdout}"
@@ -293,6 +294,100 @@ fn too_few_repeats_and_different_machines_are_warned_about() {
     assert!(
         stdout.contains("environments differ") && stdout.contains("\"CPU One\" vs \"CPU Two\""),
         "{stdout}"
+    );
+}
+
+/// Exit status and message of the gate on a baseline `a` and a candidate `b`.
+fn gate_on(a: &Path, b: &Path) -> (Option<i32>, String) {
+    let out = gatebench(&["compare", s(a), s(b), "--fail-on-regression", "5%"]);
+    (out.status.code(), text(&out.stderr))
+}
+
+#[test]
+fn the_gate_fails_closed_when_it_cannot_judge() {
+    let tmp = temp_dir("closed");
+    let base = tmp.join("base");
+    results_dir(
+        &base,
+        &[("echo", 10, 20_000.0), ("proxy", 10, 9_000.0)],
+        5,
+        "CPU",
+    );
+
+    // Every cell of the candidate failed: nothing was compared, so nothing passed.
+    let failed = tmp.join("failed");
+    results_dir(
+        &failed,
+        &[("echo", 10, 20_000.0), ("proxy", 10, 9_000.0)],
+        5,
+        "CPU",
+    );
+    for e in std::fs::read_dir(failed.join("cells")).unwrap() {
+        let p = e.unwrap().path().join("record.json");
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        v["status"] = "failed".into();
+        std::fs::write(&p, v.to_string()).unwrap();
+    }
+    let (code, err) = gate_on(&base, &failed);
+    assert_eq!(code, Some(4), "{err}");
+    assert!(err.contains("no usable cell"), "{err}");
+    assert!(!err.contains("no significant regression"), "{err}");
+
+    // No cell in common (another users point).
+    let other = tmp.join("other");
+    results_dir(&other, &[("echo", 100, 20_000.0)], 5, "CPU");
+    let (code, err) = gate_on(&base, &other);
+    assert_eq!(
+        (code, err.contains("no cell in common")),
+        (Some(4), true),
+        "{err}"
+    );
+
+    // A baseline cell missing from the candidate: what was compared is fine, the rest unjudged.
+    let part = tmp.join("part");
+    results_dir(&part, &[("echo", 10, 20_000.0)], 5, "CPU");
+    let (code, err) = gate_on(&base, &part);
+    assert_eq!(code, Some(4), "{err}");
+    assert!(
+        err.contains("1 cell(s) of base have no usable repeat") && err.contains("proxy_u10_s50_d0"),
+        "{err}"
+    );
+
+    // An incomplete directory: a planned cell without a record.
+    let cut = tmp.join("cut");
+    results_dir(
+        &cut,
+        &[("echo", 10, 20_000.0), ("proxy", 10, 9_000.0)],
+        5,
+        "CPU",
+    );
+    let dir = std::fs::read_dir(cut.join("cells"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("proxy"))
+        .unwrap();
+    std::fs::remove_file(dir.join("record.json")).unwrap();
+    let (code, err) = gate_on(&base, &cut);
+    assert_eq!(code, Some(4), "{err}");
+    assert!(
+        err.contains("is incomplete: 1 of 10 planned cells"),
+        "{err}"
+    );
+
+    // The same two complete runs judge, and pass.
+    let same = tmp.join("same");
+    results_dir(
+        &same,
+        &[("echo", 10, 20_000.0), ("proxy", 10, 9_000.0)],
+        5,
+        "CPU",
+    );
+    let (code, err) = gate_on(&base, &same);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.contains("no significant regression beyond 5% ("),
+        "{err}"
     );
 }
 

@@ -28,6 +28,67 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// A new user's run: from the suite's directory, the default (relative) results directory or
+/// one whose path has a space, a `command` SUT started in its scenario's own `workdir` that
+/// reads a template rendered into `{cell_dir}` and is started as `sh -c` with that path.
+#[test]
+fn a_command_scenario_finds_its_cell_dir_from_its_workdir_with_relative_results() {
+    let tmp = temp_dir("relative out");
+    let exe = env!("CARGO_BIN_EXE_gatebench");
+    std::fs::create_dir_all(tmp.join("conf")).unwrap();
+    std::fs::write(tmp.join("conf/echo.args"), "--port {port}\n").unwrap();
+    let suite = format!(
+        r#"[suite]
+name = "relative"
+warmup = "0s"
+duration = "0.5s"
+
+[matrix]
+users = [2]
+sizes = [50]
+delays = ["0ms"]
+
+[[scenario]]
+name = "cmd"
+title = "A command SUT with a rendered template"
+workdir = "conf"
+templates = ["echo.args"]
+sut = {{ command = "exec '{exe}' serve echo $(cat {{cell_dir}}/echo.args)" }}
+"#
+    );
+    std::fs::write(tmp.join("suite.toml"), suite).unwrap();
+    for out_arg in [None, Some("results/run 1")] {
+        let mut args = vec!["run", "suite.toml"];
+        if let Some(o) = out_arg {
+            args.extend(["--out", o]);
+        }
+        let out = gatebench(&args, &tmp);
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert!(
+            out.status.success(),
+            "--out {out_arg:?}: exit {:?}\n{stdout}\n{stderr}",
+            out.status
+        );
+        assert!(
+            stderr.contains("[1/1] cmd_u2_s50_d0_r1: ok"),
+            "--out {out_arg:?}: {stderr}"
+        );
+    }
+    // The default directory is results/<stamp>/ under the directory the run started in.
+    let stamped: Vec<PathBuf> = std::fs::read_dir(tmp.join("results"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| !p.ends_with("run 1"))
+        .collect();
+    assert_eq!(stamped.len(), 1, "{stamped:?}");
+    for dir in [&stamped[0], &tmp.join("results/run 1")] {
+        let rendered = dir.join("cells/cmd_u2_s50_d0_r1/echo.args");
+        let text = std::fs::read_to_string(&rendered).unwrap();
+        assert!(text.starts_with("--port ") && !text.contains('{'), "{text}");
+        assert!(dir.join("cells/cmd_u2_s50_d0_r1/record.json").is_file());
+    }
+}
+
 #[test]
 fn the_tiny_suite_runs_end_to_end_and_reports() {
     let tmp = temp_dir("tiny");

@@ -37,14 +37,14 @@ impl ResultsDir {
         let cells = root.join(paths::CELLS_DIR);
         std::fs::create_dir_all(&cells).map_err(|e| ResultsError::io("create", &cells, e))?;
         Ok(ResultsDir {
-            root: root.to_path_buf(),
+            root: absolute(root),
         })
     }
 
     /// Opens an existing directory for rewriting its summaries (no checks; see [`read`]).
     pub fn open(root: &Path) -> ResultsDir {
         ResultsDir {
-            root: root.to_path_buf(),
+            root: absolute(root),
         }
     }
 
@@ -84,6 +84,13 @@ impl ResultsDir {
         s.push('\n');
         self.write(rel, s.as_bytes())
     }
+}
+
+/// `path` made absolute against the current directory. Every path handed out by a
+/// [`ResultsDir`] is absolute: the processes of a cell run in their scenario's `workdir`, where a
+/// relative `{cell_dir}` would name another place (or nothing).
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// Writes `path` through a temporary file in the same directory and a rename.

@@ -672,6 +672,7 @@ impl Common<'_> {
         m
     }
 
+    /// `text` with its placeholders replaced as they are (a URL, a path).
     fn expand(
         &self,
         text: &str,
@@ -679,7 +680,32 @@ impl Common<'_> {
         protocol: Protocol,
         place: &Place,
     ) -> Result<String, RunnerError> {
-        let values = self.values(port, protocol, place);
+        self.expand_with(text, self.values(port, protocol, place))
+    }
+
+    /// A command line (`command`, `serve`) with its placeholders replaced, the paths among them
+    /// quoted for the shell ([`placeholder::PATHS`]).
+    fn expand_command(
+        &self,
+        text: &str,
+        port: Option<u16>,
+        protocol: Protocol,
+        place: &Place,
+    ) -> Result<String, RunnerError> {
+        let mut values = self.values(port, protocol, place);
+        for k in placeholder::PATHS {
+            if let Some(v) = values.get_mut(k) {
+                *v = placeholder::shell_quote(v);
+            }
+        }
+        self.expand_with(text, values)
+    }
+
+    fn expand_with(
+        &self,
+        text: &str,
+        values: BTreeMap<&'static str, String>,
+    ) -> Result<String, RunnerError> {
         placeholder::expand_strict_lists(
             text,
             &|name| values.get(name).cloned(),

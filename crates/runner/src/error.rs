@@ -243,6 +243,12 @@ pub enum RunnerError {
         /// The name between the braces.
         name: String,
     },
+    /// A `serve` line has a quote that is never closed.
+    #[error("a quote is not closed in serve line `{line}`")]
+    ServeLine {
+        /// The line after its placeholders were replaced.
+        line: String,
+    },
     /// A host of the suite's `[hosts]` cannot be used (unreachable, key refused, tools
     /// missing, another system, a port in use), or a remote action on it failed.
     #[error("{host}: {message}")]

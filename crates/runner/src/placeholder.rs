@@ -175,6 +175,31 @@ pub fn expand_strict_lists(
     Ok(out)
 }
 
+/// Placeholders that stand for paths. A command line is run by `sh -c`, and a path may hold
+/// spaces or quotes (`--out "results/run 1"`, a suite under `~/My Suites/`), so in command lines
+/// these values are quoted for the shell ([`shell_quote`]); in templates they are left as they
+/// are (an nginx configuration has its own quoting).
+pub const PATHS: [&str; 3] = ["cell_dir", "suite_dir", "workdir"];
+
+/// `s` as one word for a POSIX shell: unchanged when it holds only characters no shell treats
+/// specially, else in single quotes (a single quote inside becomes `'\''`).
+pub fn shell_quote(s: &str) -> String {
+    let plain = !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:,=@%".contains(&b));
+    if plain {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// Splits a `serve` line into words as a POSIX shell would (quotes and backslashes), without
+/// running a shell: `None` when a quote is not closed.
+pub fn split_words(line: &str) -> Option<Vec<String>> {
+    shlex::split(line)
+}
+
 /// Every known placeholder's name, comma-separated, for error messages.
 pub(crate) fn known_names() -> String {
     KNOWN.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ")
@@ -249,6 +274,24 @@ mod tests {
     fn strict_replaces_and_unescapes() {
         let s = expand_strict("x --port {port} --upstream {upstream} '{{a}}'", &values).unwrap();
         assert_eq!(s, "x --port 8080 --upstream http://127.0.0.1:9000 '{a}'");
+    }
+
+    #[test]
+    fn paths_are_quoted_for_the_shell_only_when_they_need_it() {
+        assert_eq!(shell_quote("/tmp/results/x_1"), "/tmp/results/x_1");
+        assert_eq!(shell_quote("/tmp/run 1"), "'/tmp/run 1'");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(shell_quote(""), "''");
+        // What sh makes of a quoted value is the value itself.
+        for v in ["/tmp/run 1/cells", "a'b", "$HOME;rm", "x\\y"] {
+            let out = std::process::Command::new("sh")
+                .args(["-c", &format!("printf %s {}", shell_quote(v))])
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8(out.stdout).unwrap(), v);
+        }
+        let words = split_words("echo --port 1 --cert '/tmp/a b/c.pem'").unwrap();
+        assert_eq!(words, ["echo", "--port", "1", "--cert", "/tmp/a b/c.pem"]);
     }
 
     #[test]

@@ -226,7 +226,11 @@ fn run_setups(
                 sc.workdir.display().to_string(),
             ),
         };
-        let values = [("suite_dir", suite_dir), ("workdir", workdir)];
+        // A setup line runs in `sh -c`: its paths are quoted for the shell.
+        let values = [
+            ("suite_dir", crate::placeholder::shell_quote(&suite_dir)),
+            ("workdir", crate::placeholder::shell_quote(&workdir)),
+        ];
         let result = crate::placeholder::expand_strict(cmd, &|name| {
             values
                 .iter()

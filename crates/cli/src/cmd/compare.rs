@@ -30,8 +30,11 @@ Examples:\n  gatebench compare results/v1 results/v2\n  gatebench compare result
 results/v3 --baseline v2\n  gatebench compare results/ab --scenario proxy-v1 --scenario proxy-v2\n  \
 gatebench compare old new --fail-on-regression 5% --junit compare.xml --json compare.json\n  \
 gatebench compare results/seed-000 --scenario v1 --scenario v2 --html compare.html --svg compare.svg\n\n\
-Exit status: 0 compared (no regression beyond the threshold), 1 --fail-on-regression found one, \
-2 bad arguments or a directory that is not a results directory."
+Exit status: 0 compared (with --fail-on-regression: everything was judged and nothing \
+regressed beyond the threshold), 1 --fail-on-regression found a regression, 2 bad arguments or a \
+directory that is not a results directory, 4 --fail-on-regression could not judge (no usable \
+cell of a candidate, no cell in common, a baseline cell missing or failed in a candidate, too \
+few repeats, an incomplete directory)."
 )]
 pub struct CompareArgs {
     /// Results directories written by `gatebench run`: the first is the baseline unless
@@ -116,7 +119,8 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
             bail!("--metric {m}: no such metric (known: {})", known.join(", "));
         }
     }
-    let (runs, match_scenario) = load_runs(&args)?;
+    let mut incomplete = Vec::new();
+    let (runs, match_scenario) = load_runs(&args, &mut incomplete)?;
     let baseline = match &args.baseline {
         None => 0,
         Some(b) => find_baseline(b, &runs, &args.runs)?,
@@ -153,11 +157,18 @@ pub fn run(args: CompareArgs) -> Result<ExitCode> {
     for w in &c.warnings {
         eprintln!("gatebench: warning: {w}");
     }
-    gate(&c, args.fail_on_regression)
+    gate(&c, args.fail_on_regression, &incomplete)
 }
 
-/// The exit status: 1 when the gate is on and a regression beyond it was found.
-fn gate(c: &Comparison, threshold: Option<f64>) -> Result<ExitCode> {
+/// The exit status when the gate cannot judge: the candidate has nothing to compare, a cell
+/// of the baseline has no usable repeat in it, the repeats are too few for significance, or a
+/// directory is incomplete. A gate fails closed: "no regression" is said only of what was
+/// compared.
+pub const EXIT_CANNOT_JUDGE: u8 = 4;
+
+/// The exit status: 1 when the gate is on and a regression beyond it was found, else
+/// [`EXIT_CANNOT_JUDGE`] when it could not judge everything it was given, else 0.
+fn gate(c: &Comparison, threshold: Option<f64>, incomplete: &[String]) -> Result<ExitCode> {
     let Some(t) = threshold else {
         return Ok(ExitCode::SUCCESS);
     };
@@ -175,28 +186,71 @@ fn gate(c: &Comparison, threshold: Option<f64>) -> Result<ExitCode> {
             })
         })
         .collect();
-    let undecided: usize = c
-        .pairs
-        .iter()
-        .flat_map(|p| &p.rows)
-        .filter(|r| r.verdict == Verdict::TooFewRepeats)
-        .count();
-    if undecided > 0 {
+    let unjudged = cannot_judge(c, incomplete);
+    if !found.is_empty() {
         eprintln!(
-            "gatebench: warning: the regression gate cannot judge {undecided} comparison(s): too \
-             few repeats (run at least 5 per cell)"
+            "gatebench: {} significant regression(s) beyond {t}%:\n{}",
+            found.len(),
+            found.join("\n")
         );
+        for why in &unjudged {
+            eprintln!("gatebench: besides, the gate could not judge: {why}");
+        }
+        return Ok(ExitCode::from(1));
     }
-    if found.is_empty() {
-        eprintln!("gatebench: no significant regression beyond {t}%");
-        return Ok(ExitCode::SUCCESS);
+    if !unjudged.is_empty() {
+        eprintln!(
+            "gatebench: the regression gate cannot judge (exit {EXIT_CANNOT_JUDGE}):\n  {}",
+            unjudged.join("\n  ")
+        );
+        return Ok(ExitCode::from(EXIT_CANNOT_JUDGE));
     }
-    eprintln!(
-        "gatebench: {} significant regression(s) beyond {t}%:\n{}",
-        found.len(),
-        found.join("\n")
-    );
-    Ok(ExitCode::from(1))
+    let compared: usize = c.pairs.iter().map(|p| p.rows.len()).sum();
+    eprintln!("gatebench: no significant regression beyond {t}% ({compared} comparisons)");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Why the gate cannot judge what it was given, one line each; empty when it judged it all.
+fn cannot_judge(c: &Comparison, incomplete: &[String]) -> Vec<String> {
+    let mut why: Vec<String> = incomplete.to_vec();
+    for p in &c.pairs {
+        let usable = c
+            .runs
+            .iter()
+            .find(|r| r.label == p.candidate)
+            .map_or(0, |r| r.cells);
+        if p.rows.is_empty() {
+            why.push(if usable == 0 {
+                format!(
+                    "{}: no usable cell (every cell failed, or none ran)",
+                    p.candidate
+                )
+            } else {
+                format!("{} and {}: no cell in common", p.candidate, p.baseline)
+            });
+            continue;
+        }
+        if !p.only_in_baseline.is_empty() {
+            why.push(format!(
+                "{}: {} cell(s) of {} have no usable repeat (failed or missing): {}",
+                p.candidate,
+                p.only_in_baseline.len(),
+                p.baseline,
+                p.only_in_baseline.join(", ")
+            ));
+        }
+        if p.counts.too_few_repeats > 0 {
+            why.push(format!(
+                "{} vs {}: {} comparison(s) have too few repeats to reach significance (run at \
+                 least 5 per cell)",
+                p.candidate, p.baseline, p.counts.too_few_repeats
+            ));
+        }
+    }
+    if c.pairs.is_empty() {
+        why.push("nothing to compare".to_owned());
+    }
+    why
 }
 
 /// `--svg FILE`: the chart of each pair; with several pairs FILE's stem gets `-CANDIDATE`.
@@ -247,15 +301,22 @@ fn emit(path: &Path, text: &str) -> Result<()> {
 }
 
 /// One results directory read back, with its environment when it has one.
-fn read_dir(dir: &Path) -> Result<(Vec<CellRecord>, Option<Environment>)> {
+/// An incomplete one (planned cells without a record) is warned about and added to
+/// `incomplete`, which the regression gate cannot judge.
+fn read_dir(
+    dir: &Path,
+    incomplete: &mut Vec<String>,
+) -> Result<(Vec<CellRecord>, Option<Environment>)> {
     let r = gatebench_results::read(dir)?;
     if !r.missing.is_empty() {
-        eprintln!(
-            "gatebench: warning: {} is incomplete: {} of {} planned cells have no record",
+        let what = format!(
+            "{} is incomplete: {} of {} planned cells have no record",
             dir.display(),
             r.missing.len(),
             r.manifest.planned_cells.len()
         );
+        eprintln!("gatebench: warning: {what}");
+        incomplete.push(what);
     }
     let env = gatebench_results::read_environment(dir)?;
     Ok((r.records, env))
@@ -263,11 +324,15 @@ fn read_dir(dir: &Path) -> Result<(Vec<CellRecord>, Option<Environment>)> {
 
 /// `--variant NAME`: the scenarios that have a variant `SCENARIO+NAME` (run A) against their
 /// variants, renamed to the scenario so cells match (run B).
-fn variant_runs(args: &CompareArgs, label: &str) -> Result<(Vec<RunInput>, bool)> {
+fn variant_runs(
+    args: &CompareArgs,
+    label: &str,
+    incomplete: &mut Vec<String>,
+) -> Result<(Vec<RunInput>, bool)> {
     let [dir] = args.runs.as_slice() else {
         bail!("--variant compares scenarios of one results directory: give exactly one");
     };
-    let (records, env) = read_dir(dir)?;
+    let (records, env) = read_dir(dir, incomplete)?;
     let suffix = format!("+{label}");
     let mut variants: Vec<CellRecord> = records
         .iter()
@@ -320,9 +385,9 @@ fn variant_runs(args: &CompareArgs, label: &str) -> Result<(Vec<RunInput>, bool)
 }
 
 /// The runs to compare, and whether cells are matched on their scenario.
-fn load_runs(args: &CompareArgs) -> Result<(Vec<RunInput>, bool)> {
+fn load_runs(args: &CompareArgs, incomplete: &mut Vec<String>) -> Result<(Vec<RunInput>, bool)> {
     if let Some(label) = &args.variant {
-        return variant_runs(args, label);
+        return variant_runs(args, label, incomplete);
     }
     if args.runs.len() == 1 {
         if args.scenarios.len() < 2 {
@@ -332,7 +397,7 @@ fn load_runs(args: &CompareArgs) -> Result<(Vec<RunInput>, bool)> {
             );
         }
         let dir = &args.runs[0];
-        let (records, env) = read_dir(dir)?;
+        let (records, env) = read_dir(dir, incomplete)?;
         let mut runs = Vec::new();
         for (i, s) in args.scenarios.iter().enumerate() {
             let mine: Vec<CellRecord> = records
@@ -362,7 +427,7 @@ fn load_runs(args: &CompareArgs) -> Result<(Vec<RunInput>, bool)> {
     }
     let mut runs = Vec::new();
     for (i, dir) in args.runs.iter().enumerate() {
-        let (mut records, env) = read_dir(dir)?;
+        let (mut records, env) = read_dir(dir, incomplete)?;
         if !args.scenarios.is_empty() {
             records.retain(|r| args.scenarios.contains(&r.cell.scenario));
         }

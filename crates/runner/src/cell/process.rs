@@ -28,20 +28,23 @@ pub(super) fn process_spec(
     cpus: Option<Vec<usize>>,
     place: &Place,
 ) -> Result<(ProcessSpec, ReadyCheck), RunnerError> {
-    let ex = |s: &str| {
+    let err = |e| RunnerError::Command {
+        name: name.to_owned(),
+        source: Box::new(e),
+    };
+    let ex = |s: &str| common.expand(s, Some(port), protocol, place).map_err(err);
+    let ex_command = |s: &str| {
         common
-            .expand(s, Some(port), protocol, place)
-            .map_err(|e| RunnerError::Command {
-                name: name.to_owned(),
-                source: Box::new(e),
-            })
+            .expand_command(s, Some(port), protocol, place)
+            .map_err(err)
     };
     let (program, args) = match &t.program {
         Program::Serve(s) => {
-            let line = ex(s)?;
-            let mut args: Vec<String> = std::iter::once("serve".to_owned())
-                .chain(line.split_whitespace().map(str::to_owned))
-                .collect();
+            let line = ex_command(s)?;
+            // Split as a shell would: a quoted path with a space stays one argument.
+            let words = placeholder::split_words(&line)
+                .ok_or_else(|| err(RunnerError::ServeLine { line: line.clone() }))?;
+            let mut args: Vec<String> = std::iter::once("serve".to_owned()).chain(words).collect();
             match &place.remote {
                 None => (ctx.exe.to_path_buf(), args),
                 Some(r) => {
@@ -58,7 +61,7 @@ pub(super) fn process_spec(
                 }
             }
         }
-        Program::Command(c) => (PathBuf::from("sh"), vec!["-c".to_owned(), ex(c)?]),
+        Program::Command(c) => (PathBuf::from("sh"), vec!["-c".to_owned(), ex_command(c)?]),
     };
     let check = match &t.ready {
         Some(url) => ReadyCheck::Url(ex(url)?),
