@@ -375,6 +375,35 @@ fn the_gate_fails_closed_when_it_cannot_judge() {
         "{err}"
     );
 
+    // One damaged record (a truncated file): `report` and `compare` read every other cell and
+    // name the damaged one; the gate cannot judge the damaged cell's repeat.
+    let torn = tmp.join("torn");
+    results_dir(
+        &torn,
+        &[("echo", 10, 20_000.0), ("proxy", 10, 9_000.0)],
+        5,
+        "CPU",
+    );
+    let rec = torn.join("cells/proxy_u10_s50_d0_r2/record.json");
+    let whole = std::fs::read(&rec).unwrap();
+    std::fs::write(&rec, &whole[..whole.len() / 2]).unwrap();
+    let out = gatebench(&["compare", s(&base), s(&torn)]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("damaged record, cell left out: cell proxy_u10_s50_d0_r2: cells/proxy_u10_s50_d0_r2/record.json is not valid JSON"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("| proxy_u10_s50_d0 |"), "{stdout}");
+    let (code, err) = gate_on(&base, &torn);
+    assert_eq!(code, Some(4), "{err}");
+    let out = gatebench(&["report", s(&torn)]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("cell proxy_u10_s50_d0_r2"), "{stderr}");
+    assert!(stdout.contains("| 10 | 50 | 0 |"), "{stdout}");
+    assert!(torn.join("report.html").is_file());
+
     // The same two complete runs judge, and pass.
     let same = tmp.join("same");
     results_dir(

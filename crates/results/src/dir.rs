@@ -93,15 +93,53 @@ fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// Writes `path` through a temporary file in the same directory and a rename.
+/// Writes `path` through a temporary file in the same directory and a rename, and makes it
+/// durable before it counts as written: the file's data is synced before the rename, the
+/// directory's entry after it, so a crash or a power cut leaves the old file or the new one,
+/// never an empty or partial one. The temporary name is unique per process and per call, so
+/// two writers of the same file (two threads, two processes) never write into each other's.
 pub fn write_atomic(path: &Path, data: &[u8]) -> Result<(), ResultsError> {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.tmp"));
-    std::fs::write(&tmp, data).map_err(|e| ResultsError::io("write", &tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| ResultsError::io("write", path, e))
+    let tmp = path.with_file_name(format!(
+        ".{name}.{}.{}.tmp",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .and_then(|mut f| {
+            f.write_all(data)?;
+            f.sync_all()
+        });
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(ResultsError::io("write", &tmp, e));
+    }
+    if let Err(e) = std::fs::rename(&tmp, path) {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(ResultsError::io("write", path, e));
+    }
+    sync_dir(path.parent().unwrap_or(Path::new(".")))
+}
+
+/// Syncs a directory's entries (a rename or a new file in it) to disk.
+fn sync_dir(dir: &Path) -> Result<(), ResultsError> {
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| ResultsError::io("sync", dir, e))
 }
 
 /// A results directory read back.
@@ -113,10 +151,25 @@ pub struct RunResults {
     pub records: Vec<CellRecord>,
     /// Planned cells without a record (the run was interrupted or is still going).
     pub missing: Vec<String>,
+    /// Planned cells whose record is there but does not read (truncated, edited, of another
+    /// schema version): the cell's id and what is wrong, one line. The other cells are read.
+    pub damaged: Vec<(String, String)>,
+}
+
+impl RunResults {
+    /// One line per damaged record, for a warning.
+    pub fn damaged_lines(&self) -> Vec<String> {
+        self.damaged
+            .iter()
+            .map(|(id, why)| format!("cell {id}: {why}"))
+            .collect()
+    }
 }
 
 /// Reads a results directory (`run.json` and every planned cell's `record.json`), refusing
-/// one that is not a results directory or is of another schema version.
+/// one that is not a results directory or is of another schema version. A cell whose record
+/// does not read is listed in [`RunResults::damaged`], and the rest are read: one damaged
+/// file never hides every other cell of a run.
 pub fn read(root: &Path) -> Result<RunResults, ResultsError> {
     let bad = |message: String| ResultsError::Results {
         path: root.to_path_buf(),
@@ -140,24 +193,39 @@ pub fn read(root: &Path) -> Result<RunResults, ResultsError> {
         serde_json::from_value(value).map_err(|e| bad(format!("run.json: {e}")))?;
     let mut records = Vec::new();
     let mut missing = Vec::new();
+    let mut damaged = Vec::new();
     for id in &manifest.planned_cells {
         let rel = paths::cell_file(id, paths::RECORD_JSON);
-        let Ok(text) = std::fs::read_to_string(root.join(&rel)) else {
-            missing.push(id.clone());
-            continue;
+        let text = match std::fs::read(root.join(&rel)) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                missing.push(id.clone());
+                continue;
+            }
+            Err(e) => {
+                damaged.push((id.clone(), format!("{rel} does not read ({e})")));
+                continue;
+            }
         };
-        let value: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| bad(format!("{rel} is not valid JSON ({e})")))?;
-        check_version(&value, &rel).map_err(|e| bad(e.to_string()))?;
-        let r: CellRecord =
-            serde_json::from_value(value).map_err(|e| bad(format!("{rel}: {e}")))?;
-        records.push(r);
+        match read_record(&text, &rel) {
+            Ok(r) => records.push(r),
+            Err(why) => damaged.push((id.clone(), why)),
+        }
     }
     Ok(RunResults {
         manifest,
         records,
         missing,
+        damaged,
     })
+}
+
+/// One cell's record from its bytes; what is wrong with it, one line, when it does not read.
+fn read_record(bytes: &[u8], rel: &str) -> Result<CellRecord, String> {
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| format!("{rel} is not valid JSON ({e})"))?;
+    check_version(&value, rel).map_err(|e| e.to_string())?;
+    serde_json::from_value(value).map_err(|e| format!("{rel}: {e}"))
 }
 
 /// Reads `environment.json`: `Ok(None)` when the directory has none (it is optional for a

@@ -16,7 +16,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use gatebench_model::{CellRecord, Environment};
 use gatebench_report::compare::text::describe;
-use gatebench_report::compare::{self, Comparison, Options, RunInput, Verdict};
+use gatebench_report::compare::{self, Comparison, Options, RunInput};
 
 /// `gatebench compare`.
 #[derive(Debug, Args)]
@@ -315,6 +315,11 @@ fn read_dir(
             r.missing.len(),
             r.manifest.planned_cells.len()
         );
+        eprintln!("gatebench: warning: {what}");
+        incomplete.push(what);
+    }
+    for line in r.damaged_lines() {
+        let what = format!("{}: damaged record, cell left out: {line}", dir.display());
         eprintln!("gatebench: warning: {what}");
         incomplete.push(what);
     }

@@ -34,12 +34,17 @@ pub struct ReportArgs {
 pub fn run(args: ReportArgs) -> Result<ExitCode> {
     let r = results::read(&args.dir)?;
     let dir = ResultsDir::open(&args.dir);
-    write_summaries(&dir, &r.manifest.suite, &r.records, r.missing.len())?;
+    // A damaged record's cell is left out of the summaries as a missing one is.
+    let absent = r.missing.len() + r.damaged.len();
+    write_summaries(&dir, &r.manifest.suite, &r.records, absent)?;
     let page = write_report(&args.dir)?;
     print!(
         "{}",
-        summary::markdown(&r.manifest.suite, &r.records, r.missing.len())
+        summary::markdown(&r.manifest.suite, &r.records, absent)
     );
+    for line in r.damaged_lines() {
+        eprintln!("gatebench: warning: damaged record, cell left out: {line}");
+    }
     if !r.missing.is_empty() {
         eprintln!(
             "gatebench: incomplete: {} of {} planned cells have no record (the run was \
