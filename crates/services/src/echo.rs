@@ -11,7 +11,7 @@
 //! intermediaries' (`h1check`): a request head must be complete within `header_timeout` of its
 //! first byte, however slowly its bytes trickle in (slowloris), or the answer is `408 Request
 //! Timeout` and a close; an idle keep-alive connection is closed quietly after 30 s; ambiguous
-//! framing (Content-Length with Transfer-Encoding, …) gets 400 as BEHAVIOUR.md asks of a server.
+//! framing (Content-Length with Transfer-Encoding, …) gets 400 as docs/behaviour.md asks of a server.
 //!
 //! What it does not do: it does not stream (a body is read whole, up to `max_body`, before it is
 //! echoed, as the Netty one does with its aggregator), and it does not measure anything.

@@ -1,5 +1,5 @@
 //! Strict HTTP/1.1 request framing in front of hyper: a stream wrapper that reads each request
-//! head and body framing before hyper sees a byte of it, and refuses what BEHAVIOUR.md refuses.
+//! head and body framing before hyper sees a byte of it, and refuses what docs/behaviour.md refuses.
 //!
 //! hyper's server parser is lenient where an intermediary must not be: it drops Content-Length
 //! when Transfer-Encoding is present (RFC 9112 §6.3 allows a *server* to do so, but a proxy that
@@ -45,6 +45,7 @@ use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
 use http::{Request, StatusCode};
+use memchr::memchr;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::time::Instant;
 
@@ -667,10 +668,6 @@ fn host_ok(value: &[u8]) -> bool {
             )
     };
     host.iter().all(reg_name) && port.len() <= 5 && port.iter().all(u8::is_ascii_digit)
-}
-
-fn memchr(needle: u8, haystack: &[u8]) -> Option<usize> {
-    haystack.iter().position(|&b| b == needle)
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 //! is read by [`H1Body`], which hyper's server polls directly — the upstream socket wakes the
 //! client connection's task, nobody else. An idle pooled connection is just its socket.
 //!
-//! It is strict the way BEHAVIOUR.md wants an intermediary to be about what comes back (the
+//! It is strict the way docs/behaviour.md wants an intermediary to be about what comes back (the
 //! framing rules are `gatebench-h1`'s, shared with the load generator): responses are parsed
 //! with httparse without its leniencies, bare LF line ends are refused, a
 //! head over the limit, ambiguous framing (Content-Length with Transfer-Encoding, repeated

@@ -15,7 +15,7 @@ use std::time::Duration;
 use bytes::{Buf, Bytes, BytesMut};
 use gatebench_h1::{Chunked, Step};
 use hyper::body::{Frame, SizeHint};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant;
 use tracing::debug;
 
@@ -68,8 +68,7 @@ pub(crate) fn lock(conn: &Shared) -> MutexGuard<'_, Conn> {
 
 impl Conn {
     /// Reads more into `buf`; `Ready(Ok(0))` at the end of the stream. Reads into the spare
-    /// capacity without zeroing it first.
-    #[allow(unsafe_code)]
+    /// capacity without zeroing it first (`tokio_util::io::poll_read_buf`).
     pub(crate) fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
         let want = match self.body {
             BodyState::Length(n) => (n.min(READ_MAX as u64) as usize).max(READ_CHUNK),
@@ -78,12 +77,7 @@ impl Conn {
         if self.buf.capacity() - self.buf.len() < want.min(READ_CHUNK) / 4 {
             self.buf.reserve(want);
         }
-        let mut read = ReadBuf::uninit(self.buf.spare_capacity_mut());
-        ready!(Pin::new(&mut self.io).poll_read(cx, &mut read))?;
-        let n = read.filled().len();
-        // SAFETY: `poll_read` initialized the first `n` bytes of the spare capacity.
-        unsafe { self.buf.set_len(self.buf.len() + n) };
-        Poll::Ready(Ok(n))
+        tokio_util::io::poll_read_buf(Pin::new(&mut self.io), cx, &mut self.buf)
     }
 
     /// Lets go of the read buffer once everything in it was handed on: a connection between

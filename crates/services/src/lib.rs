@@ -23,11 +23,17 @@
 //!   rate-limited failure log; below everything that forwards.
 //! - `upstream` (private): upstream targets, TLS client configuration, connections and pools.
 //! - `h1client` (private): the lean HTTP/1.1 client of upstream connections.
-//! - `h1check` (private): strict HTTP/1.1 request framing in front of hyper (request
-//!   smuggling, limits, the slowloris deadline).
+//! - `h1check` (private): strict HTTP/1.1 request framing (request smuggling, limits, the
+//!   slowloris deadline): the rules of the intermediaries' server, and a front to hyper's for
+//!   the echo.
+//! - `h1server` (private): the intermediaries' HTTP/1.x server: one parse per head, bodies
+//!   streamed, keep-alive, pipelining, interim responses; `h1conn` (private) is its connection
+//!   (reads, writes, the request body's reader).
 //! - `interim` (private): interim (1xx) responses on their way to the client's connection.
 //! - `h2server` (private): HTTP/2 client connections of the intermediaries, served with the h2
 //!   crate so that interim (1xx) responses reach HTTP/2 clients.
+//! - `deadline` (private): the one re-armable timer of the hand-written readers; `drain`
+//!   (private): the graceful drain every server shares.
 //! - [`tls`]: TLS settings shared by every service: certificate loading, self-signed generation.
 //! - [`error`]: [`ServicesError`], the one error type of this crate.
 //! - `server` (private): the accept loop, per-connection protocol selection and graceful drain

@@ -8,7 +8,7 @@
 //! by `h2server` instead of hyper, so that it can send interim responses (and, on HTTP/1.x,
 //! parse each head once and hold no buffer between requests); on a cleartext port that also
 //! serves HTTP/1.1, the connection preface tells the two apart first. Limits that are hard-coded below (drain timeout,
-//! handshake deadline, header deadline, accept back-off) follow BEHAVIOUR.md and the anchors it
+//! handshake deadline, header deadline, accept back-off) follow docs/behaviour.md and the anchors it
 //! names; they are constants rather than options because no benchmark has needed to change them.
 
 use std::error::Error as StdError;
@@ -43,7 +43,6 @@ use crate::h2server::{self, H2Handler};
 
 /// How long in-flight requests get to finish once shutdown starts.
 pub(crate) const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
-/// Deadline for a whole TLS handshake, so a silent client cannot hold a connection forever.
 /// Most serving threads a service takes (as the load generator's `-t`): a thread each, with
 /// its own runtime, is real memory.
 pub(crate) const MAX_THREADS: usize = 1024;
@@ -62,8 +61,10 @@ pub(crate) fn check_threads(threads: usize) -> Result<(), ServicesError> {
     Ok(())
 }
 
+/// Deadline for a whole TLS handshake, so a silent client cannot hold a connection forever.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Deadline for receiving a complete HTTP/1 request head (slowloris); hyper closes on expiry.
+/// Deadline for receiving a complete HTTP/1 request head (slowloris); the connection closes on
+/// expiry.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// Pause after the accept queue fails for lack of descriptors or memory (nginx disables accept
 /// for 500 ms in the same situation: retrying at once would spin a core at 100 %).
@@ -433,7 +434,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Rewind<T> {
 }
 
 /// Completes a TLS handshake within [`TLS_HANDSHAKE_TIMEOUT`]. A client that sends plain HTTP
-/// gets a 400 and a close instead (BEHAVIOUR.md: "never a hang").
+/// gets a 400 and a close instead (docs/behaviour.md: "never a hang").
 async fn tls_handshake(acceptor: &TlsAcceptor, stream: TcpStream) -> Option<TlsStream<TcpStream>> {
     let handshake = async {
         let mut first = [0u8; 1];

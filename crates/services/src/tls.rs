@@ -1,7 +1,7 @@
 //! TLS for the reference services: where the certificate comes from, how the rustls server
 //! configuration is built, and self-signed certificate generation for tests and defaults.
 //!
-//! Fixed choices (BEHAVIOUR.md, "TLS"): rustls with the ring provider, TLS 1.2 and 1.3 only, ALPN
+//! Fixed choices (docs/behaviour.md, "TLS"): rustls with the ring provider, TLS 1.2 and 1.3 only, ALPN
 //! `h2` (only when HTTP/2 is on) and `http/1.1`. Client certificates are not supported: no seed
 //! scenario uses mutual TLS. The handshake deadline and the answer to plain HTTP on the TLS port
 //! live with the connection handling in `server`.

@@ -14,7 +14,7 @@
 //!
 //! Upstream addresses are resolved once, at start-up. HTTPS upstreams are verified against the
 //! system's roots (plus `--upstream-cacert`) unless verification is explicitly turned off
-//! (BEHAVIOUR.md, "TLS"); ALPN offers `h2` and `http/1.1`, and the upstream's choice decides the
+//! (docs/behaviour.md, "TLS"); ALPN offers `h2` and `http/1.1`, and the upstream's choice decides the
 //! protocol of that connection. Cleartext upstreams are spoken to in HTTP/1.1 (no seed scenario
 //! needs h2c upstreams).
 

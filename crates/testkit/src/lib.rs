@@ -1,5 +1,5 @@
 //! Test support for gatebench: scripted HTTP/1.1 servers that misbehave on purpose, so the load
-//! generator's integration tests can produce each outcome class of BEHAVIOUR.md ("Load
+//! generator's integration tests can produce each outcome class of docs/behaviour.md ("Load
 //! generator") against a real socket, and check that the classes add up.
 //!
 //! A [`TestServer`] binds `127.0.0.1:0`, plays one [`Behavior`] on every connection, runs on its
@@ -18,8 +18,9 @@
 //! | [`CloseAfterEach`](Behavior::CloseAfterEach) | one response per connection | ok, reconnects |
 //! | [`refused_addr`] | ECONNREFUSED | connect refused |
 //!
-//! Deliberately out of scope: TLS (no TLS failure class here), HTTP/2, connect timeouts (loopback
-//! connects do not time out), and real HTTP parsing — requests are framed by hand
+//! Deliberately out of scope: TLS (no TLS failure class here), HTTP/2 beyond the scripted
+//! stream faults of [`h2`], connect timeouts (loopback connects do not time out), and real HTTP
+//! parsing — requests are framed by hand
 //! (`\r\n\r\n` and `Content-Length`), without any HTTP library, so this crate costs little to
 //! compile and cannot share a bug with the parser under test.
 //!

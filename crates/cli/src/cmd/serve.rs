@@ -243,13 +243,11 @@ fn self_signed() -> Result<TlsSettings> {
 /// line that tells where they are.
 fn write_self_signed(service: &str) -> Result<(TlsSettings, String)> {
     let cert = generate_self_signed().context("generating a self-signed certificate")?;
-    let dir = std::env::temp_dir().join(format!("gatebench-{service}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let dir = private_temp_dir(&std::env::temp_dir(), &format!("gatebench-{service}"))?;
     let cert_path = dir.join("cert.pem");
     let key_path = dir.join("key.pem");
-    std::fs::write(&cert_path, &cert.cert_pem)
-        .with_context(|| format!("writing {}", cert_path.display()))?;
-    write_private(&key_path, &cert.key_pem)?;
+    write_new(&cert_path, &cert.cert_pem, 0o644)?;
+    write_new(&key_path, &cert.key_pem, 0o600)?;
     let line = format!(
         "self-signed certificate: {} (SHA-256 {})",
         cert_path.display(),
@@ -264,14 +262,47 @@ fn write_self_signed(service: &str) -> Result<(TlsSettings, String)> {
     ))
 }
 
-fn write_private(path: &std::path::Path, data: &str) -> Result<()> {
+/// Creates a new directory `PREFIX-PID-XXXXXXXX` in `parent`, readable by its owner only, as
+/// `mkdtemp` does: the name is not guessable in advance and the directory is created, never
+/// reused, so on a shared machine nobody can have placed a directory or a symbolic link there
+/// for the key to be written into.
+fn private_temp_dir(parent: &std::path::Path, prefix: &str) -> Result<std::path::PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    use std::time::{SystemTime, UNIX_EPOCH};
+    let seed = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+        ^ u64::from(std::process::id()).rotate_left(32);
+    let mut x = seed;
+    for _ in 0..100 {
+        // SplitMix64: a new name on every try.
+        x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        let dir = parent.join(format!("{prefix}-{}-{:08x}", std::process::id(), z as u32));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e).with_context(|| format!("creating {}", dir.display())),
+        }
+    }
+    bail!(
+        "creating a directory for the certificate in {}: every name taken",
+        parent.display()
+    )
+}
+
+/// Writes a file that must not exist yet (never through a symbolic link), with `mode`.
+fn write_new(path: &std::path::Path, data: &str, mode: u32) -> Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut f = std::fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
+        // O_CREAT | O_EXCL: fails on anything already there, a symbolic link included.
+        .create_new(true)
+        .mode(mode)
         .open(path)
         .with_context(|| format!("writing {}", path.display()))?;
     f.write_all(data.as_bytes())
@@ -281,6 +312,30 @@ fn write_private(path: &std::path::Path, data: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_certificate_goes_into_a_new_private_directory_and_the_key_is_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let (a, _) = write_self_signed("test").unwrap();
+        let (b, _) = write_self_signed("test").unwrap();
+        let (ka, kb) = (a.key_pem_path.unwrap(), b.key_pem_path.unwrap());
+        let (da, db) = (ka.parent().unwrap(), kb.parent().unwrap());
+        assert_ne!(da, db, "each service gets its own directory");
+        assert_eq!((mode(da), mode(&ka)), (0o700, 0o600));
+        assert_eq!(mode(&a.cert_pem_path.unwrap()), 0o644);
+        // A file that is there already, or a link planted in its place, is never written through.
+        let target = db.join("elsewhere");
+        std::fs::write(&target, "x").unwrap();
+        let planted = db.join("planted.pem");
+        std::os::unix::fs::symlink(&target, &planted).unwrap();
+        assert!(write_new(&planted, "secret", 0o600).is_err());
+        assert!(write_new(&kb, "secret", 0o600).is_err());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "x");
+        for d in [da, db] {
+            std::fs::remove_dir_all(d).unwrap();
+        }
+    }
 
     fn message(result: std::result::Result<(), ServicesError>) -> String {
         by_option(result.expect_err("refused")).to_string()

@@ -15,7 +15,6 @@ use bytes::{Buf, Bytes, BytesMut};
 use gatebench_h1::{BodyLength, Chunked, Step};
 use http::Version;
 use hyper::body::{Body, Frame, SizeHint};
-use tokio::io::{AsyncRead, ReadBuf};
 
 use super::head::{ResponseHead, READ_CHUNK};
 use super::{ExchangeLimits, Home};
@@ -121,8 +120,8 @@ impl H1Body {
     }
 
     /// Reads more from the upstream into `buf`; `Ready(Ok(0))` at EOF. Reads into the spare
-    /// capacity without zeroing it first (a 64 KiB memset per read otherwise).
-    #[allow(unsafe_code)]
+    /// capacity without zeroing it first (a 64 KiB memset per read otherwise), with
+    /// `tokio_util::io::poll_read_buf`.
     fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
         let want = match self.framing {
             Framing::Length(n) => (n.min(READ_MAX as u64) as usize).max(READ_CHUNK),
@@ -138,13 +137,7 @@ impl H1Body {
             .conn
             .as_mut()
             .expect("a body being read has its connection");
-        let spare = self.buf.spare_capacity_mut();
-        let mut read = ReadBuf::uninit(spare);
-        std::task::ready!(Pin::new(&mut conn.io).poll_read(cx, &mut read))?;
-        let n = read.filled().len();
-        // SAFETY: `poll_read` initialized the first `n` bytes of the spare capacity.
-        unsafe { self.buf.set_len(self.buf.len() + n) };
-        Poll::Ready(Ok(n))
+        tokio_util::io::poll_read_buf(Pin::new(&mut conn.io), cx, &mut self.buf)
     }
 
     /// Arms the read timeout when a read must wait; true when it has passed.

@@ -4,10 +4,10 @@
 //!
 //! An HTTP/1.1 upstream's body ([`H1Body`]) owns its connection: the connection goes back to
 //! the pool only when the body ended cleanly. A body that breaks (the upstream resets,
-//! truncates or stalls) closes its connection, and the error reaches hyper or `h2server`, which
-//! truncate the client's message (HTTP/1: close before the end;
+//! truncates or stalls) closes its connection, and the error reaches the client connection's
+//! server (`h1server`, or `h2server`), which truncates the client's message (HTTP/1: close before the end;
 //! HTTP/2: RST_STREAM) — a failure is never turned into a complete-looking response
-//! (BEHAVIOUR.md, "as an intermediary").
+//! (docs/behaviour.md, "as an intermediary").
 
 use std::pin::Pin;
 use std::sync::Arc;

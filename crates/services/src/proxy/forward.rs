@@ -1,5 +1,5 @@
 //! Forwarding one request: choosing an upstream, getting a connection, sending, retrying, and
-//! turning failures into the answers BEHAVIOUR.md names.
+//! turning failures into the answers docs/behaviour.md names.
 //!
 //! - Upstream refused or reset before a response → 502; connect, first-byte or read timeout →
 //!   504; no eligible upstream → 503 at once (selection reads in-memory state, it never walks

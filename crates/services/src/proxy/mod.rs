@@ -5,7 +5,7 @@
 //! framing checked by `h1check`'s rules) or `h2server` (HTTP/2, framing checked by h2) → the
 //! proxy's own answers (health endpoint, refused heads, loops) → hop-by-hop fields removed, `Via` and `X-Forwarded-For` added
 //! (`headers`, RFC 9110 §7.6) → upstream chosen, connection taken from the pool or made, request
-//! sent, retried where BEHAVIOUR.md allows (`forward`) → response checked, stripped, streamed
+//! sent, retried where docs/behaviour.md allows (`forward`) → response checked, stripped, streamed
 //! back (`body`). Bodies stream in both directions; nothing is buffered whole except by the
 //! transform.
 //!
