@@ -105,6 +105,22 @@ pub enum MergeError {
         /// Its version.
         found: u32,
     },
+    /// A shard's record contradicts itself (its classes do not add up to its requests, a
+    /// duration or a rate that is negative or not a number): it was edited or crafted, and a
+    /// merge of it would be wrong.
+    #[error("shard {index}: {what}")]
+    Inconsistent {
+        /// The shard's index.
+        index: u32,
+        /// What is wrong, one line.
+        what: String,
+    },
+    /// The shards' counts together do not fit in 64 bits.
+    #[error("the shards' {what} add up to more than 64 bits hold")]
+    Overflow {
+        /// What was added (`requests`, `bytes read`).
+        what: &'static str,
+    },
     /// A histogram does not decode.
     #[error("shard {index}: {source}")]
     Histogram {
@@ -132,9 +148,9 @@ fn merge_timelines(shards: &[&LoadReport]) -> Result<Option<Vec<SecondRecord>>, 
                 Some((o, oh)) => {
                     o.length_s = o.length_s.max(s.length_s);
                     o.target_rate += s.target_rate;
-                    o.sent += s.sent;
-                    o.responses += s.responses;
-                    o.errors += s.errors;
+                    o.sent = o.sent.saturating_add(s.sent);
+                    o.responses = o.responses.saturating_add(s.responses);
+                    o.errors = o.errors.saturating_add(s.errors);
                     *oh = match (oh.take(), h) {
                         (Some(mut a), Some(b)) => {
                             histogram::add(&mut a, &b);
@@ -363,6 +379,23 @@ fn check(records: &[LoadReport]) -> Result<Vec<&LoadReport>, MergeError> {
         if r.classes.is_some() {
             return Err(MergeError::Classes { index });
         }
+        consistent(r, index)?;
+    }
+    // Every sum the merge makes fits: each class is at most its phase's requests.
+    for (what, part) in [
+        (
+            "requests",
+            (|p: &PhaseReport| p.requests) as fn(&PhaseReport) -> u64,
+        ),
+        ("bytes read", |p| p.bytes_read),
+        ("bytes written", |p| p.bytes_written),
+    ] {
+        let phases = records
+            .iter()
+            .flat_map(|r| std::iter::once(&r.measurement).chain(r.warmup.as_ref()));
+        if phases.map(part).try_fold(0u64, u64::checked_add).is_none() {
+            return Err(MergeError::Overflow { what });
+        }
     }
     let missing: Vec<u32> = (0..count).filter(|i| !seen.contains(i)).collect();
     if !missing.is_empty() {
@@ -371,6 +404,42 @@ fn check(records: &[LoadReport]) -> Result<Vec<&LoadReport>, MergeError> {
     let mut sorted: Vec<&LoadReport> = records.iter().collect();
     sorted.sort_by_key(|r| r.shard.as_ref().expect("checked").index);
     Ok(sorted)
+}
+
+/// Checks that a shard's phases agree with themselves: every class counted once, so the
+/// classes add up to the requests, and durations and rates are numbers of at least 0.
+fn consistent(r: &LoadReport, index: u32) -> Result<(), MergeError> {
+    let bad = |what: String| Err(MergeError::Inconsistent { index, what });
+    for (name, p) in std::iter::once(("measurement", &r.measurement))
+        .chain(r.warmup.as_ref().map(|w| ("warm-up", w)))
+    {
+        match p.outcomes.checked_total() {
+            Some(t) if t == p.requests => {}
+            Some(t) => {
+                return bad(format!(
+                    "the {name}'s classes add up to {t} requests, its count says {}",
+                    p.requests
+                ))
+            }
+            None => {
+                return bad(format!(
+                    "the {name}'s classes add up to more than 64 bits hold"
+                ))
+            }
+        }
+        for (field, v) in [
+            ("duration", p.duration_s),
+            ("throughput", p.throughput_rps),
+            ("send rate", p.sent_rps),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return bad(format!(
+                    "the {name}'s {field} is {v}, not a number of at least 0"
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn decode(text: &str, index: u32) -> Result<LatencyHistogram, MergeError> {
@@ -426,11 +495,15 @@ fn merge_phase(
         // The shard's sends come back from its rate over its own window.
         sent += p.sent_rps * p.duration_s;
         let c = &p.connections;
-        conns.opened += c.opened;
-        conns.reconnects += c.reconnects;
-        conns.connect_failures += c.connect_failures;
-        conns.tls_full_handshakes += c.tls_full_handshakes;
-        conns.tls_resumed_handshakes += c.tls_resumed_handshakes;
+        conns.opened = conns.opened.saturating_add(c.opened);
+        conns.reconnects = conns.reconnects.saturating_add(c.reconnects);
+        conns.connect_failures = conns.connect_failures.saturating_add(c.connect_failures);
+        conns.tls_full_handshakes = conns
+            .tls_full_handshakes
+            .saturating_add(c.tls_full_handshakes);
+        conns.tls_resumed_handshakes = conns
+            .tls_resumed_handshakes
+            .saturating_add(c.tls_resumed_handshakes);
         if let Some(m) = c.max_streams_in_use {
             max_streams = Some(max_streams.unwrap_or(0).max(m));
         }
@@ -705,6 +778,39 @@ mod tests {
             e,
             "shard 1: the record has request classes (--mix), which gatebench merge does not merge yet"
         );
+    }
+
+    #[test]
+    fn crafted_or_inconsistent_records_are_refused_with_one_line() {
+        let good = || [shard(0, 2, &[1_000], 0), shard(1, 2, &[2_000], 0)];
+        let refused = |edit: &dyn Fn(&mut LoadReport)| {
+            let mut rs = good();
+            edit(&mut rs[1]);
+            merge(&rs).unwrap_err().to_string()
+        };
+        assert!(merge(&good()).is_ok());
+        let e = refused(&|r| r.measurement.requests += 5);
+        assert_eq!(
+            e,
+            "shard 1: the measurement's classes add up to 1 requests, its count says 6"
+        );
+        let e = refused(&|r| {
+            r.measurement.outcomes.add(Outcome::Timeout, u64::MAX);
+        });
+        assert_eq!(
+            e,
+            "shard 1: the measurement's classes add up to more than 64 bits hold"
+        );
+        let e = refused(&|r| r.measurement.duration_s = -1.0);
+        assert_eq!(
+            e,
+            "shard 1: the measurement's duration is -1, not a number of at least 0"
+        );
+        let e = refused(&|r| r.measurement.throughput_rps = f64::NAN);
+        assert!(e.contains("throughput is NaN"), "{e}");
+        // Each shard alone is consistent, the two together overflow the sums.
+        let e = refused(&|r| r.measurement.bytes_read = u64::MAX);
+        assert_eq!(e, "the shards' bytes read add up to more than 64 bits hold");
     }
 
     #[test]

@@ -227,6 +227,12 @@ impl OutcomeCounts {
         self.counts.iter().sum()
     }
 
+    /// [`OutcomeCounts::total`], or `None` when the sum does not fit in 64 bits (a record read
+    /// from outside gatebench may say anything).
+    pub fn checked_total(&self) -> Option<u64> {
+        self.counts.iter().try_fold(0u64, |a, b| a.checked_add(*b))
+    }
+
     /// Requests that ended in an error class.
     pub fn errors(&self) -> u64 {
         Outcome::ALL
