@@ -96,9 +96,15 @@ pub struct LoadArgs {
     /// HTTP method.
     #[arg(short = 'm', long, default_value = "GET")]
     pub method: String,
-    /// Request header `Name: value` (repeatable).
+    /// Request header `Name: value` (repeatable). Credentials (Authorization, Cookie, API keys)
+    /// are redacted in the JSON record.
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
     pub headers: Vec<String>,
+    /// Request headers from a file, one `Name: value` per line (blank lines and lines starting
+    /// with `#` skipped), after the -H ones: credentials kept off the command line, where any
+    /// user of the machine can read them.
+    #[arg(long, value_name = "FILE")]
+    pub header_file: Option<std::path::PathBuf>,
     /// Request body.
     #[arg(long, conflicts_with_all = ["body_file", "payload_size"])]
     pub body: Option<String>,

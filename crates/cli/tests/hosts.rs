@@ -284,6 +284,18 @@ fn suites_run_across_the_testbed_hosts_and_leave_nothing_behind() {
         "{stdout}"
     );
     assert_nothing_left("sleep 31.5", "after a run");
+    // The cell's directories on the hosts went with the cell.
+    for h in ["sut", "backend"] {
+        let left = ssh(
+            h,
+            "ls \"${XDG_CACHE_HOME:-$HOME/.cache}/gatebench/cells\" 2>/dev/null; true",
+        );
+        assert_eq!(
+            text(&left.stdout).trim(),
+            "",
+            "cell directories left on {h}"
+        );
+    }
 
     // 2. A failed cell (the SUT never becomes ready) leaves nothing on any host.
     let failing = r#"
@@ -344,8 +356,12 @@ sut = { command = "exec sleep 31.5" }
     // 4. A cell's load split across two generator hosts, merged; then a dead shard (one user
     //    cannot be split in two: shard 1/2 is refused) fails its cell with the shard's own
     //    message and the other shard is stopped on its host.
+    //    The suite's credential header reaches the shards in a file, not on their command
+    //    lines, is redacted in the record, and its file is gone from the hosts afterwards.
     let gens = format!("{hosts}\ngenerators = [\"ssh://gen1\", \"ssh://gen2\"]");
-    let s = suite(&dir, "shards", &gens, PASSTHROUGH, "2s");
+    let with_token =
+        format!("[load]\nheaders = [\"Authorization: Bearer s3cret-t0ken\"]\n{PASSTHROUGH}");
+    let s = suite(&dir, "shards", &gens, &with_token, "2s");
     let out_dir = dir.join("out-shards");
     let out = gatebench()
         .arg("run")
@@ -362,6 +378,18 @@ sut = { command = "exec sleep 31.5" }
     .unwrap();
     let shards = record["load"]["merged"]["shards"].as_array().unwrap();
     assert_eq!(shards.len(), 2, "{record}");
+    assert!(!record.to_string().contains("s3cret"), "{record}");
+    assert_eq!(
+        record["load"]["config"]["headers"][0], "Authorization: <redacted>",
+        "{record}"
+    );
+    for g in ["gen1", "gen2"] {
+        let left = ssh(
+            g,
+            "grep -rl s3cret-t0ken \"${XDG_CACHE_HOME:-$HOME/.cache}/gatebench\" 2>/dev/null; true",
+        );
+        assert_eq!(text(&left.stdout).trim(), "", "a header file left on {g}");
+    }
     assert_eq!(record["load"]["config"]["connections"], 4, "{record}");
     assert!(
         record["load"]["measurement"]["outcomes"]["ok"]

@@ -464,7 +464,11 @@ impl LoadConfig {
             connect_timeout_ms: self.connect_timeout.as_secs_f64() * 1e3,
             keepalive: self.keepalive,
             verify: self.verify,
-            headers: self.headers.clone(),
+            headers: self
+                .headers
+                .iter()
+                .map(|h| gatebench_model::redact_header(h))
+                .collect(),
             body_bytes: self.requests.first().body_len() as u64,
             requests_from: self.requests.from(),
         }

@@ -31,6 +31,7 @@ pub mod suite;
 pub use capacity::{CapacityReport, CapacityStep, CapacityVerdict};
 pub use cost::{AddedLatency, CostReport, CostRun, COST_PERCENTILES};
 pub use latency::{LatencySummary, Percentile, PERCENTILES};
+pub use load::redact_header;
 pub use load::{
     ArrivalRecord, ClassReport, ConnectionStats, LoadConfigRecord, LoadReport, MergeInfo,
     MergedShard, Model, PhaseHistograms, PhaseReport, RequestsFrom, SecondRecord, SelfCheck,

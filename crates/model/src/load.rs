@@ -64,7 +64,7 @@ pub struct LoadConfigRecord {
     pub keepalive: bool,
     /// Whether every response body was checked.
     pub verify: bool,
-    /// Extra request header lines as given.
+    /// Extra request header lines as given, credentials redacted ([`redact_header`]).
     pub headers: Vec<String>,
     /// Request body size in bytes (with several requests, the first one's).
     pub body_bytes: u64,
@@ -388,4 +388,55 @@ pub struct LoadReport {
     /// Set when this record merges the records of a run's shards (`gatebench merge`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<MergeInfo>,
+}
+
+/// Fragments of a header's name that mark its value as a credential (compared in lower case).
+const SECRET_NAME_PARTS: [&str; 9] = [
+    "auth",
+    "cookie",
+    "token",
+    "secret",
+    "key",
+    "password",
+    "passwd",
+    "session",
+    "signature",
+];
+
+/// A request header line as a record or a log may show it: the name kept, the value replaced
+/// by `<redacted>` when the name says it carries a credential (`Authorization`,
+/// `Proxy-Authorization`, `Cookie`, `X-Api-Key`, `X-Auth-Token`, … — any name containing
+/// `auth`, `cookie`, `token`, `secret`, `key`, `password`, `passwd`, `session` or
+/// `signature`). Records are shared and committed; a bearer token must not travel with them.
+pub fn redact_header(line: &str) -> String {
+    let Some((name, _)) = line.split_once(':') else {
+        return line.to_owned();
+    };
+    let lower = name.trim().to_ascii_lowercase();
+    if SECRET_NAME_PARTS.iter().any(|p| lower.contains(p)) {
+        format!("{}: <redacted>", name.trim())
+    } else {
+        line.to_owned()
+    }
+}
+
+#[cfg(test)]
+mod redaction_tests {
+    use super::redact_header;
+
+    #[test]
+    fn credentials_are_redacted_and_their_names_kept() {
+        assert_eq!(
+            redact_header("Authorization: Bearer abc.def"),
+            "Authorization: <redacted>"
+        );
+        assert_eq!(redact_header("x-api-key:s3cr3t"), "x-api-key: <redacted>");
+        assert_eq!(redact_header("Cookie: a=1; b=2"), "Cookie: <redacted>");
+        assert_eq!(redact_header("X-Auth-Token: t"), "X-Auth-Token: <redacted>");
+        assert_eq!(
+            redact_header("Content-Type: application/json"),
+            "Content-Type: application/json"
+        );
+        assert_eq!(redact_header("no colon"), "no colon");
+    }
 }

@@ -195,6 +195,18 @@ pub fn run_cell(
         let g = fetch_remote_gc_log(g, ctx.cell_dir);
         read_gc_log(&g, &cell.id, &mut out.record);
     }
+    // Everything of the cell is back here: its directories on remote hosts go.
+    let hosts = [&ctx.hosts.sut, &ctx.hosts.backend];
+    for (i, h) in hosts.iter().enumerate() {
+        if let Some(h) = h {
+            let seen = hosts[..i]
+                .iter()
+                .any(|o| o.as_ref().is_some_and(|o| Arc::ptr_eq(o, h)));
+            if !seen {
+                h.cell_cleanup(&cell.id);
+            }
+        }
+    }
     out.interrupted = ctx.stop.load(Ordering::Relaxed);
     out.record.finished_at_unix_ms = unix_ms(SystemTime::now());
     out
@@ -469,6 +481,7 @@ fn lifecycle(
         crate::shards::run(
             &ctx.hosts.generators,
             &args,
+            &l.headers,
             deadline,
             ctx.cell_dir,
             ctx.stop,

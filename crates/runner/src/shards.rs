@@ -51,20 +51,44 @@ struct Shard {
 
 /// Runs `gatebench load ARGS` as one shard on every host of `generators`, waits for all, and
 /// merges their records. `deadline` bounds the whole load (warm-up, measurement, timeouts).
+///
+/// `headers` (the suite's request headers, credentials among them) are written to a file on
+/// each host that only its owner can read, passed as `--header-file`, and removed when the
+/// load ends however it ends: a header value never appears on a command line, where any user
+/// of either machine could read it.
 pub fn run(
     generators: &[Arc<SshHost>],
     args: &[String],
+    headers: &[String],
     deadline: Duration,
     cell_dir: &Path,
     stop: &AtomicBool,
 ) -> Result<ShardedLoad, RunnerError> {
     let n = generators.len();
     let start_unix_s = unix_now() + START_LEAD.as_secs_f64();
+    let mut header_files = HeaderFiles(Vec::new());
+    if !headers.is_empty() {
+        let mut text = headers.join("\n");
+        text.push('\n');
+        let name = format!(
+            "headers-{}-{}.txt",
+            std::process::id(),
+            (start_unix_s * 1e6) as u64
+        );
+        for g in generators {
+            let path = format!("{}/{name}", g.cache);
+            g.put_private(&path, text.as_bytes())?;
+            header_files.0.push((g.clone(), path));
+        }
+    }
     let mut shards: Vec<Shard> = Vec::with_capacity(n);
     for (i, g) in generators.iter().enumerate() {
         let at = start_unix_s + g.report.clock_offset_s;
         let mut argv = vec![g.exe.clone(), "load".to_owned()];
         argv.extend(args.iter().cloned());
+        if let Some((_, path)) = header_files.0.get(i) {
+            argv.extend(["--header-file".to_owned(), path.clone()]);
+        }
         argv.extend([
             "--shard".to_owned(),
             format!("{i}/{n}"),
@@ -169,6 +193,17 @@ pub fn run(
         report,
         start_unix_s,
     })
+}
+
+/// The header files written on the generator hosts, removed when dropped.
+struct HeaderFiles(Vec<(Arc<SshHost>, String)>);
+
+impl Drop for HeaderFiles {
+    fn drop(&mut self) {
+        for (host, path) in &self.0 {
+            host.remove(path);
+        }
+    }
 }
 
 /// Stops every shard still running, by its PID on its host.

@@ -196,10 +196,36 @@ fn apply_shard(s: &mut LoadSpec, args: &LoadArgs, index: u32, count: u32) -> Res
     Ok(())
 }
 
+/// `--header-file`: one header a line; blank lines and `#` comments skipped. A line without a
+/// colon is refused with its line number.
+fn read_header_file(path: &std::path::Path) -> Result<Vec<String>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("--header-file {}", path.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim_end_matches('\r');
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            continue;
+        }
+        if !line.contains(':') {
+            anyhow::bail!(
+                "{}:{}: not a header line (write Name: value)",
+                path.display(),
+                i + 1
+            );
+        }
+        out.push(line.to_owned());
+    }
+    Ok(out)
+}
+
 pub(crate) fn spec(args: &LoadArgs) -> Result<LoadSpec> {
     let mut s = LoadSpec::new(args.url.clone());
     s.method = args.method.clone();
     s.headers = args.headers.clone();
+    if let Some(path) = &args.header_file {
+        s.headers.extend(read_header_file(path)?);
+    }
     s.body = if let Some(b) = &args.body {
         RequestBody::Inline(b.clone().into_bytes())
     } else if let Some(p) = &args.body_file {
@@ -393,5 +419,33 @@ impl Output {
                 f.flush()
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_header_file_gives_its_lines_and_names_a_bad_one() {
+        let dir = std::env::temp_dir().join(format!("gatebench-hf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("h.txt");
+        std::fs::write(
+            &f,
+            "# credentials\nAuthorization: Bearer t\r\n\nX-Tenant: 7\n",
+        )
+        .unwrap();
+        assert_eq!(
+            read_header_file(&f).unwrap(),
+            ["Authorization: Bearer t", "X-Tenant: 7"]
+        );
+        std::fs::write(&f, "X-Ok: 1\nnot a header\n").unwrap();
+        let e = read_header_file(&f).unwrap_err().to_string();
+        assert!(
+            e.ends_with("h.txt:2: not a header line (write Name: value)"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

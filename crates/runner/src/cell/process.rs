@@ -14,7 +14,7 @@ use crate::placeholder;
 use crate::suite::{Program, Protocol, Scenario};
 
 /// Process `name` of scenario `sc` from its template `t`, listening on `port`: its command
-/// line (`gatebench serve …` with `--host 0.0.0.0` added on a remote host, or `sh -c` a
+/// line (`gatebench serve …` with `--host ADDRESS` added on a remote host, or `sh -c` a
 /// command), working directory, log, CPUs, and how to tell it is ready.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn process_spec(
@@ -48,14 +48,16 @@ pub(super) fn process_spec(
             match &place.remote {
                 None => (ctx.exe.to_path_buf(), args),
                 Some(r) => {
-                    // Reached over the network: listen on every address of the host (the
-                    // address the runner uses may be one it does not hold, behind NAT).
+                    // Reached over the network at the address the runner reaches the host by,
+                    // and on no other: a reference service is no open server on every
+                    // interface of someone's machine. (Behind NAT, where the host does not hold
+                    // that address, a `serve` line can say `--host 0.0.0.0` itself.)
                     if !args
                         .iter()
                         .any(|a| a == "--host" || a.starts_with("--host="))
                     {
                         args.insert(2.min(args.len()), "--host".into());
-                        args.insert(3.min(args.len()), "0.0.0.0".into());
+                        args.insert(3.min(args.len()), place.addr.to_string());
                     }
                     (PathBuf::from(&r.host.exe), args)
                 }

@@ -179,8 +179,8 @@ pub(super) fn copy_templates(
 }
 
 /// The `gatebench load` arguments of a cell's load, for its shards on generator hosts (the
-/// same load [`super::load_config`] builds, as a command line; `--shard` and `--start-at` are added
-/// per shard).
+/// same load [`super::load_config`] builds, as a command line; `--shard`, `--start-at` and the
+/// headers' `--header-file` are added per shard).
 pub(super) fn shard_args(suite: &Suite, sc: &Scenario, cell: &Cell, url: &str) -> Vec<String> {
     let l = &suite.load;
     let d = |d: Duration| humantime::format_duration(d).to_string();
@@ -215,9 +215,8 @@ pub(super) fn shard_args(suite: &Suite, sc: &Scenario, cell: &Cell, url: &str) -
         push("--warmup", d(suite.warmup));
     }
     push("-m", sc.method.clone());
-    for h in &l.headers {
-        push("-H", h.clone());
-    }
+    // The suite's headers (`l.headers`) are not here: they reach each shard in a file only
+    // its owner can read (`crate::shards::run`), never on a command line.
     if let Some(status) = sc.expect_status {
         push("--expect-status", status.to_string());
     }

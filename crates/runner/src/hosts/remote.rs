@@ -48,6 +48,13 @@ impl SshHost {
         Ok((dir, ports))
     }
 
+    /// Removes the host's directory for cell `id` ([`SshHost::cell_setup`]) once the cell is
+    /// over and its files came back: a long suite leaves nothing to fill the host's disk.
+    pub fn cell_cleanup(&self, id: &str) {
+        let dir = format!("{}/cells/{}-{id}", self.cache, std::process::id());
+        let _ = self.run(&format!("rm -rf {}", sh_quote(&dir)), None);
+    }
+
     /// Runs a scenario's setup command on the host, in gatebench's cache directory there, its
     /// output appended to `log` here. The error names the host and quotes the log's last line.
     pub fn setup(&self, command: &str, log: &Path) -> Result<(), RunnerError> {

@@ -114,6 +114,27 @@ impl SshHost {
         }
     }
 
+    /// Writes `data` to a new file `path` on the host that only its owner may read (a
+    /// credential: request headers).
+    pub fn put_private(&self, path: &str, data: &[u8]) -> Result<(), RunnerError> {
+        let out = self.run(
+            &format!("umask 077 && cat > {}", sh_quote(path)),
+            Some(data),
+        )?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(RunnerError::Remote {
+                reason: ssh_failure(&out),
+            })
+        }
+    }
+
+    /// Removes `path` on the host, if it is there; failures are not reported (a cleanup).
+    pub fn remove(&self, path: &str) {
+        let _ = self.run(&format!("rm -f {}", sh_quote(path)), None);
+    }
+
     /// Reads `path` on the host.
     pub fn get(&self, path: &str) -> Result<Vec<u8>, RunnerError> {
         let out = self.run(&format!("cat {}", sh_quote(path)), None)?;
