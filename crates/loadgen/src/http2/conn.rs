@@ -32,6 +32,10 @@ pub(crate) const CONNECTION_WINDOW: u32 = 32 * 1024 * 1024;
 pub(crate) const HANDSHAKE_PING: [u8; 8] = *b"gatebnch";
 /// The largest stream identifier (§5.1.1).
 const MAX_STREAM_ID: u32 = (1 << 31) - 1;
+/// Most PING and SETTINGS acknowledgements queued and not yet written (nghttp2's
+/// `max_outbound_ack` default): beyond it the server is flooding control frames without
+/// reading, and the connection ends with ENHANCE_YOUR_CALM.
+const MAX_UNSENT_ACKS: usize = 1000;
 /// The largest header block (HEADERS plus CONTINUATION) accepted; more is a connection error.
 const MAX_HEADER_BLOCK: usize = 256 * 1024;
 
@@ -222,6 +226,10 @@ pub(crate) struct State {
     got_settings: bool,
     continuation: Option<Continuation>,
     ping_acked: bool,
+    /// PING and SETTINGS acknowledgements queued in `out` and not yet handed to the driver.
+    acks_queued: usize,
+    /// Those the driver took and has not finished writing.
+    acks_writing: usize,
     goaway: Option<u32>,
     /// The connection is over; every stream not yet answered got this outcome.
     failed: Option<Outcome>,
@@ -272,6 +280,8 @@ impl State {
             got_settings: false,
             continuation: None,
             ping_acked: false,
+            acks_queued: 0,
+            acks_writing: 0,
             goaway: None,
             failed: None,
             closing: false,
@@ -279,6 +289,28 @@ impl State {
             driver: None,
             handshake: None,
         }
+    }
+
+    /// The driver took `out` to write it: the acknowledgements in it are being written.
+    pub(crate) fn took_out(&mut self) {
+        self.acks_writing = std::mem::take(&mut self.acks_queued);
+    }
+
+    /// The driver wrote everything it took.
+    pub(crate) fn wrote_out(&mut self) {
+        self.acks_writing = 0;
+    }
+
+    /// Queues one more acknowledgement (of a PING or a SETTINGS), or refuses when the server
+    /// has asked for more than [`MAX_UNSENT_ACKS`] of them without reading them: a server that
+    /// floods PINGs and never reads would otherwise grow `out` without limit. nghttp2 ends the
+    /// connection the same way (`max_outbound_ack`, 1000 by default).
+    fn queue_ack(&mut self) -> Result<(), Reason> {
+        if self.acks_queued + self.acks_writing >= MAX_UNSENT_ACKS {
+            return Err(Reason::EnhanceYourCalm);
+        }
+        self.acks_queued += 1;
+        Ok(())
     }
 
     /// The server's SETTINGS_MAX_CONCURRENT_STREAMS (unlimited until it says).
@@ -758,6 +790,7 @@ impl State {
             }
         }
         self.got_settings = true;
+        self.queue_ack()?;
         frame::put_head(&mut self.out, 0, frame::SETTINGS, frame::ACK, 0);
         self.send_blocked();
         Ok(())
@@ -769,6 +802,7 @@ impl State {
         }
         let data: &[u8; 8] = payload.try_into().map_err(|_| Reason::FrameSizeError)?;
         if h.flags & frame::ACK == 0 {
+            self.queue_ack()?;
             frame::put_ping(&mut self.out, frame::ACK, data);
         } else if *data == HANDSHAKE_PING && !self.ping_acked {
             self.ping_acked = true;

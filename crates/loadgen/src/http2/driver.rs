@@ -98,10 +98,12 @@ impl Driver {
                 self.wbuf.clear();
                 self.wpos = 0;
                 let mut st = self.shared.state.borrow_mut();
+                st.wrote_out();
                 if st.out.is_empty() {
                     break;
                 }
                 std::mem::swap(&mut st.out, &mut self.wbuf);
+                st.took_out();
             }
             match Pin::new(&mut self.io).poll_write(cx, &self.wbuf[self.wpos..]) {
                 Poll::Pending => return Poll::Pending,

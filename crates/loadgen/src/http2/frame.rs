@@ -51,6 +51,7 @@ pub(crate) enum Reason {
     RefusedStream = 0x7,
     Cancel = 0x8,
     CompressionError = 0x9,
+    EnhanceYourCalm = 0xb,
 }
 
 /// A parsed frame header.

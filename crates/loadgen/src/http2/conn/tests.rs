@@ -19,7 +19,10 @@ fn post(body: &[u8]) -> RequestTemplate {
 
 /// The frames in `out` (drained), after the client preface when it is there.
 fn frames(st: &mut State) -> Vec<(FrameHead, Vec<u8>)> {
+    // As the driver does: it takes everything queued, and writes it.
     let out = std::mem::take(&mut st.out);
+    st.took_out();
+    st.wrote_out();
     let mut rest = out.strip_prefix(frame::PREFACE).unwrap_or(&out);
     let mut v = Vec::new();
     while !rest.is_empty() {
@@ -425,6 +428,46 @@ fn verify_compares_the_echo() {
     send(&mut st, frame::HEADERS, EH, id, &[0x8e]).unwrap();
     send(&mut st, frame::DATA, ES, id, b"oops").unwrap();
     assert_eq!(answer(&mut st, id).outcome, Outcome::Status5xx);
+}
+
+#[test]
+fn a_ping_flood_that_is_never_read_ends_the_connection_with_its_output_bounded() {
+    let id = |st: &mut State| st.open(&get(), false).unwrap();
+    // Answered as fast as they come (the driver writes between reads): no limit is reached.
+    let mut st = connected(&[]);
+    for i in 0..5_000u64 {
+        send(&mut st, frame::PING, 0, 0, &i.to_be_bytes()).unwrap();
+        st.took_out();
+        st.out.clear();
+        st.wrote_out();
+    }
+    // Never written (the server does not read): the flood ends the connection, and the
+    // queue stopped growing at the limit.
+    let mut st = connected(&[]);
+    let stream = id(&mut st);
+    frames(&mut st);
+    let mut refused = None;
+    for i in 0..5_000u64 {
+        if let Err(r) = send(&mut st, frame::PING, 0, 0, &i.to_be_bytes()) {
+            refused = Some((i, r));
+            break;
+        }
+    }
+    assert_eq!(refused, Some((1_000, Reason::EnhanceYourCalm)));
+    assert!(st.out.len() <= 1_000 * 17, "{} bytes queued", st.out.len());
+    st.connection_error(Reason::EnhanceYourCalm);
+    assert_eq!(failure(&mut st, stream), Outcome::ProtocolError);
+    // Half written counts too: what the driver took and has not finished is still queued.
+    let mut st = connected(&[]);
+    for i in 0..600u64 {
+        send(&mut st, frame::PING, 0, 0, &i.to_be_bytes()).unwrap();
+    }
+    st.took_out();
+    for i in 0..400u64 {
+        send(&mut st, frame::PING, 0, 0, &i.to_be_bytes()).unwrap();
+    }
+    let e = send(&mut st, frame::SETTINGS, 0, 0, &settings(&[]));
+    assert_eq!(e, Err(Reason::EnhanceYourCalm));
 }
 
 #[test]
