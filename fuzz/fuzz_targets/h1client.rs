@@ -14,18 +14,24 @@
 #![no_main]
 
 use gatebench_fuzz::{crlf_only, dechunk_strict, decimal, split, trim, Framed};
-use gatebench_services::fuzz::h1client_response;
+use gatebench_services::fuzz::{h1client_response, H1CLIENT_MAX_PIECE, H1CLIENT_MAX_PIECES};
 use libfuzzer_sys::fuzz_target;
 
-const MAX_HEAD: usize = 2048;
+/// The proxy's own limit on a response head (`h1client.rs`), so heads of every size it takes
+/// are fuzzed, far past the client's first 2 KiB buffer.
+const MAX_HEAD: usize = 64 * 1024;
+/// Room for a head at the limit and a body behind it.
+const MAX_INPUT: usize = 96 * 1024;
 
 fuzz_target!(|data: &[u8]| {
     let [flags, seed, payload @ ..] = data else {
         return;
     };
-    let payload = &payload[..payload.len().min(16_384)];
+    let payload = &payload[..payload.len().min(MAX_INPUT)];
     let head_request = flags & 1 != 0;
-    let pieces = split(payload, *seed, 1024, 64);
+    // At most 64 pieces: MAX_INPUT / H1CLIENT_MAX_PIECE is fewer, so `split` keeps to it.
+    let pieces = split(payload, *seed, H1CLIENT_MAX_PIECE, 64);
+    assert!(pieces.len() <= H1CLIENT_MAX_PIECES);
     let ours = h1client_response(&pieces, head_request, MAX_HEAD);
     let shown = || String::from_utf8_lossy(payload).into_owned();
     match (reference(payload, head_request), ours) {

@@ -6,6 +6,7 @@
 //! - [`capacity`]: the capacity search's table and latency-against-rate chart.
 //! - [`summary`]: the summary of a suite run (seed-004 columns) as Markdown, CSV and JSON.
 //! - [`fmt`]: number formatting shared by the renderers.
+//! - [`table`]: what the results tables share (the row type, protocol order, cell names).
 //! - [`stats`]: Mann-Whitney U, Hodges-Lehmann shifts, medians, geometric means.
 //! - [`cost`]: the intermediary's own cost (added latency per percentile, CPU per request).
 //! - [`searches`]: a suite's capacity and cost cells as tables (summary, CSV, JSON, HTML).
@@ -27,3 +28,4 @@ pub mod searches;
 pub mod stats;
 pub mod summary;
 pub mod svg;
+pub mod table;

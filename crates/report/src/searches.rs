@@ -14,8 +14,8 @@ use gatebench_model::{
 };
 use serde_json::{json, Value};
 
-use crate::summary::{number, protocol_rank, scenario_name, Row};
 use crate::svg::esc;
+use crate::table::{number, protocol_rank, scenario_name, Row};
 
 /// The columns of the capacity table.
 pub const CAPACITY_COLUMNS: [&str; 10] = [

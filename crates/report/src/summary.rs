@@ -14,6 +14,9 @@ use gatebench_model::{
 };
 use gatebench_results::rows::SummaryCsvRow;
 
+pub use crate::table::Row;
+use crate::table::{number, protocol_rank, scenario_name};
+
 /// The columns of the summary tables: seed 004's nine, then SUT CPU and memory, the SUT's most
 /// threads and open files and the machine's load average (seed 002's resource figures), seed
 /// 004's GC figures (empty without a GC log), flags.
@@ -49,15 +52,6 @@ pub enum Phase {
     Measurement,
     /// The warm-up, reported apart.
     Warmup,
-}
-
-/// One row: the cell's id and its values in [`COLUMNS`] order.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Row {
-    /// The cell id (its directory under `cells/`).
-    pub id: String,
-    /// The values, formatted, in [`COLUMNS`] order.
-    pub values: Vec<String>,
 }
 
 /// The flags of a cell, in a fixed order: `failed: reason`, `errors`, `generator-bound`, then
@@ -159,15 +153,6 @@ pub fn rows(records: &[CellRecord], phase: Phase) -> Vec<Row> {
         .collect()
 }
 
-/// Protocols in the order suites list them (h1c, h1, h2, h2c), unknown ones last.
-pub(crate) fn protocol_rank(p: &str) -> (usize, &str) {
-    let rank = ["h1c", "h1", "h2", "h2c"]
-        .iter()
-        .position(|x| *x == p)
-        .unwrap_or(usize::MAX);
-    (rank, p)
-}
-
 /// The phase's figures and the SUT's resources over it.
 fn figures(r: &CellRecord, phase: Phase) -> (Option<&PhaseReport>, Option<&ResourceSummary>) {
     let ok = r.status == CellStatus::Ok;
@@ -195,18 +180,6 @@ fn gc_figures(r: &CellRecord, phase: Phase) -> Option<&GcSummary> {
     .filter(|_| r.status == CellStatus::Ok)
 }
 
-/// The title, with the protocol when the same scenario ran over several.
-pub(crate) fn scenario_name(r: &CellRecord, all: &[CellRecord]) -> String {
-    let several = all
-        .iter()
-        .any(|o| o.cell.scenario == r.cell.scenario && o.cell.protocol != r.cell.protocol);
-    if several {
-        format!("{} [{}]", r.cell.title, r.cell.protocol)
-    } else {
-        r.cell.title.clone()
-    }
-}
-
 /// What a cell's measurement was planned to be: `4 s`, `1000000 requests`, or `1000000
 /// requests or 30 s, whichever came first`.
 pub fn measured(p: &CellParams) -> String {
@@ -217,15 +190,6 @@ pub fn measured(p: &CellParams) -> String {
             "{n} requests or {} s, whichever came first",
             number(p.duration_s)
         ),
-    }
-}
-
-/// A number without a useless `.0` (`0`, `0.5`, `2500`).
-pub(crate) fn number(x: f64) -> String {
-    if x.fract() == 0.0 {
-        format!("{x:.0}")
-    } else {
-        format!("{x}")
     }
 }
 

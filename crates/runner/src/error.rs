@@ -55,11 +55,13 @@ pub enum RunnerError {
         "the matrix expands to {} cells (scenarios × protocols × users or rates × sizes \
          × delays × repeats); at most {}",
         cells.map_or_else(|| "more than 2^64".to_owned(), |n| n.to_string()),
-        crate::suite::MAX_CELLS
+        max
     )]
     TooManyCells {
         /// How many cells it expands to; `None` past 2^64.
         cells: Option<u64>,
+        /// The most a run may have (`suite::MAX_CELLS`).
+        max: u64,
     },
     /// A `--variant` name is not a plain word.
     #[error("--variant: the name `{label}` must be letters, digits, '-' or '_'")]
@@ -235,13 +237,12 @@ pub enum RunnerError {
     #[error("unmatched `{{` (write `{{{{` for a literal brace)")]
     UnmatchedOpen,
     /// A command line names a placeholder that does not exist (or has no value there).
-    #[error(
-        "unknown placeholder {{{name}}} (known: {})",
-        crate::placeholder::known_names()
-    )]
+    #[error("unknown placeholder {{{name}}} (known: {known})")]
     UnknownPlaceholder {
         /// The name between the braces.
         name: String,
+        /// Every placeholder known there, comma separated.
+        known: String,
     },
     /// A `serve` line has a quote that is never closed.
     #[error("a quote is not closed in serve line `{line}`")]
@@ -534,6 +535,7 @@ mod tests {
             name: "sut".into(),
             source: Box::new(RunnerError::UnknownPlaceholder {
                 name: "prot".into(),
+                known: "port, host".into(),
             }),
         };
         // Display is this level only; the cause is in source().

@@ -165,6 +165,7 @@ pub fn expand_strict_lists(
                 None => {
                     return Err(RunnerError::UnknownPlaceholder {
                         name: name.to_owned(),
+                        known: known_names(),
                     })
                 }
             }

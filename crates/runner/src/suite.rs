@@ -736,7 +736,10 @@ impl Suite {
     pub fn check_size(&self) -> Result<(), RunnerError> {
         match self.cell_count() {
             Some(n) if n <= MAX_CELLS => Ok(()),
-            cells => Err(RunnerError::TooManyCells { cells }),
+            cells => Err(RunnerError::TooManyCells {
+                cells,
+                max: MAX_CELLS,
+            }),
         }
     }
 

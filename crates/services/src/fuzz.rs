@@ -15,7 +15,10 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-pub use crate::h1client::fuzz::{response as h1client_response, H1ClientResponse};
+pub use crate::h1client::fuzz::{
+    response as h1client_response, H1ClientResponse, MAX_PIECE as H1CLIENT_MAX_PIECE,
+    MAX_PIECES as H1CLIENT_MAX_PIECES,
+};
 
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};

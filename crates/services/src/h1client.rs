@@ -485,6 +485,95 @@ X-Hop: 1\r\nKeep-Alive: 5\r\nContent-Length: 2\r\nX-A: b\r\n\r\nok";
         }
     }
 
+    /// A close-delimited response whose head is longer than the first read buffer, its bytes
+    /// arriving in `pieces` reads (a pause between them): the body forwarded, and whether it
+    /// ended cleanly.
+    async fn split_body_of(pieces: Vec<Vec<u8>>) -> (u16, Vec<u8>, bool) {
+        use tokio::io::AsyncWriteExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let upstream = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            s.set_nodelay(true).unwrap();
+            for p in pieces {
+                s.write_all(&p).await.unwrap();
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        });
+        let io = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut conn = H1Conn::new(gatebench_tls::MaybeTls::Plain(io));
+        let head = read_head(&mut conn.io, 64 * 1024, None).await.unwrap();
+        let status = head.parts.status.as_u16();
+        let home = Home {
+            pool: Arc::new(Pool::new(1, Duration::from_secs(60), 4)),
+            shard: 0,
+            label: Arc::from("test"),
+        };
+        let limits = ExchangeLimits {
+            response_timeout: Duration::from_secs(60),
+            read_timeout: Duration::from_secs(60),
+            max_head: 64 * 1024,
+        };
+        let (_, mut body) = H1Body::new(conn, head, false, true, limits, home);
+        let mut data = Vec::new();
+        let complete = loop {
+            match std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
+                None => break true,
+                Some(Ok(frame)) => data.extend_from_slice(&frame.into_data().unwrap()),
+                Some(Err(_)) => break false,
+            }
+        };
+        upstream.await.unwrap();
+        (status, data, complete)
+    }
+
+    #[tokio::test]
+    async fn a_head_longer_than_the_first_buffer_then_a_close_delimited_body_arrives_whole() {
+        // `regress-head-past-first-buffer`'s shape: a head past the first buffer, fields the
+        // proxy drops among the kept ones, the body delimited by the close.
+        let fields: String = (0..45)
+            .map(|i| {
+                format!(
+                    "X-Field-{i:02}: {}\r\nConnection: x-field-{i:02}\r\n",
+                    "v".repeat(60)
+                )
+            })
+            .collect();
+        let head = format!("HTTP/1.1 200 OK\r\n{fields}X-Kept: 1\r\n\r\n");
+        assert!(head.len() > 2 * head::READ_CHUNK, "{}", head.len());
+        let body: Vec<u8> = (0..5000u32)
+            .map(|i| b"abcdefghij"[i as usize % 10])
+            .collect();
+        let whole = [head.as_bytes(), &body].concat();
+        // Split at the first buffer's edge, byte by byte around it, and in one piece.
+        let edge = head::READ_CHUNK;
+        let splits: [Vec<usize>; 3] = [
+            vec![
+                edge - 1,
+                edge,
+                edge + 1,
+                edge + 2,
+                head.len() - 1,
+                head.len() + 1,
+            ],
+            vec![edge, head.len()],
+            vec![],
+        ];
+        for cuts in splits {
+            let mut pieces = Vec::new();
+            let mut from = 0;
+            for c in cuts.iter().copied().chain([whole.len()]) {
+                pieces.push(whole[from..c].to_vec());
+                from = c;
+            }
+            let (status, data, complete) = split_body_of(pieces).await;
+            assert_eq!(status, 200);
+            assert!(complete, "cut at {cuts:?}");
+            assert_eq!(data.len(), body.len(), "cut at {cuts:?}");
+            assert!(data == body, "cut at {cuts:?}");
+        }
+    }
+
     #[tokio::test]
     async fn chunk_size_lines_over_the_limit_fail_however_they_arrive() {
         let ok: &[u8] =

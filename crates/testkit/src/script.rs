@@ -9,16 +9,24 @@
 //! by accident.
 
 use std::io;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::request::{Head, RequestReader};
-use crate::server::Stats;
-use crate::Behavior;
+use crate::{Behavior, SeenRequest};
+
+/// Counters shared between the server thread and the [`crate::TestServer`] handle.
+#[derive(Debug, Default)]
+pub(crate) struct Stats {
+    pub(crate) requests_seen: AtomicU64,
+    pub(crate) connections_accepted: AtomicU64,
+    /// Every request head read, in order.
+    pub(crate) log: Mutex<Vec<SeenRequest>>,
+}
 
 /// How long a connection closed on purpose keeps discarding what the client sends after our FIN.
 /// Clients close on EOF, so this only bounds one that does not.
@@ -156,7 +164,7 @@ impl Conn<'_> {
                 .log
                 .lock()
                 .expect("no test server task panics while holding the log")
-                .push(crate::SeenRequest {
+                .push(SeenRequest {
                     method: h.method.clone(),
                     target: h.target.clone(),
                     at: Instant::now(),

@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -14,7 +14,7 @@ use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 
-use crate::script::{self, Script};
+use crate::script::{self, Script, Stats};
 use crate::{Behavior, SeenRequest};
 
 /// How long a dropped server waits for its connection tasks to be torn down. They never block,
@@ -24,15 +24,6 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 /// Pause after a failed `accept` (EMFILE when a test opens more connections than the file
 /// descriptor limit allows) so the accept loop backs off instead of spinning.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
-
-/// Counters shared between the server thread and the [`TestServer`] handle.
-#[derive(Debug, Default)]
-pub(crate) struct Stats {
-    pub(crate) requests_seen: AtomicU64,
-    pub(crate) connections_accepted: AtomicU64,
-    /// Every request head read, in order.
-    pub(crate) log: Mutex<Vec<SeenRequest>>,
-}
 
 /// A scripted HTTP/1.1 server on `127.0.0.1:0`, running on its own thread with its own
 /// current-thread tokio runtime.

@@ -314,7 +314,7 @@ pub(super) fn validate_scenario(
         .map_err(|err| {
             // The list of every known placeholder would mislead here: setup knows only two.
             let what = match &err {
-                RunnerError::UnknownPlaceholder { name } => {
+                RunnerError::UnknownPlaceholder { name, .. } => {
                     format!("unknown placeholder {{{name}}}")
                 }
                 other => other.to_string(),

@@ -2,23 +2,34 @@
 //! a response read by [`read_head`] and [`H1Body`] exactly as the proxy reads one, from an
 //! upstream that sends scripted reads and closes.
 //!
-//! The upstream is a `SOCK_SEQPACKET` socket pair, one packet per scripted read, so the fuzzer
-//! controls where reads split; the reading end goes into a `TcpStream` because that is what an
-//! upstream connection holds (only `read`, `write` and `shutdown` are used on it, which a Unix
-//! socket supports alike).
+//! The upstream is a stream socket pair, as a TCP connection is a stream: nothing the upstream
+//! sends is ever lost, and a read smaller than what is waiting takes part of it and leaves the
+//! rest for the next read. So that the fuzzer still controls where reads split, the upstream
+//! writes one piece and waits until the reader has taken all of it (nothing left queued on the
+//! socket) before writing the next; when the reader stops reading, the harness ends the
+//! upstream. The reading end goes into a `TcpStream` because that is what an upstream
+//! connection holds (only `read`, `write` and `shutdown` are used on it, which a Unix socket
+//! supports alike).
 
 use std::future::poll_fn;
 use std::io::Write;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use hyper::body::Body;
 
 use super::{read_head, ExchangeLimits, H1Body, H1Conn, Home};
 use crate::upstream::Pool;
+
+/// Largest piece of a script.
+pub const MAX_PIECE: usize = 4096;
+/// Most pieces in a script.
+pub const MAX_PIECES: usize = 128;
 
 /// What the proxy made of one upstream response.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,8 +55,9 @@ thread_local! {
         .expect("a runtime");
 }
 
-/// Reads one response from an upstream that sends `pieces` (non-empty, at most 1 KiB each, at
-/// most 64 of them) and closes. `Err` carries the head's error.
+/// Reads one response from an upstream that sends `pieces` (non-empty, at most [`MAX_PIECE`]
+/// bytes each, at most [`MAX_PIECES`] of them), each read as one piece unless the reader takes
+/// less, and closes. `Err` carries the head's error.
 ///
 /// # Panics
 /// When the exchange does not end within ten seconds (the upstream has closed: it would hang).
@@ -68,16 +80,12 @@ async fn run(
     head_request: bool,
     max_head: usize,
 ) -> Result<H1ClientResponse, String> {
-    let (reader, writer) = seqpacket_pair();
-    let mut writer = UnixStream::from(writer);
-    for piece in pieces {
-        assert!(!piece.is_empty() && piece.len() <= 1024 && pieces.len() <= 64);
-        writer
-            .write_all(piece)
-            .expect("the socket buffer holds the script");
-    }
-    drop(writer);
-    let reader = std::net::TcpStream::from(reader);
+    assert!(pieces.len() <= MAX_PIECES);
+    assert!(pieces.iter().all(|p| !p.is_empty() && p.len() <= MAX_PIECE));
+    let (reader, writer) = UnixStream::pair().expect("a socket pair");
+    // Ended (and joined) however `run` returns, before the reading end closes.
+    let _upstream = Upstream::start(writer, pieces);
+    let reader = std::net::TcpStream::from(OwnedFd::from(reader));
     reader.set_nonblocking(true).expect("non-blocking");
     let io = tokio::net::TcpStream::from_std(reader).expect("registered");
     let mut conn = H1Conn::new(gatebench_tls::MaybeTls::Plain(io));
@@ -123,20 +131,57 @@ async fn run(
     })
 }
 
-/// A connected `SOCK_SEQPACKET` pair: (reader, writer). std has no way to make one.
+/// The upstream's end of the socket: a thread that writes the script piece by piece.
+struct Upstream {
+    done: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Upstream {
+    fn start(mut writer: UnixStream, pieces: &[&[u8]]) -> Upstream {
+        let pieces: Vec<Vec<u8>> = pieces.iter().map(|p| p.to_vec()).collect();
+        let done = Arc::new(AtomicBool::new(false));
+        let stop = done.clone();
+        let thread = std::thread::spawn(move || {
+            for piece in &pieces {
+                if writer.write_all(piece).is_err() {
+                    return; // the reader closed
+                }
+                // The next piece only once this one is read, so each read sees one piece.
+                while unread(&writer) > 0 {
+                    if stop.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    std::thread::yield_now();
+                }
+            }
+        });
+        Upstream {
+            done,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Upstream {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Bytes written on `s` that its peer has not read yet: 0 once everything was
+/// read (`SIOCOUTQ`, the same request as `TIOCOUTQ`). An error reads as 0 (the peer is gone).
 #[allow(unsafe_code)]
-fn seqpacket_pair() -> (OwnedFd, OwnedFd) {
-    let mut fds = [0; 2];
-    // SAFETY: `fds` has room for the two descriptors socketpair writes.
-    let rc = unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC,
-            0,
-            fds.as_mut_ptr(),
-        )
-    };
-    assert_eq!(rc, 0, "socketpair: {}", std::io::Error::last_os_error());
-    // SAFETY: both descriptors were just created and are owned by nobody else.
-    unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) }
+fn unread(s: &UnixStream) -> usize {
+    let mut n: libc::c_int = 0;
+    // SAFETY: TIOCOUTQ (SIOCOUTQ on a socket) writes one int into `n`, which we own, for a socket we hold open.
+    let rc = unsafe { libc::ioctl(s.as_raw_fd(), libc::TIOCOUTQ, &mut n) };
+    if rc == 0 {
+        usize::try_from(n).unwrap_or(0)
+    } else {
+        0
+    }
 }
