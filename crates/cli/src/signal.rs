@@ -2,30 +2,43 @@
 //! it measured) and as a future services await for a graceful shutdown. Both go through
 //! signal-hook's registry (tokio's signals use it as well), so they never undo each other.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use signal_hook::consts::{SIGINT, SIGTERM};
-use signal_hook::flag;
 
 static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
 
 /// Installs handlers for SIGINT and SIGTERM that set the returned flag. A second Ctrl-C after the
-/// first still interrupts at once: the signal's default action runs when the flag is already set.
+/// first still interrupts at once (the signal's default action), except while processes on
+/// other hosts are being stopped ([`gatebench_runner::hosts::stopping_remote`]): ending then
+/// would leave them running there, so that signal only counts as one more request to stop.
 pub fn interrupt_flag() -> Arc<AtomicBool> {
     FLAG.get_or_init(|| {
         let flag = Arc::new(AtomicBool::new(false));
         for sig in [SIGINT, SIGTERM] {
-            // Registered first, so it sees the flag as the previous signal left it: a no-op the
-            // first time, the default action (termination by that signal) the second.
-            flag::register_conditional_default(sig, Arc::clone(&flag))
-                .expect("SIGINT and SIGTERM have handlers that can be registered");
-            flag::register(sig, Arc::clone(&flag))
-                .expect("SIGINT and SIGTERM have handlers that can be registered");
+            let seen = Arc::clone(&flag);
+            let handler = move || {
+                let again = seen.swap(true, Ordering::SeqCst);
+                if again && !gatebench_runner::hosts::stopping_remote() {
+                    let _ = signal_hook::low_level::emulate_default_handler(sig);
+                }
+            };
+            register(sig, handler);
         }
         flag
     })
     .clone()
+}
+
+/// Registers `handler` for `sig` in signal-hook's registry.
+#[allow(unsafe_code)]
+fn register(sig: i32, handler: impl Fn() + Sync + Send + 'static) {
+    // SAFETY: the handler only does atomic loads and stores and calls signal-hook's
+    // `emulate_default_handler`, all of which are async-signal-safe; it allocates nothing,
+    // takes no lock and touches no thread-local.
+    unsafe { signal_hook::low_level::register(sig, handler) }
+        .expect("SIGINT and SIGTERM have handlers that can be registered");
 }
 
 /// Resolves on the first SIGINT or SIGTERM. Needs a tokio runtime with signals enabled.

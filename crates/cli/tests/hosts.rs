@@ -346,12 +346,19 @@ sut = { command = "exec sleep 31.5" }
         std::thread::sleep(Duration::from_millis(200));
     }
     std::thread::sleep(Duration::from_millis(1500));
-    // SIGINT to the gatebench this test started, by its PID (what Ctrl-C sends).
+    // SIGINT to the gatebench this test started, by its PID (what Ctrl-C sends); then, as an
+    // impatient user does, a second one while it stops the processes on the hosts: they are
+    // stopped all the same.
     let pid = rustix::process::Pid::from_raw(child.id() as i32).expect("a child's pid");
     rustix::process::kill_process(pid, rustix::process::Signal::INT).expect("signalling our child");
+    std::thread::sleep(Duration::from_millis(150));
+    let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
     let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130));
-    assert_nothing_left("sleep 31.5", "after Ctrl-C");
+    assert!(
+        status.code() == Some(130) || status.code().is_none(),
+        "{status:?}"
+    );
+    assert_nothing_left("sleep 31.5", "after Ctrl-C twice");
 
     // 4. A cell's load split across two generator hosts, merged; then a dead shard (one user
     //    cannot be split in two: shard 1/2 is refused) fails its cell with the shard's own

@@ -43,7 +43,7 @@ use crate::error::RunnerError;
 
 pub use preflight::{prepare, REMOTE_TOOLS};
 pub(crate) use remote::spawn_with_lines;
-pub use remote::{RemoteProcess, RemoteSampler};
+pub use remote::{stopping_remote, RemoteProcess, RemoteSampler};
 pub use ssh::{sh_quote, SshHost, CONNECT_TIMEOUT_S};
 
 /// Where a process runs, as written in a suite.

@@ -13,11 +13,12 @@ use super::{unix_now, HostPlan, HostReport, HostSpec, Hosts};
 use crate::error::RunnerError;
 
 /// The tools the remote commands use, checked on every host before any cell.
-pub const REMOTE_TOOLS: [&str; 10] = [
+pub const REMOTE_TOOLS: [&str; 11] = [
     "sh",
     "uname",
     "sha256sum",
     "cut",
+    "sed",
     "cat",
     "mkdir",
     "chmod",

@@ -5,6 +5,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -13,6 +14,39 @@ use super::ssh::{die_with_parent, sh_quote, ssh_failure, SshHost, CONNECT_TIMEOU
 use crate::error::RunnerError;
 use crate::launch::{Running, STOP_GRACE};
 use crate::sampler::Sample;
+
+/// A shell command that prints the start time of the process `pid` (a shell word: `$$`,
+/// `$P`): field 22 of `/proc/PID/stat`, counted after the command name, which may hold spaces;
+/// nothing when there is no such process.
+fn start_time_of(pid: &str) -> String {
+    format!("sed 's/.*) //' /proc/{pid}/stat 2>/dev/null | cut -d' ' -f20")
+}
+
+/// Stops of remote processes in progress, in any thread.
+static STOPPING: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether remote processes are being stopped right now. gatebench's Ctrl-C handler reads it
+/// (async-signal-safe: one atomic load): a second Ctrl-C normally ends gatebench at once, but
+/// not in the middle of stopping processes on other hosts, which would be left running there.
+pub fn stopping_remote() -> bool {
+    STOPPING.load(Ordering::SeqCst) > 0
+}
+
+/// Open while a remote stop is in progress ([`stopping_remote`]).
+struct StopWindow;
+
+impl StopWindow {
+    fn open() -> StopWindow {
+        STOPPING.fetch_add(1, Ordering::SeqCst);
+        StopWindow
+    }
+}
+
+impl Drop for StopWindow {
+    fn drop(&mut self) {
+        STOPPING.fetch_sub(1, Ordering::SeqCst);
+    }
+}
 
 impl SshHost {
     /// `n` ports free on the host, and the host's directory for cell `id` (created).
@@ -110,10 +144,13 @@ impl SshHost {
     ) -> Result<RemoteProcess, RunnerError> {
         let quoted: Vec<String> = argv.iter().map(|a| sh_quote(a)).collect();
         // sshd runs a session's command in a new session (setsid), so `$$` is the leader of
-        // its own process group: the group is what stop signals.
+        // its own process group: the group is what stop signals. Its start time (in clock
+        // ticks since boot, `/proc/PID/stat`'s 22nd field; `exec` keeps it) tells at stop time
+        // whether that PID is still the same process.
         let script = format!(
-            "cd {} && echo $$ && exec {}",
+            "cd {} && echo $$ $({}) && exec {}",
             sh_quote(dir),
+            start_time_of("$$"),
             quoted.join(" ")
         );
         let start_err = |e: String| RunnerError::Host {
@@ -153,7 +190,10 @@ impl SshHost {
                 let mut r = BufReader::new(stdout);
                 let mut first = String::new();
                 let _ = r.read_line(&mut first);
-                let _ = tx.send(first.trim().parse::<u32>().ok());
+                let mut words = first.split_whitespace();
+                let pid = words.next().and_then(|w| w.parse::<u32>().ok());
+                let start = words.next().unwrap_or("").to_owned();
+                let _ = tx.send(pid.map(|p| (p, start)));
                 let mut buf = [0u8; 8192];
                 let mut log_file = log_file;
                 loop {
@@ -169,8 +209,8 @@ impl SshHost {
             })
             .map_err(|e| start_err(e.to_string()))?;
         let wait = Duration::from_secs(u64::from(CONNECT_TIMEOUT_S) + 10);
-        let pid = match rx.recv_timeout(wait) {
-            Ok(Some(pid)) => pid,
+        let (pid, start_time) = match rx.recv_timeout(wait) {
+            Ok(Some(started)) => started,
             _ => {
                 let _ = child.kill();
                 let status = child.wait().ok();
@@ -191,6 +231,7 @@ impl SshHost {
         Ok(RemoteProcess {
             host: self.clone(),
             pid,
+            start_time,
             child,
             copier: Some(copier),
             stopped: None,
@@ -199,21 +240,46 @@ impl SshHost {
 
     /// Stops process group `pgid` on the host: SIGTERM, up to [`STOP_GRACE`] for every member
     /// to exit, then SIGKILL. Says how it ended.
-    pub fn stop_group(&self, pgid: u32) -> String {
+    ///
+    /// The group is signalled only while its leader is the process that was started: the PID
+    /// exists with the start time `start_time` it had then (a zombie not yet reaped counts;
+    /// it still holds the group's id). When the leader is gone its PID, and so the group id,
+    /// may belong to someone else's processes by now: nothing is signalled, and what is left
+    /// of the group, if anything, is named in the answer.
+    pub fn stop_group(&self, pgid: u32, start_time: &str) -> String {
         let tries = STOP_GRACE.as_millis() / 100;
         let script = format!(
-            "P={pgid}; kill -TERM -- -$P 2>/dev/null || {{ echo gone; exit 0; }}; i=0; \
+            "P={pgid}; if [ \"$({st})\" != {t} ]; then \
+             L=$(pgrep -g $P 2>/dev/null | tr '\\n' ' '); echo \"gone $L\"; exit 0; fi; \
+             kill -TERM -- -$P 2>/dev/null || {{ echo gone; exit 0; }}; i=0; \
              while kill -0 -- -$P 2>/dev/null; do i=$((i+1)); if [ $i -ge {tries} ]; then \
-             kill -KILL -- -$P 2>/dev/null; echo killed; exit 0; fi; sleep 0.1; done; echo terminated"
+             kill -KILL -- -$P 2>/dev/null; echo killed; exit 0; fi; sleep 0.1; done; echo terminated",
+            st = start_time_of("$P"),
+            t = sh_quote(start_time)
         );
+        // A second Ctrl-C while this runs does not end gatebench ([`stopping_remote`]).
+        let _window = StopWindow::open();
         match self.run(&script, None) {
-            Ok(out) if out.status.success() => match String::from_utf8_lossy(&out.stdout).trim() {
-                "killed" => format!("killed after {}s", STOP_GRACE.as_secs()),
-                "gone" => "had exited".to_owned(),
-                _ => "terminated".to_owned(),
-            },
-            Ok(out) => format!("not stopped: {}", ssh_failure(&out)),
-            Err(e) => format!("not stopped: {e}"),
+            Ok(out) if out.status.success() => {
+                let said = String::from_utf8_lossy(&out.stdout);
+                match said.trim() {
+                    "killed" => format!("killed after {}s", STOP_GRACE.as_secs()),
+                    "gone" => "had exited".to_owned(),
+                    left if left.starts_with("gone ") => format!(
+                        "had exited; its group was not signalled (the leader is gone), and \
+                         these processes of it are left on {}: {}",
+                        self.url,
+                        left["gone ".len()..].trim()
+                    ),
+                    _ => "terminated".to_owned(),
+                }
+            }
+            Ok(out) => format!(
+                "not stopped on {} (PID {pgid}): {}",
+                self.url,
+                ssh_failure(&out)
+            ),
+            Err(e) => format!("not stopped on {} (PID {pgid}): {e}", self.url),
         }
     }
 }
@@ -223,6 +289,8 @@ impl SshHost {
 pub struct RemoteProcess {
     host: Arc<SshHost>,
     pid: u32,
+    /// Its start time on the host (`/proc/PID/stat`), to know the PID still names it.
+    start_time: String,
     /// The local ssh client carrying its output; it exits when the remote process does.
     child: Child,
     copier: Option<JoinHandle<()>>,
@@ -280,7 +348,7 @@ impl Running for RemoteProcess {
         }
         let early = self.exited();
         // By PID on the host, whatever the ssh session's state.
-        let how = self.host.stop_group(self.pid);
+        let how = self.host.stop_group(self.pid, &self.start_time);
         let how = early.unwrap_or(how);
         // The remote process is gone, so its ssh session ends; wait for it briefly.
         let deadline = Instant::now() + Duration::from_secs(2);
@@ -375,8 +443,9 @@ pub(crate) fn spawn_with_lines(
 ) -> Result<(RemoteProcess, std::sync::mpsc::Receiver<String>), RunnerError> {
     let quoted: Vec<String> = argv.iter().map(|a| sh_quote(a)).collect();
     let script = format!(
-        "cd {} && echo $$ && exec {}",
+        "cd {} && echo $$ $({}) && exec {}",
         sh_quote(dir),
+        start_time_of("$$"),
         quoted.join(" ")
     );
     let err = |m: String| RunnerError::Host {
@@ -394,7 +463,9 @@ pub(crate) fn spawn_with_lines(
     let mut r = BufReader::new(child.stdout.take().expect("piped"));
     let mut first = String::new();
     let _ = r.read_line(&mut first);
-    let Ok(pid) = first.trim().parse::<u32>() else {
+    let mut words = first.split_whitespace();
+    let start_time = words.clone().nth(1).unwrap_or("").to_owned();
+    let Some(Ok(pid)) = words.next().map(str::parse::<u32>) else {
         let mut stderr = String::new();
         if let Some(mut e) = child.stderr.take() {
             let _ = e.read_to_string(&mut stderr);
@@ -419,6 +490,7 @@ pub(crate) fn spawn_with_lines(
         RemoteProcess {
             host: host.clone(),
             pid,
+            start_time,
             child,
             copier: None,
             stopped: None,
