@@ -228,6 +228,23 @@ fn suites_run_across_the_testbed_hosts_and_leave_nothing_behind() {
     );
     let s = suite(&dir, "ok", &hosts, &with_setup, "2s");
     let out_dir = dir.join("out-ok");
+    //    Before it, the host holds no copy of this build, and two older ones: one another run
+    //    holds a lease on, one nobody uses. The copy removes only the second.
+    let cache = "\"${XDG_CACHE_HOME:-$HOME/.cache}/gatebench\"";
+    let prepared = ssh(
+        "sut",
+        &format!(
+            "c={cache}; for o in \"$c\"/*; do case \"${{o##*/}}\" in cells) ;; *) rm -rf \"$o\" ;; esac; done; \
+             mkdir -p \"$c/0ld0leased\" \"$c/0ld0free\" && touch \"$c/0ld0leased/gatebench\" \
+             \"$c/0ld0free/gatebench\" \"$c/0ld0leased/.in-use.elsewhere-1-0\" && echo ready"
+        ),
+    );
+    assert_eq!(
+        text(&prepared.stdout).trim(),
+        "ready",
+        "{}",
+        text(&prepared.stderr)
+    );
     let out = gatebench()
         .arg("run")
         .arg(&s)
@@ -284,6 +301,19 @@ fn suites_run_across_the_testbed_hosts_and_leave_nothing_behind() {
         "{stdout}"
     );
     assert_nothing_left("sleep 31.5", "after a run");
+    let builds = ssh("sut", &format!("ls {cache}"));
+    let builds = text(&builds.stdout);
+    assert!(
+        builds.contains("0ld0leased") && !builds.contains("0ld0free"),
+        "{builds}"
+    );
+    let leases = ssh("sut", &format!("ls -a {cache}/*/ | grep -c in-use"));
+    assert_eq!(
+        text(&leases.stdout).trim(),
+        "1",
+        "only the other run's lease is left"
+    );
+    let _ = ssh("sut", &format!("rm -rf {cache}/0ld0leased"));
     // The cell's directories on the hosts went with the cell.
     for h in ["sut", "backend"] {
         let left = ssh(

@@ -13,12 +13,15 @@ use super::{unix_now, HostPlan, HostReport, HostSpec, Hosts};
 use crate::error::RunnerError;
 
 /// The tools the remote commands use, checked on every host before any cell.
-pub const REMOTE_TOOLS: [&str; 11] = [
+pub const REMOTE_TOOLS: [&str; 14] = [
     "sh",
     "uname",
     "sha256sum",
     "cut",
     "sed",
+    "find",
+    "readlink",
+    "touch",
     "cat",
     "mkdir",
     "chmod",
@@ -26,6 +29,9 @@ pub const REMOTE_TOOLS: [&str; 11] = [
     "rm",
     "sleep",
 ];
+
+/// The name of a run's lease on a build, before its runner host's name and PID.
+pub(super) const LEASE_PREFIX: &str = ".in-use.";
 
 /// Round trips of the clock-offset measurement; the one with the shortest round trip is kept.
 const CLOCK_ROUNDS: usize = 8;
@@ -146,6 +152,7 @@ impl SshHost {
             address: IpAddr::from([127, 0, 0, 1]),
             exe: String::new(),
             cache: String::new(),
+            lease: None,
             report: HostReport {
                 roles: role.to_owned(),
                 url: url.to_owned(),
@@ -216,16 +223,39 @@ impl SshHost {
         );
         let out = h.run(&check, None).map_err(&fail)?;
         let present = String::from_utf8_lossy(&out.stdout).trim() == "present";
+        // The lease first, so that from now on no other run's clean-up takes this build.
+        static LEASES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let lease = format!(
+            "{dir}/{LEASE_PREFIX}{}-{}-{}",
+            rustix::system::uname().nodename().to_string_lossy(),
+            std::process::id(),
+            LEASES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        let out = h
+            .run(
+                &format!("mkdir -p {} && touch {}", sh_quote(&dir), sh_quote(&lease)),
+                None,
+            )
+            .map_err(&fail)?;
+        if !out.status.success() {
+            return Err(err(format!("cannot write in {dir}: {}", ssh_failure(&out))));
+        }
+        h.lease = Some(lease);
         if !present {
             let bytes = std::fs::read(exe).map_err(|e| RunnerError::io("read", exe, e))?;
-            // Other builds copied there before are removed (one build kept per host: a debug
-            // build is over 100 MB).
+            // Other builds copied there before are removed (a debug build is over 100 MB),
+            // except one another run is using: it holds a lease renewed at every cell (a
+            // lease untouched for a day is a crashed run's), or a process runs that binary.
             let copy = format!(
                 "set -e; mkdir -p {d}; t={d}/.gatebench.$$; cat > \"$t\"; chmod 755 \"$t\"; \
                  [ \"$(sha256sum < \"$t\" | cut -d' ' -f1)\" = {hash} ] || {{ rm -f \"$t\"; \
                  echo 'the copy does not have the expected SHA-256' >&2; exit 1; }}; mv \"$t\" {f}; \
-                 for o in {c}/*; do case \"${{o##*/}}\" in {hash}|cells) ;; \
-                 [0-9a-f]*) if [ -f \"$o/gatebench\" ]; then rm -rf \"$o\"; fi ;; esac; done",
+                 for o in {c}/*; do case \"${{o##*/}}\" in {hash}|cells) continue ;; \
+                 [0-9a-f]*) [ -f \"$o/gatebench\" ] || continue ;; *) continue ;; esac; \
+                 if [ -n \"$(find \"$o\" -maxdepth 1 -name '{LEASE_PREFIX}*' -mmin -1440)\" ]; \
+                 then continue; fi; busy=; for p in /proc/[0-9]*; do \
+                 [ \"$(readlink \"$p/exe\" 2>/dev/null)\" = \"$o/gatebench\" ] && busy=1 && break; \
+                 done; [ -n \"$busy\" ] || rm -rf \"$o\"; done",
                 d = sh_quote(&dir),
                 f = sh_quote(&path),
                 c = sh_quote(&h.cache)

@@ -52,9 +52,15 @@ impl SshHost {
     /// `n` ports free on the host, and the host's directory for cell `id` (created).
     pub fn cell_setup(&self, id: &str, n: usize) -> Result<(String, Vec<u16>), RunnerError> {
         let dir = format!("{}/cells/{}-{id}", self.cache, std::process::id());
+        // The run's lease on its build is renewed with every cell.
+        let renew = self
+            .lease
+            .as_deref()
+            .map(|l| format!("touch {} && ", sh_quote(l)))
+            .unwrap_or_default();
         let out = self.run(
             &format!(
-                "mkdir -p {d} && {exe} host ports --count {n}",
+                "{renew}mkdir -p {d} && {exe} host ports --count {n}",
                 d = sh_quote(&dir),
                 exe = sh_quote(&self.exe)
             ),

@@ -33,6 +33,17 @@ pub struct SshHost {
     pub cache: String,
     /// What preflight found and did, for the results directory.
     pub report: HostReport,
+    /// This run's lease on the build it uses there (a file beside the binary): while it is
+    /// fresh, no other run's clean-up removes that build. Removed when the host is dropped.
+    pub(super) lease: Option<String>,
+}
+
+impl Drop for SshHost {
+    fn drop(&mut self) {
+        if let Some(lease) = self.lease.take() {
+            self.remove(&lease);
+        }
+    }
 }
 
 impl SshHost {
