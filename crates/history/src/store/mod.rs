@@ -1017,7 +1017,7 @@ mod tests {
         assert!(matches!(pg, Location::Postgres(_)));
         assert!(Location::parse("mysql://x").is_err());
         assert!(Location::parse(" ").is_err());
-        assert_eq!(rfc3339(1_795_622_400_000), "2026-11-26T16:00:00Z");
+        assert_eq!(rfc3339(1_795_622_400_000), "2026-11-25T16:00:00Z");
     }
 
     #[test]
