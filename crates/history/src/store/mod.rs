@@ -469,18 +469,24 @@ impl Store {
         schema::current_version(&mut self.db.borrow_mut())
     }
 
-    /// Checks, without writing, that `run` could be added: its suite matches the stored one of
-    /// the same name, and its version is not stored yet unless `replace`.
-    pub fn check_run(&self, run: &RunInput, replace: bool) -> Result<(), HistoryError> {
+    /// Checks, without writing, that a run of `suite` as `version` could be added: the suite
+    /// matches the stored one of the same name, and the version is not stored yet unless
+    /// `replace`. `gatebench run --history` checks before it runs anything.
+    pub fn check(
+        &self,
+        suite: &SuiteIdentity,
+        version: &str,
+        replace: bool,
+    ) -> Result<(), HistoryError> {
         let mut db = self.db.borrow_mut();
-        if let Some((id, stored)) = find_suite(&mut db, &run.suite.name)? {
-            if stored != run.suite.fingerprint {
-                return Err(mismatch(&run.suite, stored));
+        if let Some((id, stored)) = find_suite(&mut db, &suite.name)? {
+            if stored != suite.fingerprint {
+                return Err(mismatch(suite, stored));
             }
-            if !replace && find_run(&mut db, id, &run.version)?.is_some() {
+            if !replace && find_run(&mut db, id, version)?.is_some() {
                 return Err(HistoryError::VersionExists {
-                    suite: run.suite.name.clone(),
-                    version: run.version.clone(),
+                    suite: suite.name.clone(),
+                    version: version.to_owned(),
                 });
             }
         }

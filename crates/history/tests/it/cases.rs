@@ -163,8 +163,8 @@ pub fn duplicate_versions_are_refused_unless_replaced(fresh: Fresh<'_>) {
     assert!(matches!(e, HistoryError::VersionExists { .. }), "{e}");
     assert!(e.to_string().contains("--replace"), "{e}");
     let (run, _) = RunInput::from_results_dir(&tmp.join("b"), "1.0", None, None).unwrap();
-    assert!(store.check_run(&run, false).is_err());
-    assert!(store.check_run(&run, true).is_ok());
+    assert!(store.check(&run.suite, &run.version, false).is_err());
+    assert!(store.check(&run.suite, &run.version, true).is_ok());
     assert_eq!(add(&mut store, &tmp.join("b"), "1.0", true).unwrap(), 4);
     let runs = store.runs("test suite").unwrap();
     assert_eq!(runs.len(), 1);
