@@ -4,7 +4,7 @@
 //! refused ([`HistoryError::NewerSchema`]) rather than misread or written.
 //!
 //! The SQL is written once for SQLite and PostgreSQL; the few type names that differ are
-//! placeholders (`{ID}`, `{REAL}`, `{BLOB}`) filled per [`Dialect`]. docs/history.md documents
+//! placeholders (`{ID}`, `{REAL}`, `{BLOB}`) filled per dialect. docs/history.md documents
 //! every table and column.
 
 use std::time::{SystemTime, UNIX_EPOCH};
