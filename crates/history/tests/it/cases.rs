@@ -20,6 +20,7 @@ pub fn all(fresh: Fresh<'_>) {
     a_run_stored_as_it_runs(fresh);
     concurrent_adds_all_land(fresh);
     the_same_version_added_at_once_lands_once(fresh);
+    a_writer_that_dies_mid_transaction_leaves_nothing(fresh);
 }
 
 fn add(
@@ -334,4 +335,80 @@ pub fn the_same_version_added_at_once_lands_once(fresh: Fresh<'_>) {
     }
     let store = Store::open(&location).unwrap();
     assert_eq!(store.runs("test suite").unwrap()[0].cells, 6);
+}
+
+/// A writer that dies inside its transaction (here a panic after the first cell, which drops
+/// the connection with the transaction open) leaves the database as it was.
+pub fn a_writer_that_dies_mid_transaction_leaves_nothing(fresh: Fresh<'_>) {
+    let tmp = TempDir::new("dies");
+    fixture::write_run(&tmp.join("a"), &Spec::default());
+    let location = fresh("dies");
+    {
+        let mut store = Store::open(&location).unwrap();
+        add(&mut store, &tmp.join("a"), "1.0", false).unwrap();
+    }
+    let died = std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut store = Store::open(&location).unwrap();
+            let (run, records) =
+                RunInput::from_results_dir(&tmp.join("a"), "2.0", None, None).unwrap();
+            store
+                .add_run(&run, &records, true, &mut |_| {
+                    panic!("the writer dies here")
+                })
+                .unwrap();
+        })
+        .join()
+    });
+    assert!(died.is_err());
+    let store = Store::open(&location).unwrap();
+    let runs = store.runs("test suite").unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!((runs[0].version.as_str(), runs[0].cells), ("1.0", 6));
+    assert_eq!(store.suites().unwrap()[0].cells, 6);
+}
+
+/// The issue's scale: 50 versions × 40 cells × 5 repeats with histograms. Prints how long one
+/// `add` takes (the slowest of the 50), a full series read and the histograms of one cell, and
+/// checks the issue's bounds: an add in at most 2 s. Run with `--release -- --ignored`.
+pub fn scale(fresh: Fresh<'_>) -> gatebench_history::Location {
+    use std::time::{Duration, Instant};
+    let tmp = TempDir::new("scale");
+    let spec = Spec {
+        users: (1..=40).collect(),
+        repeats: 5,
+        ..Spec::default()
+    };
+    fixture::write_run(&tmp.join("a"), &spec);
+    let location = fresh("scale");
+    let mut store = Store::open(&location).unwrap();
+    let mut slowest = Duration::ZERO;
+    for v in 0..50 {
+        let t = Instant::now();
+        let (run, records) =
+            RunInput::from_results_dir(&tmp.join("a"), &format!("1.{v}"), None, None).unwrap();
+        store.add_run(&run, &records, false, &mut |_| {}).unwrap();
+        slowest = slowest.max(t.elapsed());
+    }
+    let t = Instant::now();
+    let series = store.series("test suite", &Metric::ALL).unwrap();
+    let series_time = t.elapsed();
+    assert_eq!(series.len(), 40 * Metric::ALL.len());
+    assert!(series
+        .iter()
+        .all(|s| s.points.len() == 50 && s.points[0].samples.len() == 5));
+    let t = Instant::now();
+    let h = store.histograms("test suite", "proxy_u7_s50_d0").unwrap();
+    let hist_time = t.elapsed();
+    assert_eq!(h.len(), 50);
+    println!(
+        "scale: 50 versions x 40 cells x 5 repeats: slowest add {:.3} s (reading the directory \
+         included), series of every cell and metric {:.3} s, one cell's histograms per version \
+         {:.3} s",
+        slowest.as_secs_f64(),
+        series_time.as_secs_f64(),
+        hist_time.as_secs_f64()
+    );
+    assert!(slowest < Duration::from_secs(2), "an add took {slowest:?}");
+    location
 }

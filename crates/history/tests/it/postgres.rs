@@ -219,3 +219,22 @@ fn the_store_on_postgresql() {
     let e = Store::open(&gone).unwrap_err();
     assert!(e.to_string().contains("cannot connect"), "{e}");
 }
+
+/// The scale on PostgreSQL (`cargo test --release -p gatebench-history -- --ignored
+/// scale`): prints the times and the database's size, at most 200 MB.
+#[test]
+#[ignore = "a scale measurement: run with --release -- --ignored"]
+fn scale() {
+    let Some(server) = start() else {
+        return;
+    };
+    let fresh = |name: &str| server.fresh(name);
+    cases::scale(&fresh);
+    let mut c = postgres::Client::connect(&server.url("scale"), postgres::NoTls).unwrap();
+    let size: i64 = c
+        .query_one("SELECT pg_database_size('scale')", &[])
+        .unwrap()
+        .get(0);
+    println!("scale: PostgreSQL database {:.1} MB", size as f64 / 1e6);
+    assert!(size < 200_000_000);
+}

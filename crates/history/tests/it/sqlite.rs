@@ -59,6 +59,26 @@ fn the_same_version_added_at_once_lands_once() {
 }
 
 #[test]
+fn a_writer_that_dies_mid_transaction_leaves_nothing() {
+    on_sqlite(cases::a_writer_that_dies_mid_transaction_leaves_nothing);
+}
+
+/// The scale on SQLite (`cargo test --release -p gatebench-history -- --ignored
+/// scale`): prints the times and the file's size, at most 200 MB.
+#[test]
+#[ignore = "a scale measurement: run with --release -- --ignored"]
+fn scale() {
+    let tmp = TempDir::new("sqlite-scale");
+    let fresh = |name: &str| Location::Sqlite(tmp.join(&format!("{name}.sqlite")));
+    let Location::Sqlite(path) = cases::scale(&fresh) else {
+        unreachable!()
+    };
+    let size = std::fs::metadata(&path).unwrap().len();
+    println!("scale: SQLite file {:.1} MB", size as f64 / 1e6);
+    assert!(size < 200_000_000);
+}
+
+#[test]
 fn the_file_and_its_directory_are_created_on_first_use() {
     let tmp = TempDir::new("create");
     let path = tmp.join("deep/er/history.sqlite");
