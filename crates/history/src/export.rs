@@ -4,7 +4,6 @@
 
 use std::io::Write;
 
-use crate::error::HistoryError;
 use crate::store::ExportRow;
 
 /// The export formats.
@@ -17,26 +16,21 @@ pub enum Format {
 }
 
 /// Writes `rows` to `out` in `format`.
-pub fn write(rows: &[ExportRow], format: Format, out: &mut dyn Write) -> Result<(), HistoryError> {
-    let io = |source: std::io::Error| HistoryError::Io {
-        action: "write",
-        path: "the export".into(),
-        source,
-    };
+pub fn write(rows: &[ExportRow], format: Format, out: &mut dyn Write) -> std::io::Result<()> {
     match format {
         Format::Csv => {
             let mut w = csv::Writer::from_writer(out);
             if rows.is_empty() {
-                w.write_record(FIELDS).map_err(|e| io(e.into()))?;
+                w.write_record(FIELDS)?;
             }
             for r in rows {
-                w.serialize(r).map_err(|e| io(e.into()))?;
+                w.serialize(r)?;
             }
-            w.flush().map_err(io)
+            w.flush()
         }
         Format::Json => {
-            serde_json::to_writer_pretty(&mut *out, rows).map_err(|e| io(e.into()))?;
-            out.write_all(b"\n").map_err(io)
+            serde_json::to_writer_pretty(&mut *out, rows)?;
+            out.write_all(b"\n")
         }
     }
 }

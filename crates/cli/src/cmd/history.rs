@@ -232,7 +232,7 @@ fn export(history: Option<&str>, a: ExportArgs) -> Result<ExitCode> {
         Some(path) => {
             // Written beside the target and renamed: a failed export leaves no half file.
             let mut buf = Vec::new();
-            export::write(&rows, format, &mut buf)?;
+            export::write(&rows, format, &mut buf).context("formatting the export")?;
             gatebench_results::write_atomic(path, &buf)
                 .with_context(|| format!("writing {}", path.display()))?;
             eprintln!("{} rows written to {}", rows.len(), path.display());
@@ -240,8 +240,9 @@ fn export(history: Option<&str>, a: ExportArgs) -> Result<ExitCode> {
         None => {
             let stdout = std::io::stdout();
             let mut lock = stdout.lock();
-            export::write(&rows, format, &mut lock)?;
-            lock.flush().context("writing to stdout")?;
+            export::write(&rows, format, &mut lock)
+                .and_then(|()| lock.flush())
+                .context("writing to stdout")?;
         }
     }
     Ok(ExitCode::SUCCESS)

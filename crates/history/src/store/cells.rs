@@ -64,9 +64,8 @@ pub fn cell_key(cell: &CellParams) -> String {
     cell.id.strip_suffix(&suffix).unwrap_or(&cell.id).to_owned()
 }
 
-/// The bytes of a base64 histogram, checked to decode.
+/// The bytes of a base64 histogram (the text is checked to decode by the caller).
 fn histogram_bytes(text: &str) -> Result<Vec<u8>, String> {
-    histogram::decode(text).map_err(|e| e.to_string())?;
     base64::engine::general_purpose::STANDARD
         .decode(text.trim())
         .map_err(|e| e.to_string())
@@ -91,20 +90,28 @@ pub(crate) fn cell_values(record: &CellRecord) -> Result<Vec<Value>, String> {
     let c = &record.cell;
     let m = record.load.as_ref().map(|l| &l.measurement);
     let hist = m.and_then(|m| m.histograms.as_ref());
+    let bad = |e: String| format!("cell {}: a histogram: {e}", c.id);
     let blob = |t: Option<&String>| -> Result<Value, String> {
-        Ok(Value::Blob(match t {
-            Some(t) => {
-                Some(histogram_bytes(t).map_err(|e| format!("cell {}: a histogram: {e}", c.id))?)
-            }
-            None => None,
-        }))
+        Ok(Value::Blob(
+            t.map(|t| histogram_bytes(t)).transpose().map_err(bad)?,
+        ))
     };
-    // The latency the percentiles come from: the histograms when the record has them.
+    let decode = |t: &str| histogram::decode(t).map_err(|e| bad(e.to_string()));
+    // Every histogram is checked to decode before it is stored; answered and censored give
+    // the percentiles.
+    if let Some(h) = hist {
+        for t in [&h.answered_uncorrected, &h.censored_uncorrected]
+            .into_iter()
+            .flatten()
+        {
+            decode(t)?;
+        }
+    }
     let latency: Option<LatencySummary> = match (m, hist) {
         (_, Some(h)) => {
-            let answered = histogram::decode(&h.answered).map_err(|e| e.to_string())?;
+            let answered = decode(&h.answered)?;
             let censored = match &h.censored {
-                Some(t) => histogram::decode(t).map_err(|e| e.to_string())?,
+                Some(t) => decode(t)?,
                 None => histogram::new_histogram(),
             };
             Some(histogram::summarize_censored(&answered, &censored))

@@ -140,20 +140,12 @@ impl std::fmt::Debug for Db {
 impl Db {
     /// Opens (creating when missing) the SQLite file `path`, whose directory exists.
     pub(crate) fn open_sqlite(path: PathBuf) -> Result<Db, HistoryError> {
-        let conn = rusqlite::Connection::open(&path).map_err(|source| HistoryError::Sqlite {
-            path: path.clone(),
-            action: "open",
-            source,
-        })?;
+        let opened = rusqlite::Connection::open(&path).and_then(|conn| {
+            conn.busy_timeout(SQLITE_BUSY_TIMEOUT)?;
+            Ok(conn)
+        });
+        let conn = opened.map_err(|source| Self::sqlite_err(&path, "open", source))?;
         let mut db = Db::Sqlite { conn, path };
-        if let Db::Sqlite { conn, path } = &db {
-            conn.busy_timeout(SQLITE_BUSY_TIMEOUT)
-                .map_err(|source| HistoryError::Sqlite {
-                    path: path.clone(),
-                    action: "open",
-                    source,
-                })?;
-        }
         // Cells go with their run; the rollback journal (the default) keeps the database one
         // file. `synchronous = FULL` so a committed run survives a power cut.
         db.batch(

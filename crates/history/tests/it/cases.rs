@@ -247,6 +247,21 @@ pub fn incomplete_and_newer_directories_write_nothing(fresh: Fresh<'_>) {
     .unwrap();
     let e = RunInput::from_results_dir(&tmp.join("b"), "1.0", None, None).unwrap_err();
     assert!(e.to_string().contains("schema version 3"), "{e}");
+
+    // A record whose histogram does not decode: refused when its cell is written, and the
+    // cells before it go with the transaction.
+    let mut store = store;
+    fixture::write_run(&tmp.join("c"), &Spec::default());
+    let rec = tmp
+        .join("c")
+        .join(format!("cells/{}/record.json", records[4].cell.id));
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+    v["load"]["measurement"]["histograms"]["answered"] =
+        "SElTVGhpcyBpcyBub3QgYSBoaXN0b2dyYW0=".into();
+    std::fs::write(&rec, v.to_string()).unwrap();
+    let e = add(&mut store, &tmp.join("c"), "1.0", false).unwrap_err();
+    assert!(e.to_string().contains("a histogram"), "{e}");
     assert!(store.suites().unwrap().is_empty());
 }
 
