@@ -19,10 +19,15 @@ use gatebench_results::{paths, ResultsDir};
 pub struct TempDir(pub PathBuf);
 
 impl TempDir {
-    /// A new empty directory.
+    /// A new empty directory under the system's temporary directory.
     pub fn new(tag: &str) -> TempDir {
+        TempDir::new_in(&std::env::temp_dir(), tag)
+    }
+
+    /// A new empty directory under `base`.
+    pub fn new_in(base: &Path, tag: &str) -> TempDir {
         static N: AtomicU32 = AtomicU32::new(0);
-        let p = std::env::temp_dir().join(format!(
+        let p = base.join(format!(
             "gatebench-history-{tag}-{}-{}",
             std::process::id(),
             N.fetch_add(1, Ordering::Relaxed)

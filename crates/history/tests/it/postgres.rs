@@ -96,9 +96,10 @@ fn id_of(flag: &str, user: &str) -> Option<u32> {
     String::from_utf8(out.stdout).ok()?.trim().parse().ok()
 }
 
-/// `program args…`, as the `postgres` user when we are root.
-fn command(as_user: Option<(u32, u32)>, program: &Path) -> Command {
-    match as_user {
+/// `program args…`, as the `postgres` user when we are root, in `cwd` (which that user can
+/// enter, unlike perhaps the test's own working directory).
+fn command(as_user: Option<(u32, u32)>, program: &Path, cwd: &Path) -> Command {
+    let mut c = match as_user {
         Some((uid, gid)) => {
             let mut c = Command::new("setpriv");
             c.arg(format!("--reuid={uid}"))
@@ -109,7 +110,9 @@ fn command(as_user: Option<(u32, u32)>, program: &Path) -> Command {
             c
         }
         None => Command::new(program),
-    }
+    };
+    c.current_dir(cwd);
+    c
 }
 
 /// Starts a server, or says why not.
@@ -131,7 +134,13 @@ fn start() -> Option<Server> {
     } else {
         None
     };
-    let dir = TempDir::new("pg");
+    // As root, under /tmp rather than $TMPDIR, which may sit in a directory the postgres user
+    // cannot enter (and a short path keeps the socket's within the 107 bytes a unix socket
+    // path may have).
+    let dir = match as_user {
+        Some(_) => TempDir::new_in(Path::new("/tmp"), "pg"),
+        None => TempDir::new("pg"),
+    };
     let data = dir.join("data");
     let socket_dir = dir.join("sock");
     std::fs::create_dir_all(&socket_dir).unwrap();
@@ -140,7 +149,7 @@ fn start() -> Option<Server> {
             std::os::unix::fs::chown(p, Some(uid), Some(gid)).unwrap();
         }
     }
-    let init = command(as_user, &bin.join("initdb"))
+    let init = command(as_user, &bin.join("initdb"), &dir.0)
         .args(["-D"])
         .arg(&data)
         .args([
@@ -165,7 +174,7 @@ fn start() -> Option<Server> {
     if let Some((uid, gid)) = as_user {
         std::os::unix::fs::chown(dir.join("server.log"), Some(uid), Some(gid)).unwrap();
     }
-    let child = command(as_user, &bin.join("postgres"))
+    let child = command(as_user, &bin.join("postgres"), &dir.0)
         .arg("-D")
         .arg(&data)
         .arg("-k")
