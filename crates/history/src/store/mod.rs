@@ -1021,6 +1021,18 @@ mod tests {
         let pg = Location::parse("postgres://me:secret@db:5432/hist").unwrap();
         assert_eq!(pg.to_string(), "postgres://me:***@db:5432/hist");
         assert!(matches!(pg, Location::Postgres(_)));
+        // A unix socket directory, as a query parameter or a percent-encoded host.
+        for url in [
+            "postgres://me@/hist?host=/var/run/postgresql",
+            "postgresql://me@%2Fvar%2Frun%2Fpostgresql:5432/hist",
+        ] {
+            assert!(matches!(Location::parse(url), Ok(Location::Postgres(_))));
+            let cfg: postgres::Config = url.parse().unwrap();
+            assert_eq!(
+                cfg.get_hosts(),
+                [postgres::config::Host::Unix("/var/run/postgresql".into())]
+            );
+        }
         assert!(Location::parse("mysql://x").is_err());
         assert!(Location::parse(" ").is_err());
         assert_eq!(rfc3339(1_795_622_400_000), "2026-11-25T16:00:00Z");
