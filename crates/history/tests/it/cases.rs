@@ -21,6 +21,7 @@ pub fn all(fresh: Fresh<'_>) {
     concurrent_adds_all_land(fresh);
     the_same_version_added_at_once_lands_once(fresh);
     a_writer_that_dies_mid_transaction_leaves_nothing(fresh);
+    failed_and_generator_bound_repeats_are_stored_but_not_in_series(fresh);
 }
 
 fn add(
@@ -426,4 +427,36 @@ pub fn scale(fresh: Fresh<'_>) -> gatebench_history::Location {
     );
     assert!(slowest < Duration::from_secs(2), "an add took {slowest:?}");
     location
+}
+
+/// A failed repeat and a generator-bound one are stored (the run has every cell) but give no
+/// sample: their figures are not the target's.
+pub fn failed_and_generator_bound_repeats_are_stored_but_not_in_series(fresh: Fresh<'_>) {
+    let tmp = TempDir::new("failed");
+    let records = fixture::write_run(&tmp.join("a"), &Spec::default());
+    let edit = |id: &str, f: &dyn Fn(&mut serde_json::Value)| {
+        let rec = tmp.join("a").join(format!("cells/{id}/record.json"));
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+        f(&mut v);
+        std::fs::write(&rec, v.to_string()).unwrap();
+    };
+    // Repeats 1 and 2 of the 10-user cell.
+    edit(&records[0].cell.id, &|v| {
+        v["status"] = "failed".into();
+        v["reason"] = "the SUT exited".into();
+        v["load"] = serde_json::Value::Null;
+    });
+    edit(&records[2].cell.id, &|v| v["load"]["valid"] = false.into());
+    let mut store = Store::open(&fresh("failed")).unwrap();
+    assert_eq!(add(&mut store, &tmp.join("a"), "1.0", false).unwrap(), 6);
+    assert_eq!(store.runs("test suite").unwrap()[0].cells, 6);
+    let s = store.series("test suite", &[Metric::Throughput]).unwrap();
+    let by_key = |k: &str| {
+        s.iter().find(|s| s.cell == k).unwrap().points[0]
+            .samples
+            .len()
+    };
+    assert_eq!(by_key("proxy_u10_s50_d0"), 1);
+    assert_eq!(by_key("proxy_u100_s50_d0"), 3);
 }

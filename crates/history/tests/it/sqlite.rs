@@ -59,6 +59,11 @@ fn the_same_version_added_at_once_lands_once() {
 }
 
 #[test]
+fn failed_and_generator_bound_repeats_are_stored_but_not_in_series() {
+    on_sqlite(cases::failed_and_generator_bound_repeats_are_stored_but_not_in_series);
+}
+
+#[test]
 fn a_writer_that_dies_mid_transaction_leaves_nothing() {
     on_sqlite(cases::a_writer_that_dies_mid_transaction_leaves_nothing);
 }
