@@ -335,44 +335,48 @@ impl LiveHistory {
             Err(e) => {
                 self.failed = true;
                 Some(format!(
-                    "gatebench: warning: the history did not take cell {} ({}); no further \
+                    "gatebench: warning: the history did not take cell {} ({:#}); no further \
                      cell is stored, the run goes on",
                     record.cell.id,
                     anyhow::Error::from(e)
-                        .chain()
-                        .map(|c| c.to_string())
-                        .collect::<Vec<_>>()
-                        .join(": ")
                 ))
             }
         }
     }
 
-    /// Ends the run: marked complete when every planned cell was stored.
-    pub fn finish(&mut self, planned: usize, results_dir: &Path) -> Result<()> {
+    /// Ends the run: marked complete when every planned cell was stored. The results are on
+    /// disk by now, so a history that fails here is a warning, not the run's error.
+    pub fn finish(&mut self, planned: usize, results_dir: &Path) {
         let Some(run) = self.run else {
-            return Ok(());
+            return;
         };
-        if !self.failed && self.stored == planned {
-            self.store.finish_run(run)?;
-            println!(
+        let hint = format!(
+            "when the results directory is complete, `gatebench history add {} --version {} \
+             --replace` stores it whole",
+            results_dir.display(),
+            self.version
+        );
+        if self.failed || self.stored != planned {
+            eprintln!(
+                "gatebench: history: version {} is stored incomplete ({} of {planned} cells); \
+                 {hint}",
+                self.version, self.stored
+            );
+            return;
+        }
+        match self.store.finish_run(run) {
+            Ok(()) => println!(
                 "History: version {} stored, {} cells, in {}",
                 self.version,
                 self.stored,
                 self.store.location()
-            );
-        } else {
-            eprintln!(
-                "gatebench: history: version {} is stored incomplete ({} of {planned} cells); \
-                 when the results directory is complete, `gatebench history add {} --version {} \
-                 --replace` stores it whole",
+            ),
+            Err(e) => eprintln!(
+                "gatebench: warning: history: version {} could not be marked complete ({:#}); {hint}",
                 self.version,
-                self.stored,
-                results_dir.display(),
-                self.version
-            );
+                anyhow::Error::from(e)
+            ),
         }
-        Ok(())
     }
 }
 

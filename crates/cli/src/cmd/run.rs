@@ -228,12 +228,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         &mut observer,
     )?;
     observer.clear();
-    if let Some(h) = &mut observer.history {
-        h.finish(plan.cells.len(), &out_dir)?;
-    }
     let missing = plan.cells.len() - run.records.len();
     write_summaries(&dir, &suite.name, &run.records, missing)?;
     let page = write_report(&out_dir)?;
+    if let Some(h) = &mut observer.history {
+        h.finish(plan.cells.len(), &out_dir);
+    }
     println!();
     print!(
         "{}",
