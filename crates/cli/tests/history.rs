@@ -212,6 +212,37 @@ fn a_run_stored_as_it_runs_then_added_listed_and_exported() {
     assert!(csv.starts_with("suite,version,date,commit,cell,"), "{csv}");
     assert_eq!(csv.lines().count(), rows.len() + 1);
 
+    // Where the history is: GATEBENCH_HISTORY when --history is not given, else the XDG
+    // data directory.
+    let env_list = |envs: &[(&str, &str)]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_gatebench"));
+        c.args(["history", "list"])
+            .current_dir(&tmp)
+            .env_remove("GATEBENCH_HISTORY");
+        for (k, v) in envs {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    };
+    let out = env_list(&[("GATEBENCH_HISTORY", db_s)]);
+    assert!(
+        text(&out.stdout).contains("| tiny | 2 |"),
+        "{}",
+        text(&out.stderr)
+    );
+    let xdg = tmp.join("xdg");
+    let out = env_list(&[("XDG_DATA_HOME", xdg.to_str().unwrap())]);
+    assert!(out.status.success());
+    assert!(
+        text(&out.stderr).contains(&format!(
+            "History: {}/gatebench/history.sqlite (created)",
+            xdg.display()
+        )),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(xdg.join("gatebench/history.sqlite").is_file());
+
     // Bad input: one line, exit 2.
     refused(
         &gatebench(
