@@ -40,6 +40,9 @@ pub enum Command {
     /// through the intermediary, interleaved; the latency it adds per percentile with
     /// confidence intervals, and its CPU per request.
     Cost(crate::cmd::cost::CostArgs),
+    /// The release history: store runs as versions of their suite (`add`), list them, export
+    /// every figure (SQLite file by default, or PostgreSQL).
+    History(crate::cmd::history::HistoryArgs),
     /// What the runner runs on a remote host over ssh (sampling, free ports, its clock).
     #[command(hide = true)]
     Host(crate::cmd::host::HostArgs),

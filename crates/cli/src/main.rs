@@ -30,6 +30,7 @@ fn main() -> ExitCode {
         Command::Report(args) => cmd::report::run(args),
         Command::Compare(args) => cmd::compare::run(args),
         Command::Cost(args) => cmd::cost::run(args),
+        Command::History(args) => cmd::history::run(args),
         Command::Host(args) => cmd::host::run(args),
         Command::Merge(args) => cmd::merge::run(args),
         Command::K8s(args) => cmd::k8s::run(args),

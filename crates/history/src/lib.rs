@@ -8,5 +8,16 @@
 //! # Layout
 //! - [`series`]: the values the analyses work on: one cell's metric, version by version, each
 //!   version with every repeat's value.
+//! - [`store`]: where the runs are kept (SQLite by default, PostgreSQL by URL): the schema and
+//!   its migrations, adding runs, and the reads the analyses use ([`Store::series`],
+//!   [`Store::runs`], [`Store::histograms`]).
+//! - [`export`]: the stored figures as tidy CSV or JSON.
+//! - [`error`]: the one error type, [`HistoryError`].
 
+pub mod error;
+pub mod export;
 pub mod series;
+pub mod store;
+
+pub use error::HistoryError;
+pub use store::{Location, RunInput, Store};

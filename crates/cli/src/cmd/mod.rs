@@ -3,6 +3,7 @@
 pub mod compare;
 pub mod cost;
 pub mod find_max;
+pub mod history;
 pub mod host;
 pub mod k8s;
 pub mod load;

@@ -4,7 +4,8 @@
 //! The plan and its estimated time are printed first (and only, with `--estimate`). Summaries
 //! are rewritten after every cell, so an interrupted run still has one. Exit status: 0 every
 //! cell ran, 1 a cell failed (a process did not start, a wrong answer), 2 bad input, 130
-//! interrupted.
+//! interrupted. With `--history`, each finished cell is also stored in the release history
+//! (`cmd::history::LiveHistory`).
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -14,6 +15,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use gatebench_history::store::fingerprint;
 use gatebench_model::{CellKind, CellRecord, CellStatus};
 use gatebench_report::fmt::rate;
 use gatebench_report::summary::{self, Phase as SummaryPhase};
@@ -28,16 +30,20 @@ use gatebench_runner::suite::Intensity;
 use gatebench_runner::{Observer, Plan, Progress, RunSettings, RunnerError, Suite};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
 
+use crate::cmd::history::LiveHistory;
 use crate::cmd::report::{write_report, write_summaries};
 use crate::signal;
 
 /// `gatebench run [SUITE]`.
 #[derive(Debug, Args)]
 #[command(
+    disable_version_flag = true,
     after_help = "Without SUITE, runs the built-in default suite: seed 004's eight \
 scenarios, a round-robin balancer over five echo back-ends and the echo back-end alone, on the \
 built-in services, in about four minutes. Suite files are described in docs/suite-format.md; \
-examples/ has seed 004's published parameters and nginx/HAProxy side by side.\n\nExit status: 0 \
+examples/ has seed 004's published parameters and nginx/HAProxy side by side.\n\nWith --history \
+and --version, the run is stored in the release history as that version of the suite, each cell \
+as it finishes (docs/history.md); the history is checked before anything runs.\n\nExit status: 0 \
 every cell ran, 1 a cell failed, 2 bad input or another error, 130 interrupted."
 )]
 pub struct RunArgs {
@@ -86,6 +92,41 @@ pub struct RunArgs {
     /// `gatebench compare DIR --variant NAME`. E.g. `--variant t1="--threads 1"`.
     #[arg(long, value_name = "NAME=ARGS", allow_hyphen_values = true)]
     pub variant: Option<String>,
+    /// Store the run in the release history as --version, each cell as it finishes: an SQLite
+    /// file or a postgres:// URL; without a value, $GATEBENCH_HISTORY or the default file
+    /// ($XDG_DATA_HOME/gatebench/history.sqlite or ~/.local/share/gatebench/history.sqlite).
+    #[arg(
+        long,
+        value_name = "PATH_OR_URL",
+        num_args = 0..=1,
+        default_missing_value = "",
+        requires = "version",
+        help_heading = "Release history"
+    )]
+    pub history: Option<String>,
+    /// The version this run measures, for --history (e.g. 2201.12.4).
+    #[arg(
+        long,
+        value_name = "VERSION",
+        requires = "history",
+        help_heading = "Release history"
+    )]
+    pub version: Option<String>,
+    /// The version's source commit, for --history.
+    #[arg(
+        long,
+        value_name = "SHA",
+        requires = "history",
+        help_heading = "Release history"
+    )]
+    pub commit: Option<String>,
+    /// The version's date for the history's version order, RFC 3339 [default: the run's
+    /// start].
+    #[arg(long, value_name = "RFC3339", value_parser = crate::cmd::history::parse_date, requires = "history", help_heading = "Release history")]
+    pub date: Option<i64>,
+    /// Replace the version when the history already has it.
+    #[arg(long, requires = "history", help_heading = "Release history")]
+    pub replace: bool,
 }
 
 /// Runs the subcommand.
@@ -136,6 +177,15 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     if let Some(w) = warning {
         eprintln!("gatebench: warning: {w}");
     }
+    // The history is checked (reachable, same suite, a new version) before anything runs.
+    let mut history = match (&args.history, &args.version) {
+        (Some(given), Some(version)) => {
+            let identity = fingerprint::suite_identity(&suite.to_toml())
+                .map_err(|e| anyhow::anyhow!("the resolved suite: {e}"))?;
+            Some(LiveHistory::check(given, &identity, version, args.replace)?)
+        }
+        _ => None,
+    };
     let exe = std::env::current_exe().context("finding the gatebench executable")?;
     // Every remote host is reached, checked and readied before the results directory exists:
     // a host that cannot be used is one line naming it (exit 2), and no directory is left.
@@ -154,7 +204,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     if !reports.is_empty() {
         dir.write_json("hosts.json", &reports)?;
     }
-    println!("Results: {}\n", out_dir.display());
+    println!("Results: {}", out_dir.display());
+    if let Some(h) = &mut history {
+        h.begin(&out_dir, args.commit.as_deref(), args.date, args.replace)?;
+    }
+    println!();
 
     let stop = signal::interrupt_flag();
     let settings = RunSettings {
@@ -163,7 +217,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         placement,
         hosts,
     };
-    let mut observer = Display::new(&suite, plan.cells.len());
+    let mut observer = Display::new(&suite, plan.cells.len(), history);
     let run = gatebench_runner::run_suite(
         &suite,
         &plan,
@@ -177,6 +231,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let missing = plan.cells.len() - run.records.len();
     write_summaries(&dir, &suite.name, &run.records, missing)?;
     let page = write_report(&out_dir)?;
+    if let Some(h) = &mut observer.history {
+        h.finish(plan.cells.len(), &out_dir);
+    }
     println!();
     print!(
         "{}",
@@ -437,10 +494,12 @@ struct Display {
     phase: Phase,
     rps: f64,
     errors: u64,
+    /// `--history`: where each finished cell is stored.
+    history: Option<LiveHistory>,
 }
 
 impl Display {
-    fn new(suite: &Suite, planned: usize) -> Display {
+    fn new(suite: &Suite, planned: usize, history: Option<LiveHistory>) -> Display {
         let bar = std::io::stderr().is_terminal().then(|| {
             let style = ProgressStyle::with_template(
                 "{spinner} [{bar:24}] {pos}/{len} · {prefix} left · {wide_msg}",
@@ -462,6 +521,7 @@ impl Display {
             phase: Phase::Starting,
             rps: 0.0,
             errors: 0,
+            history,
         }
     }
 
@@ -578,6 +638,9 @@ impl Observer for Display {
         ));
         if let Some(bar) = &self.bar {
             bar.set_position(p.index as u64);
+        }
+        if let Some(warning) = self.history.as_mut().and_then(|h| h.cell(record)) {
+            self.say(&warning);
         }
         write_summaries(results, &self.suite, all, self.planned - all.len()).map_err(|e| {
             RunnerError::Io {
