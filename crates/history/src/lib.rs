@@ -8,5 +8,8 @@
 //! # Layout
 //! - [`series`]: the values the analyses work on: one cell's metric, version by version, each
 //!   version with every repeat's value.
+//! - [`changepoint`]: the versions where a series moved (E-divisive means with a permutation
+//!   test), each with its shift, interval and p-value.
 
+pub mod changepoint;
 pub mod series;
