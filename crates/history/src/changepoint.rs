@@ -45,6 +45,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::series::Series;
 
+/// Up to this many observations on both sides together the shift's interval is read off the
+/// exact distribution; beyond, the normal approximation (the exact one costs a second at 100
+/// against 100, and segments of a long series are that long).
+pub const SHIFT_EXACT_LIMIT: usize = 40;
+
 /// How change points are searched for.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Options {
@@ -371,8 +376,9 @@ pub fn detect(series: &Series, opts: &Options) -> Vec<ChangePoint> {
             let after = &obs[edges[i + 1]..edges[i + 2]];
             let k = cuts.binary_search(&s.at).expect("splits fall on cuts");
             let index = point_of[k];
-            let shift = stats::hodges_lehmann(before, after, opts.confidence)
-                .expect("segments are never empty");
+            let shift =
+                stats::hodges_lehmann_within(before, after, opts.confidence, SHIFT_EXACT_LIMIT)
+                    .expect("segments are never empty");
             let before_median = stats::median(before).expect("non-empty");
             let pct = |v: f64| (before_median != 0.0).then(|| v / before_median.abs() * 100.0);
             ChangePoint {
@@ -429,7 +435,7 @@ pub fn detect_all(series: &[Series], opts: &Options) -> Vec<Vec<ChangePoint>> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests_support {
     use super::*;
     use crate::series::{Metric, Point};
 
@@ -463,6 +469,13 @@ mod tests {
                 .collect(),
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_support::synthetic;
+    use super::*;
+    use crate::series::{Metric, Point};
 
     #[test]
     fn splitmix_matches_the_reference_sequence() {
@@ -559,11 +572,7 @@ mod tests {
             points: (0..10)
                 .map(|v| Point {
                     version: v.to_string(),
-                    samples: if v == 4 {
-                        vec![f64::NAN]
-                    } else {
-                        vec![0.0; 3]
-                    },
+                    samples: if v == 4 { vec![f64::NAN] } else { vec![0.0; 3] },
                 })
                 .collect(),
         };
@@ -595,10 +604,9 @@ mod tests {
 
     #[test]
     fn agrees_with_mongodb_signal_processing_algorithms() {
-        let r: Reference = serde_json::from_str(include_str!(
-            "../tests/fixtures/changepoint-reference.json"
-        ))
-        .expect("the fixture parses");
+        let r: Reference =
+            serde_json::from_str(include_str!("../tests/fixtures/changepoint-reference.json"))
+                .expect("the fixture parses");
         assert!(r.series.len() >= 5);
         for s in &r.series {
             // The statistic, value for value (sums in another order: relative 1e-9).
@@ -632,7 +640,7 @@ mod tests {
     }
 
     /// Runs `n` synthetic series per case and counts what is found.
-    fn rates(n: usize, opts: &Options) -> (usize, usize, usize) {
+    pub(super) fn rates(n: usize, opts: &Options) -> (usize, usize, usize) {
         let mut rng = SplitMix64::new(2026);
         let mut shifted = Vec::new();
         let mut truth = Vec::new();
@@ -641,7 +649,13 @@ mod tests {
             let versions = 20 + rng.below(31);
             let at = 1 + rng.below(versions - 1);
             let sign = if i % 2 == 0 { 1.0 } else { -1.0 };
-            shifted.push(synthetic(&mut rng, versions, 5, 0.02, Some((at, 0.05 * sign))));
+            shifted.push(synthetic(
+                &mut rng,
+                versions,
+                5,
+                0.02,
+                Some((at, 0.05 * sign)),
+            ));
             truth.push(at);
             let versions = 20 + rng.below(31);
             stable.push(synthetic(&mut rng, versions, 5, 0.02, None));
@@ -671,10 +685,69 @@ mod tests {
     fn detection_rates_on_synthetic_series() {
         let n = 200;
         let (right, _, false_changes) = rates(n, &Options::default());
-        assert!(right * 100 >= 95 * n, "found at the right version in {right} of {n}");
+        assert!(
+            right * 100 >= 95 * n,
+            "found at the right version in {right} of {n}"
+        );
         assert!(
             false_changes * 100 <= n,
             "{false_changes} false changes in {n} stable series"
         );
+    }
+}
+
+/// The speed figure: 40 cells × 7 metrics × 50 versions × 5 repeats in ≤ 10 s on two
+/// cores. Run with `cargo test --release -p gatebench-history -- --ignored --nocapture
+/// whole_suite`. Last run: 2 cores shared, 2026-11-28: see the commit that added it.
+#[cfg(test)]
+mod speed {
+    use super::tests_support::synthetic;
+    use super::*;
+
+    #[test]
+    #[ignore = "timing; run in release"]
+    fn whole_suite_of_series() {
+        let mut rng = SplitMix64::new(1);
+        let series: Vec<Series> = (0..40 * 7)
+            .map(|i| {
+                // A third stable, a third with one 5 % step, a third with two.
+                let shift = match i % 3 {
+                    0 => None,
+                    _ => Some((10 + rng.below(35), if i % 2 == 0 { 0.05 } else { -0.05 })),
+                };
+                let mut s = synthetic(&mut rng, 50, 5, 0.02, shift);
+                if i % 3 == 2 {
+                    for p in &mut s.points[40..] {
+                        for v in &mut p.samples {
+                            *v *= 1.08;
+                        }
+                    }
+                }
+                s
+            })
+            .collect();
+        let t = std::time::Instant::now();
+        let found = detect_all(&series, &Options::default());
+        let took = t.elapsed();
+        let n: usize = found.iter().map(Vec::len).sum();
+        eprintln!(
+            "{} series of 50 versions × 5 repeats on {} threads: {n} change points in {took:?}",
+            series.len(),
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        );
+        assert!(took.as_secs_f64() <= 10.0, "{took:?}");
+    }
+
+    #[test]
+    #[ignore = "rates at other significance levels; run in release"]
+    fn rates_at_other_levels() {
+        for alpha in [0.05, 0.01] {
+            let opts = Options {
+                alpha,
+                ..Options::default()
+            };
+            eprint!("alpha {alpha}: ");
+            let _ = super::tests::rates(200, &opts);
+        }
     }
 }
