@@ -10,6 +10,9 @@
 //!   version with every repeat's value.
 //! - [`changepoint`]: the versions where a series moved (E-divisive means with a permutation
 //!   test), each with its shift, interval and p-value.
+//! - [`gate`]: release gates (absolute, relative to a pinned baseline, stability), their
+//!   verdict, exit codes and JUnit XML.
 
 pub mod changepoint;
+pub mod gate;
 pub mod series;
