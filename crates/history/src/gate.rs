@@ -30,7 +30,7 @@ use std::str::FromStr;
 
 use gatebench_report::stats;
 use gatebench_report::svg::esc;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::series::{Metric, Series};
 
@@ -46,7 +46,7 @@ pub const EXIT_UNSTABLE: i32 = 3;
 pub const EXIT_CANNOT_JUDGE: i32 = 4;
 
 /// A comparison.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Cmp {
     /// `<`
     Lt,
@@ -81,7 +81,7 @@ impl Cmp {
 }
 
 /// How the spread of the repeats is measured by a stability gate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Spread {
     /// Coefficient of variation: sample standard deviation over the mean, %.
     Cv,
@@ -90,7 +90,7 @@ pub enum Spread {
 }
 
 /// One gate.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Gate {
     /// The candidate's median against a fixed objective, in the metric's unit.
     Absolute {
@@ -406,7 +406,7 @@ pub fn parse_all<S: AsRef<str>>(exprs: &[S]) -> Result<Vec<Gate>, GateParseError
 }
 
 /// A verdict, for one cell and gate or overall.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// The objective holds.
@@ -442,7 +442,7 @@ impl Verdict {
 }
 
 /// How gates are judged.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GateOptions {
     /// Significance level of relative gates' Mann-Whitney test.
     pub alpha: f64,
@@ -464,7 +464,7 @@ impl Default for GateOptions {
 }
 
 /// One gate judged on one cell.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Outcome {
     /// The suite.
     pub suite: String,
@@ -479,7 +479,7 @@ pub struct Outcome {
 }
 
 /// Every gate on every cell of a candidate, and the overall verdict.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GateReport {
     /// The candidate version.
     pub candidate: String,

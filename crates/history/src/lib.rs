@@ -12,7 +12,10 @@
 //!   test), each with its shift, interval and p-value.
 //! - [`gate`]: release gates (absolute, relative to a pinned baseline, stability), their
 //!   verdict, exit codes and JUnit XML.
+//! - [`site`]: the static trend site (index, a page per scenario with charts against version,
+//!   a page per release with seed 004's summary table).
 
 pub mod changepoint;
 pub mod gate;
 pub mod series;
+pub mod site;
