@@ -156,6 +156,8 @@ tr.regression td{background:#fde8e8}tr.improvement td{background:#e8f5e9}
 .note{color:#555;font-size:12px}
 svg.plot{max-width:100%;height:auto;border:1px solid #eee}
 .figs{display:flex;flex-wrap:wrap;gap:8px;align-items:flex-start}
+.figs figure{margin:0;flex:1 1 520px;max-width:calc(50% - 4px)}
+@media (max-width:900px){.figs figure{max-width:100%}}
 section.cell{margin-bottom:18px}
 a{color:#0b57d0}
 ";
@@ -388,7 +390,8 @@ fn chart(series: &Series, versions: &[String], changes: Option<&SeriesChanges>) 
         versions
             .iter()
             .enumerate()
-            .filter(|(i, _)| i % step == 0 || *i + 1 == versions.len())
+            // Every `step`-th version, and the last one unless it would crowd the one before.
+            .filter(|(i, _)| i % step == 0 || (*i + 1 == versions.len() && i % step > step / 2))
             .map(|(i, v)| (i as f64, v.clone()))
             .collect(),
     );
@@ -461,7 +464,7 @@ fn scenario_page(suite: &SuiteInput, scenario: &str) -> String {
             esc(&slug(&cell.key)),
             cell.users,
             cell.size_bytes,
-            num(cell.delay_ms),
+            esc(&svg::tick_label(cell.delay_ms)),
             esc(&cell.protocol)
         );
         let _ = writeln!(h, "<div class=\"figs\">");
@@ -576,7 +579,7 @@ fn release_page(suite: &SuiteInput, r: &Release) -> String {
             esc(&row.scenario),
             row.users,
             row.size_bytes,
-            num(row.delay_ms),
+            esc(&svg::tick_label(row.delay_ms)),
             num(row.error_pct),
             num(row.throughput),
             num(row.mean_ms),
