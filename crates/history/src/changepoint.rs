@@ -560,7 +560,21 @@ mod tests {
         let b = detect(&s, &Options::default());
         assert_eq!(a, b);
         let all = detect_all(&[s.clone(), s.clone()], &Options::default());
-        assert_eq!(all, vec![a.clone(), a]);
+        assert_eq!(all, vec![a.clone(), a.clone()]);
+        // Another seed shuffles differently: the same change, the p-value may differ.
+        let other = detect(
+            &s,
+            &Options {
+                seed: 99,
+                ..Options::default()
+            },
+        );
+        assert_eq!(
+            other.iter().map(|c| c.index).collect::<Vec<_>>(),
+            a.iter().map(|c| c.index).collect::<Vec<_>>()
+        );
+        assert_eq!(a.len(), 1);
+        assert_eq!(other[0].shift, a[0].shift);
     }
 
     #[test]
@@ -698,7 +712,9 @@ mod tests {
 
 /// The speed figure: 40 cells × 7 metrics × 50 versions × 5 repeats in ≤ 10 s on two
 /// cores. Run with `cargo test --release -p gatebench-history -- --ignored --nocapture
-/// whole_suite`. Last run: 2 cores shared, 2026-11-28: see the commit that added it.
+/// whole_suite`. Last run, 2026-11-28, 2 cores shared with other builds: 280 series, 275
+/// change points, 2.2 s. `rates_at_other_levels` printed, for 200 series each: at α = 0.05
+/// 192 found exactly, 11 false changes in stable series; at α = 0.01 196 and 2.
 #[cfg(test)]
 mod speed {
     use super::tests_support::synthetic;

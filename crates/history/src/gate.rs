@@ -499,16 +499,34 @@ pub fn evaluate(
     candidate: &str,
     opts: &GateOptions,
 ) -> GateReport {
+    let has = |suite: &str, cell: &str, version: &str| {
+        series.iter().any(|s| {
+            s.suite == suite && s.cell == cell && s.points.iter().any(|p| p.version == version)
+        })
+    };
+    // The candidate's cells, and for relative gates the baseline's too: a cell the candidate
+    // dropped is not judged a pass by being absent.
     let mut cells: Vec<(&str, &str)> = series
         .iter()
-        .filter(|s| s.points.iter().any(|p| p.version == candidate))
+        .filter(|s| {
+            s.points.iter().any(|p| {
+                p.version == candidate
+                    || gates.iter().any(
+                        |g| matches!(g, Gate::Relative { baseline, .. } if *baseline == p.version),
+                    )
+            })
+        })
         .map(|s| (s.suite.as_str(), s.cell.as_str()))
         .collect();
     cells.sort_unstable();
     cells.dedup();
+    let candidate_cells = cells
+        .iter()
+        .filter(|(suite, cell)| has(suite, cell, candidate))
+        .count();
     let note = if gates.is_empty() {
         Some("no gates to judge by".to_owned())
-    } else if cells.is_empty() {
+    } else if candidate_cells == 0 {
         Some(format!("no cell has a run of version {candidate}"))
     } else {
         None
@@ -516,6 +534,12 @@ pub fn evaluate(
     let mut outcomes = Vec::new();
     for (suite, cell) in &cells {
         for gate in gates {
+            let in_candidate = has(suite, cell, candidate);
+            let judged = in_candidate
+                || matches!(gate, Gate::Relative { baseline, .. } if has(suite, cell, baseline));
+            if !judged {
+                continue;
+            }
             let s = series
                 .iter()
                 .find(|s| s.suite == *suite && s.cell == *cell && s.metric == gate.metric());
@@ -1053,6 +1077,29 @@ mod tests {
             verdict(&["cv(p99) < 5%"], "1.4").verdict,
             Verdict::CannotJudge
         );
+        // A cell the baseline has and the candidate dropped.
+        let mut s = suite();
+        s.push(series(
+            Metric::Throughput,
+            "proxy_u100_s50_d0",
+            &[("1.0", &[1.0, 2.0, 3.0, 4.0])],
+        ));
+        let g = parse_all(&["throughput >= -50% vs 1.0", "p99 < 100ms"]).unwrap();
+        let r = evaluate(&g, &s, "1.1", &GateOptions::default());
+        assert_eq!(r.verdict, Verdict::CannotJudge, "{r:?}");
+        let dropped: Vec<_> = r
+            .outcomes
+            .iter()
+            .filter(|o| o.cell == "proxy_u100_s50_d0")
+            .collect();
+        assert_eq!(
+            dropped.len(),
+            1,
+            "only the relative gate looks for it: {r:?}"
+        );
+        assert!(dropped[0]
+            .detail
+            .contains("no throughput figures of version 1.1"));
         // A metric the cell has no figures for.
         let r = verdict(&["errors < 1%"], "1.0");
         assert_eq!(r.verdict, Verdict::CannotJudge);
