@@ -12,11 +12,20 @@
 //!   its migrations, adding runs, and the reads the analyses use ([`Store::series`],
 //!   [`Store::runs`], [`Store::histograms`]).
 //! - [`export`]: the stored figures as tidy CSV or JSON.
+//! - [`changepoint`]: the versions where a series moved (E-divisive means with a permutation
+//!   test), each with its shift, interval and p-value.
+//! - [`gate`]: release gates (absolute, relative to a pinned baseline, stability), their
+//!   verdict, exit codes and JUnit XML.
+//! - [`site`]: the static trend site (index, a page per scenario with charts against version,
+//!   a page per release with seed 004's summary table).
 //! - [`error`]: the one error type, [`HistoryError`].
 
+pub mod changepoint;
 pub mod error;
 pub mod export;
+pub mod gate;
 pub mod series;
+pub mod site;
 pub mod store;
 
 pub use error::HistoryError;
