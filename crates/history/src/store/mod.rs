@@ -196,6 +196,13 @@ impl RunInput {
                 results.missing[0]
             )));
         }
+        if let Some((id, why)) = results.damaged.first() {
+            return Err(unstorable(format!(
+                "{} damaged record(s), first cell {id}: {why}; only a run whose every record \
+                 reads is added",
+                results.damaged.len()
+            )));
+        }
         let suite_toml = std::fs::read_to_string(dir.join(gatebench_results::paths::SUITE_TOML))
             .map_err(|e| unstorable(format!("no readable suite.toml ({e})")))?;
         let env = gatebench_results::read_environment(dir)?
