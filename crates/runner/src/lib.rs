@@ -28,6 +28,7 @@
 //!   same windows.
 //! - [`cell`]: the lifecycle of one cell (capacity and cost cells in `cell/search.rs`).
 //! - [`run`](mod@run): the whole run, setup commands, progress for an observer.
+//! - [`settle`]: `--until-stable`: whether a cell's repeats have settled.
 //! - [`results`]: the environment and default directory name; the results directory itself
 //!   (`gatebench-results`) re-exported.
 //! - [`error`]: the one error type, [`RunnerError`].
@@ -44,6 +45,7 @@ pub mod placeholder;
 pub mod results;
 pub mod run;
 pub mod sampler;
+pub mod settle;
 pub mod shards;
 pub mod suite;
 

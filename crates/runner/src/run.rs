@@ -20,6 +20,7 @@ use crate::launch::Launcher;
 use crate::matrix::{cell_time, Cell, Plan};
 use crate::pin::Placement;
 use crate::results::{environment, ResultsDir};
+use crate::settle::{Settling, UntilStable};
 use crate::suite::Suite;
 
 /// Where the run stands, for the progress display.
@@ -79,6 +80,9 @@ pub struct RunSettings {
     pub placement: Placement,
     /// The remote hosts, ready ([`crate::hosts::prepare`]); the default runs everything here.
     pub hosts: HostPlan,
+    /// `--until-stable`: each load cell repeated, right after itself, until its median
+    /// throughput has settled ([`crate::settle`]) or the cap is reached.
+    pub until_stable: Option<UntilStable>,
 }
 
 /// What a run produced.
@@ -88,6 +92,11 @@ pub struct RunSummary {
     pub records: Vec<CellRecord>,
     /// Whether Ctrl-C ended the run early.
     pub interrupted: bool,
+    /// With `--until-stable`: every load cell's last state (its id without the repeat), in
+    /// run order.
+    pub settling: Vec<(String, Settling)>,
+    /// Cells planned in the end: the plan's, and the repeats `--until-stable` added.
+    pub planned: usize,
 }
 
 impl RunSummary {
@@ -136,17 +145,23 @@ pub fn run_suite(
     observer: &mut dyn Observer,
 ) -> Result<RunSummary, RunnerError> {
     let setup_failures = run_setups(suite, plan, results, &settings.hosts, launcher, observer);
-    let total = plan.cells.len();
-    let mut records: Vec<CellRecord> = Vec::with_capacity(total);
+    // With --until-stable the plan grows as cells ask for more repeats: each one is planned
+    // right after the repeat that did not settle.
+    let mut cells: Vec<Cell> = plan.cells.clone();
+    let mut records: Vec<CellRecord> = Vec::with_capacity(cells.len());
     let mut interrupted = false;
-    for (i, cell) in plan.cells.iter().enumerate() {
+    let mut settling = Vec::new();
+    let mut i = 0;
+    while i < cells.len() {
+        let total = cells.len();
+        let cell = &cells[i];
         if settings.stop.load(Ordering::Relaxed) {
             interrupted = true;
             break;
         }
         let cell_start = Instant::now();
         let per_cell = cell_time(suite, cell);
-        let remaining: Duration = plan.cells[i..].iter().map(|c| cell_time(suite, c)).sum();
+        let remaining: Duration = cells[i..].iter().map(|c| cell_time(suite, c)).sum();
         let progress = |done: usize| Progress {
             cell,
             title: &suite.scenarios[cell.scenario].title,
@@ -188,11 +203,74 @@ pub fn run_suite(
         records.push(out.record);
         let record = records.last().expect("just pushed");
         observer.cell_finished(&progress(i + 1), record, results, &records)?;
+        if let Some(how) = &settings.until_stable {
+            if let Some((key, state, again)) = settle_next(cell, &records, how) {
+                if let Some(next) = again {
+                    plan_more(results, &next.id)?;
+                    cells.insert(i + 1, next);
+                } else {
+                    settling.push((key, state));
+                }
+            }
+        }
+        i += 1;
     }
     Ok(RunSummary {
         records,
         interrupted,
+        settling,
+        planned: cells.len(),
     })
+}
+
+/// After a repeat of a load cell under `--until-stable`: the cell's key (its id without the
+/// repeat), where its repeats stand, and the next repeat when it has not settled and may
+/// have another. `None` for cells that are not loads.
+fn settle_next(
+    cell: &Cell,
+    records: &[CellRecord],
+    how: &UntilStable,
+) -> Option<(String, Settling, Option<Cell>)> {
+    if cell.kind != gatebench_model::CellKind::Load {
+        return None;
+    }
+    let key = cell
+        .id
+        .strip_suffix(&format!("_r{}", cell.repeat))
+        .unwrap_or(&cell.id)
+        .to_owned();
+    let same = |r: &&CellRecord| {
+        r.cell.id.strip_suffix(&format!("_r{}", r.cell.repeat)) == Some(key.as_str())
+    };
+    let values = crate::settle::throughputs(records.iter().filter(same));
+    let state = crate::settle::settling(&values, how);
+    // A failed repeat does not settle anything: the cell stops repeating and says so.
+    let failed = records.last().is_some_and(|r| {
+        r.status != gatebench_model::CellStatus::Ok || r.load.as_ref().is_some_and(|l| !l.valid)
+    });
+    let again = (!state.settled && !failed && cell.repeat < how.max_repeats).then(|| {
+        let mut next = cell.clone();
+        next.repeat += 1;
+        next.id = format!("{key}_r{}", next.repeat);
+        next
+    });
+    Some((key, state, again))
+}
+
+/// Adds a cell to `run.json`'s planned cells, so that a reader of the directory counts it
+/// (and an interrupted run says it is missing).
+fn plan_more(results: &ResultsDir, id: &str) -> Result<(), RunnerError> {
+    let path = results.join(paths::RUN_JSON);
+    let text = std::fs::read_to_string(&path).map_err(|e| RunnerError::io("read", &path, e))?;
+    let mut manifest: RunManifest = serde_json::from_str(&text).map_err(|e| {
+        RunnerError::io(
+            "read",
+            &path,
+            std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+        )
+    })?;
+    manifest.planned_cells.push(id.to_owned());
+    Ok(results.write_json(paths::RUN_JSON, &manifest)?)
 }
 
 /// Runs each planned scenario's setup once; returns the failures by scenario index.

@@ -26,6 +26,7 @@ use gatebench_runner::launch::SystemLauncher;
 use gatebench_runner::matrix::format_estimate;
 use gatebench_runner::pin::Placement;
 use gatebench_runner::results::{self, ResultsDir};
+use gatebench_runner::settle::{Settling, UntilStable};
 use gatebench_runner::suite::Intensity;
 use gatebench_runner::{Observer, Plan, Progress, RunSettings, RunnerError, Suite};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
@@ -68,6 +69,15 @@ pub struct RunArgs {
     /// cells.
     #[arg(long, value_name = "N")]
     pub repeats: Option<std::num::NonZeroU32>,
+    /// Repeat each load cell, right after itself, until the 95 % confidence interval of its
+    /// median throughput is within ±BOUND of the median (at least 6 repeats: fewer cannot
+    /// bound a median at 95 %), or --max-repeats is reached; the end of the run names the
+    /// cells that never settled. Replaces the suite's repeats [default BOUND: 2%].
+    #[arg(long, value_name = "BOUND", num_args = 0..=1, default_missing_value = "2%", value_parser = parse_bound, conflicts_with = "repeats")]
+    pub until_stable: Option<f64>,
+    /// With --until-stable, the most repeats a cell gets (6 to 1000).
+    #[arg(long, value_name = "N", default_value_t = 20, requires = "until_stable", value_parser = clap::value_parser!(u32).range(6..=1000))]
+    pub max_repeats: u32,
     /// Warm-up of every cell, instead of the suite's (e.g. `0.5s` for a quick smoke run; at
     /// most 100 days).
     #[arg(long, value_name = "DURATION", value_parser = gatebench_loadgen::bounds::parse_duration, allow_hyphen_values = true)]
@@ -137,6 +147,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     };
     if args.quick {
         suite.apply_quick()?;
+    }
+    if args.until_stable.is_some() {
+        // Each cell starts with one repeat; the run adds the rest as each one asks.
+        suite.repeats = std::num::NonZeroU32::MIN;
     }
     if let Some(n) = args.repeats {
         suite.repeats = n;
@@ -216,6 +230,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         stop: stop.clone(),
         placement,
         hosts,
+        until_stable: args.until_stable.map(|bound| UntilStable {
+            bound,
+            confidence: 0.95,
+            max_repeats: args.max_repeats,
+        }),
     };
     let mut observer = Display::new(&suite, plan.cells.len(), history);
     let run = gatebench_runner::run_suite(
@@ -228,11 +247,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         &mut observer,
     )?;
     observer.clear();
-    let missing = plan.cells.len() - run.records.len();
+    let missing = run.planned.saturating_sub(run.records.len());
     write_summaries(&dir, &suite.name, &run.records, missing)?;
     let page = write_report(&out_dir)?;
     if let Some(h) = &mut observer.history {
-        h.finish(plan.cells.len(), &out_dir);
+        h.finish(run.planned, &out_dir);
     }
     println!();
     print!(
@@ -247,11 +266,14 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         out_dir.display(),
         page.display()
     );
+    if let Some(bound) = args.until_stable {
+        print!("{}", settling_text(&run.settling, bound, args.max_repeats));
+    }
     if run.interrupted {
         eprintln!(
             "gatebench: interrupted: {} of {} cells done; re-render later with `gatebench report {}`",
             run.records.len(),
-            plan.cells.len(),
+            run.planned,
             out_dir.display()
         );
         return Ok(ExitCode::from(130));
@@ -261,6 +283,48 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `--until-stable 2%` → 0.02: a percentage above 0 and at most 100.
+fn parse_bound(s: &str) -> Result<f64, String> {
+    let t = s.trim().trim_end_matches('%').trim();
+    match t.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 100.0 => Ok(v / 100.0),
+        _ => Err(format!(
+            "`{s}` is not a bound (write a percentage above 0, e.g. 2%)"
+        )),
+    }
+}
+
+/// The end of an `--until-stable` run: how many cells settled, and each one that did not,
+/// with its repeats and how far its median's interval still reached.
+fn settling_text(states: &[(String, Settling)], bound: f64, max: u32) -> String {
+    let unsettled: Vec<&(String, Settling)> = states.iter().filter(|(_, s)| !s.settled).collect();
+    let mut out = format!(
+        "\nUntil stable (median throughput within ±{}% at 95%): {} of {} cells settled",
+        bound * 100.0,
+        states.len() - unsettled.len(),
+        states.len()
+    );
+    if unsettled.is_empty() {
+        out.push_str(".\n");
+        return out;
+    }
+    out.push_str(&format!(
+        "; never settled within {max} repeats (or stopped by a failure):\n"
+    ));
+    for (id, s) in unsettled {
+        let reach = s
+            .half_width
+            .map_or("too few usable repeats".to_owned(), |h| {
+                format!("±{:.1}%", h * 100.0)
+            });
+        out.push_str(&format!(
+            "  {id}: {} repeats, median {:.1} req/s, {reach}\n",
+            s.n, s.median
+        ));
+    }
+    out
 }
 
 /// The fixed ports (`port = …` in a process table) of the planned scenarios, by role, that

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use gatebench_model::{CellRecord, CellStatus};
 use gatebench_runner::cell::{run_cell, CellContext, CellEvent, Phase};
 use gatebench_runner::pin::Placement;
-use gatebench_runner::run::{Observer, Progress};
+use gatebench_runner::run::{Observer, Progress, Quiet};
 use gatebench_runner::{prepare, run_suite, Plan, ResultsDir, RunSettings, RunnerError, Suite};
 
 use crate::support::{suite, temp_dir, FakeDriver, FakeLauncher};
@@ -560,6 +560,58 @@ fn settings(stop: Arc<AtomicBool>) -> RunSettings {
         stop,
         placement: Placement::default(),
         hosts: Default::default(),
+        until_stable: None,
+    }
+}
+
+/// `--until-stable`: a steady cell stops at the fewest repeats that bound its median; a noisy
+/// one runs to the cap and is reported unsettled; the added repeats are planned in run.json.
+#[test]
+fn until_stable_repeats_a_cell_until_its_median_settles_or_the_cap() {
+    let s = suite(&TWO.replace("users = [1, 2]", "users = [1]"));
+    let plan = Plan::new(&s, &["echo*".to_owned()], &[]).unwrap();
+    assert_eq!(plan.cells.len(), 1);
+    let how = gatebench_runner::settle::UntilStable {
+        bound: 0.02,
+        confidence: 0.95,
+        max_repeats: 9,
+    };
+    for (throughputs, repeats, settled) in [
+        (vec![1000.0, 1001.0, 999.0, 1000.5, 999.5, 1000.2], 6, true),
+        (vec![1000.0, 1300.0, 800.0], 9, false),
+    ] {
+        let root = temp_dir("until-stable");
+        let dir = ResultsDir::create(&root.join("out")).unwrap();
+        prepare(&s, &plan, &dir).unwrap();
+        let mut settings = settings(Arc::new(AtomicBool::new(false)));
+        settings.until_stable = Some(how);
+        let mut d = FakeDriver {
+            throughputs,
+            ..FakeDriver::default()
+        };
+        let run = run_suite(
+            &s,
+            &plan,
+            &dir,
+            &settings,
+            &mut FakeLauncher::default(),
+            &mut d,
+            &mut Quiet,
+        )
+        .unwrap();
+        assert_eq!(run.records.len(), repeats);
+        assert_eq!(run.planned, repeats);
+        let ids: Vec<&str> = run.records.iter().map(|r| r.cell.id.as_str()).collect();
+        assert_eq!(
+            ids.last().copied(),
+            Some(format!("echo_u1_s50_d0_r{repeats}").as_str())
+        );
+        assert_eq!(run.settling.len(), 1);
+        assert_eq!(run.settling[0].0, "echo_u1_s50_d0");
+        assert_eq!(run.settling[0].1.settled, settled, "{:?}", run.settling);
+        let back = gatebench_runner::results::read(dir.path()).unwrap();
+        assert_eq!((back.records.len(), back.missing.len()), (repeats, 0));
+        let _ = std::fs::remove_dir_all(root);
     }
 }
 

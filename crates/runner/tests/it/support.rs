@@ -108,6 +108,10 @@ pub struct FakeDriver {
     pub intervals: Vec<(u64, f64, u64)>,
     /// Every load configuration `verify` was given.
     pub configs: Arc<Mutex<Vec<LoadConfig>>>,
+    /// The measurement's throughput of each load in turn (cycled); empty: the report's own.
+    pub throughputs: Vec<f64>,
+    /// Loads so far.
+    pub loads: usize,
 }
 
 impl Driver for FakeDriver {
@@ -164,7 +168,12 @@ impl Driver for FakeDriver {
         if let Some(f) = &self.interrupt {
             f.store(true, std::sync::atomic::Ordering::Relaxed);
         }
-        Ok(report(&config))
+        let mut r = report(&config);
+        if !self.throughputs.is_empty() {
+            r.measurement.throughput_rps = self.throughputs[self.loads % self.throughputs.len()];
+        }
+        self.loads += 1;
+        Ok(r)
     }
 }
 
