@@ -16,11 +16,14 @@
 //!   into series for plots.
 //! - [`svg`]: hand-written SVG charts: lines over linear or logarithmic axes.
 //! - [`html`]: the self-contained `report.html` and its plots as SVG files.
+//! - [`export`]: the one exporter of a results directory: every derived file (summaries,
+//!   tables, `report.html`, plots), for a run cell by cell and for `gatebench report`.
 
 pub mod capacity;
 pub mod cellfiles;
 pub mod compare;
 pub mod cost;
+pub mod export;
 pub mod fmt;
 pub mod html;
 pub mod load_text;

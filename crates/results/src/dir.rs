@@ -142,6 +142,19 @@ fn sync_dir(dir: &Path) -> Result<(), ResultsError> {
         .map_err(|e| ResultsError::io("sync", dir, e))
 }
 
+/// A cell's side files as they were written (or are about to be): its per-second resource
+/// samples (`samples.csv`), its per-second load figures (`timeline.csv`) and its interval log
+/// (`latency.hlog`). Any may be missing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CellFiles<'a> {
+    /// `samples.csv`.
+    pub samples_csv: Option<&'a str>,
+    /// `timeline.csv`.
+    pub timeline_csv: Option<&'a str>,
+    /// `latency.hlog`.
+    pub hlog: Option<&'a [u8]>,
+}
+
 /// A results directory read back.
 #[derive(Debug)]
 pub struct RunResults {

@@ -18,5 +18,5 @@ pub mod error;
 pub mod paths;
 pub mod rows;
 
-pub use dir::{read, read_environment, write_atomic, ResultsDir, RunResults};
+pub use dir::{read, read_environment, write_atomic, CellFiles, ResultsDir, RunResults};
 pub use error::ResultsError;

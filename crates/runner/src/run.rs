@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use gatebench_model::{CellRecord, RunManifest, ToolInfo, SCHEMA_VERSION};
-use gatebench_results::paths;
+use gatebench_results::{paths, CellFiles};
 
 use crate::cell::{run_cell, CellContext, CellEvent};
 use crate::driver::Driver;
@@ -50,12 +50,14 @@ pub trait Observer {
     fn cell_started(&mut self, _p: &Progress<'_>) {}
     /// A phase began or a second of load passed.
     fn cell_event(&mut self, _p: &Progress<'_>, _e: &CellEvent<'_>) {}
-    /// A cell ended and its files are on disk; `all` holds every record of the run so far, in
-    /// run order. Summaries are rewritten here; an error ends the run.
+    /// A cell ended and its files are on disk: `files` holds its side files as written, `all`
+    /// every record of the run so far, in run order. The derived files are rewritten here
+    /// (`gatebench_report::export`); an error ends the run.
     fn cell_finished(
         &mut self,
         _p: &Progress<'_>,
         _record: &CellRecord,
+        _files: &CellFiles<'_>,
         _results: &ResultsDir,
         _all: &[CellRecord],
     ) -> Result<(), RunnerError> {
@@ -202,7 +204,12 @@ pub fn run_suite(
         )?;
         records.push(out.record);
         let record = records.last().expect("just pushed");
-        observer.cell_finished(&progress(i + 1), record, results, &records)?;
+        let files = CellFiles {
+            samples_csv: out.samples_csv.as_deref(),
+            timeline_csv: out.timeline_csv.as_deref(),
+            hlog: Some(&out.hlog),
+        };
+        observer.cell_finished(&progress(i + 1), record, &files, results, &records)?;
         if let Some(how) = &settings.until_stable {
             if let Some((key, state, again)) = settle_next(cell, &records, how) {
                 if let Some(next) = again {

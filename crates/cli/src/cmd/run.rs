@@ -17,8 +17,10 @@ use anyhow::{Context, Result};
 use clap::Args;
 use gatebench_history::store::fingerprint;
 use gatebench_model::{CellKind, CellRecord, CellStatus};
+use gatebench_report::export::Exporter;
 use gatebench_report::fmt::rate;
 use gatebench_report::summary::{self, Phase as SummaryPhase};
+use gatebench_results::CellFiles;
 use gatebench_runner::cell::{CellEvent, Phase};
 use gatebench_runner::driver::NetDriver;
 use gatebench_runner::hosts::{self, HostPlan};
@@ -32,7 +34,6 @@ use gatebench_runner::{Observer, Plan, Progress, RunSettings, RunnerError, Suite
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
 
 use crate::cmd::history::LiveHistory;
-use crate::cmd::report::{write_report, write_summaries};
 use crate::signal;
 
 /// `gatebench run [SUITE]`.
@@ -236,7 +237,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             max_repeats: args.max_repeats,
         }),
     };
-    let mut observer = Display::new(&suite, plan.cells.len(), history);
+    let (exporter, _) = Exporter::open(&out_dir)?;
+    let mut observer = Sinks {
+        display: Display::new(plan.cells.len()),
+        exporter,
+        history,
+    };
     let run = gatebench_runner::run_suite(
         &suite,
         &plan,
@@ -246,10 +252,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         &mut NetDriver,
         &mut observer,
     )?;
-    observer.clear();
+    observer.display.clear();
     let missing = run.planned.saturating_sub(run.records.len());
-    write_summaries(&dir, &suite.name, &run.records, missing)?;
-    let page = write_report(&out_dir)?;
+    let page = observer.exporter.write(missing)?;
     if let Some(h) = &mut observer.history {
         h.finish(run.planned, &out_dir);
     }
@@ -550,20 +555,65 @@ fn repeats_note(suite: &Suite, plan: &Plan) -> String {
 
 /// The progress display on stderr: an indicatif bar on a terminal, one line per cell otherwise
 /// (logs, CI, pipes: the same lines a person reads, nothing redrawn).
-struct Display {
-    /// The bar over the plan's cells, on a terminal only.
-    bar: Option<ProgressBar>,
-    suite: String,
-    planned: usize,
-    phase: Phase,
-    rps: f64,
-    errors: u64,
+/// Where a run's cells go as they finish: the terminal, the results directory's derived files
+/// (the one exporter, `gatebench_report::export`), and the history when `--history` is given.
+/// The runner writes each cell's own files before any of these hears of it.
+struct Sinks {
+    display: Display,
+    exporter: Exporter,
     /// `--history`: where each finished cell is stored.
     history: Option<LiveHistory>,
 }
 
+impl Observer for Sinks {
+    fn setup_started(&mut self, scenario: &str, command: &str) {
+        self.display.setup_started(scenario, command);
+    }
+
+    fn setup_finished(&mut self, scenario: &str, result: &Result<(), RunnerError>) {
+        self.display.setup_finished(scenario, result);
+    }
+
+    fn cell_started(&mut self, p: &Progress<'_>) {
+        self.display.cell_started(p);
+    }
+
+    fn cell_event(&mut self, p: &Progress<'_>, e: &CellEvent<'_>) {
+        self.display.cell_event(p, e);
+    }
+
+    fn cell_finished(
+        &mut self,
+        p: &Progress<'_>,
+        record: &CellRecord,
+        files: &CellFiles<'_>,
+        results: &ResultsDir,
+        all: &[CellRecord],
+    ) -> Result<(), RunnerError> {
+        self.display.cell_finished(p, record, files, results, all)?;
+        if let Some(warning) = self.history.as_mut().and_then(|h| h.cell(record)) {
+            self.display.say(&warning);
+        }
+        self.exporter.add_cell(record.clone(), files);
+        // The summaries after every cell, so Ctrl-C or a crash loses at most the cell in
+        // progress; report.html, which renders every cell's plots, at the end.
+        let missing = p.total.saturating_sub(all.len());
+        Ok(self.exporter.write_summaries(missing)?)
+    }
+}
+
+/// The terminal's view of a run: a line per cell, and a progress bar on a terminal. It only
+/// displays.
+struct Display {
+    /// The bar over the plan's cells, on a terminal only.
+    bar: Option<ProgressBar>,
+    phase: Phase,
+    rps: f64,
+    errors: u64,
+}
+
 impl Display {
-    fn new(suite: &Suite, planned: usize, history: Option<LiveHistory>) -> Display {
+    fn new(planned: usize) -> Display {
         let bar = std::io::stderr().is_terminal().then(|| {
             let style = ProgressStyle::with_template(
                 "{spinner} [{bar:24}] {pos}/{len} · {prefix} left · {wide_msg}",
@@ -580,12 +630,9 @@ impl Display {
         });
         Display {
             bar,
-            suite: suite.name.clone(),
-            planned,
             phase: Phase::Starting,
             rps: 0.0,
             errors: 0,
-            history,
         }
     }
 
@@ -665,8 +712,9 @@ impl Observer for Display {
         &mut self,
         p: &Progress<'_>,
         record: &CellRecord,
-        results: &ResultsDir,
-        all: &[CellRecord],
+        _files: &CellFiles<'_>,
+        _results: &ResultsDir,
+        _all: &[CellRecord],
     ) -> Result<(), RunnerError> {
         let outcome = match (&record.status, &record.load) {
             (CellStatus::Ok, Some(l)) => format!(
@@ -701,17 +749,9 @@ impl Observer for Display {
             p.index, p.total, record.cell.id
         ));
         if let Some(bar) = &self.bar {
+            bar.set_length(p.total as u64);
             bar.set_position(p.index as u64);
         }
-        if let Some(warning) = self.history.as_mut().and_then(|h| h.cell(record)) {
-            self.say(&warning);
-        }
-        write_summaries(results, &self.suite, all, self.planned - all.len()).map_err(|e| {
-            RunnerError::Io {
-                action: "write",
-                path: results.path().join("summary.md"),
-                source: std::io::Error::other(format!("{e:#}")),
-            }
-        })
+        Ok(())
     }
 }

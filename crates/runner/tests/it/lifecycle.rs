@@ -494,9 +494,10 @@ sut = { command = "proxyd -c {cell_dir}/proxy.conf -p {port}", ready = "http://1
         .split(';')
         .next()
         .unwrap();
+    // The cell directory's path is quoted for the shell: this one has parentheses.
     assert_eq!(
         sut.command[2],
-        format!("proxyd -c {}/proxy.conf -p {listen}", cell_dir.display())
+        format!("proxyd -c '{}'/proxy.conf -p {listen}", cell_dir.display())
     );
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -520,16 +521,25 @@ impl Observer for Recorder {
         &mut self,
         _p: &Progress<'_>,
         record: &CellRecord,
+        files: &gatebench_results::CellFiles<'_>,
         results: &ResultsDir,
         all: &[CellRecord],
     ) -> Result<(), RunnerError> {
-        // The cell's files are on disk when the observer hears of it.
-        let rec = results
-            .path()
-            .join("cells")
-            .join(&record.cell.id)
-            .join("record.json");
+        // The cell's files are on disk when the observer hears of it, and its side files are
+        // handed over as written.
+        let cell = results.path().join("cells").join(&record.cell.id);
+        let rec = cell.join("record.json");
         assert!(rec.is_file(), "{}", rec.display());
+        if let Some(samples) = files.samples_csv {
+            assert_eq!(
+                std::fs::read_to_string(cell.join("samples.csv")).unwrap(),
+                samples
+            );
+        }
+        assert_eq!(
+            std::fs::read(cell.join("latency.hlog")).unwrap_or_default(),
+            files.hlog.unwrap_or_default()
+        );
         self.finished.push((record.cell.id.clone(), all.len()));
         Ok(())
     }
