@@ -249,7 +249,9 @@ fn the_default_suite_estimate_runs_nothing_and_fits_in_five_minutes() {
         .lines()
         .find_map(|l| l.strip_prefix("Estimated time: "))
         .unwrap();
-    assert!(est.starts_with("4m ") || est.starts_with("3m "), "{est}");
+    // Two minutes and some: with a ~3 minute release build, a new user's first command ends
+    // within five.
+    assert!(est.starts_with("2m "), "{est}");
     assert!(!tmp.join("results").exists());
     let _ = std::fs::remove_dir_all(tmp);
 }

@@ -42,7 +42,7 @@ use crate::signal;
     disable_version_flag = true,
     after_help = "Without SUITE, runs the built-in default suite: seed 004's eight \
 scenarios, a round-robin balancer over five echo back-ends and the echo back-end alone, on the \
-built-in services, in about four minutes. Suite files are described in docs/suite-format.md; \
+built-in services, in about two minutes. Suite files are described in docs/suite-format.md; \
 examples/ has seed 004's published parameters and nginx/HAProxy side by side.\n\nWith --history \
 and --version, the run is stored in the release history as that version of the suite, each cell \
 as it finishes (docs/history.md); the history is checked before anything runs.\n\nExit status: 0 \
