@@ -292,7 +292,9 @@ pub struct ServeArgs {
     /// Port to listen on (0 picks a free one and prints it).
     #[arg(short = 'p', long, default_value_t = 8688)]
     pub port: u16,
-    /// Delay before every response (e.g. 20ms; at most 100 days); never blocks a thread.
+    /// Delay before every response (e.g. 20ms; at most 100 days); never blocks a thread. The
+    /// echo waits before it answers; an intermediary before it forwards each request (a slower
+    /// build emulated, e.g. for a series of versions with a known change).
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration, allow_hyphen_values = true)]
     pub delay: std::time::Duration,
     /// Bytes answered to GET and other requests without a body (at most 1 GiB).

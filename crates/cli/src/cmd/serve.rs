@@ -113,6 +113,7 @@ fn intermediary(args: ServeArgs) -> Result<ExitCode> {
         max_head: args.max_head,
         max_request_line: args.max_request_line,
         tries: args.tries,
+        added_delay: args.delay,
         ..ProxyConfig::new(Vec::new())
     };
     let transform = JsonXmlLimits {

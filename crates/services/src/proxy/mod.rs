@@ -129,6 +129,10 @@ pub struct ProxyConfig {
     pub pool_idle_timeout: Duration,
     /// Idle connections kept per upstream and thread.
     pub pool_max_idle: usize,
+    /// A fixed wait before each request is forwarded (`serve --delay`): the cost of a slower
+    /// build emulated, so that a series of versions with a known change can be made (0 by
+    /// default; the health endpoint never waits).
+    pub added_delay: Duration,
 }
 
 impl ProxyConfig {
@@ -150,6 +154,7 @@ impl ProxyConfig {
             tries: 3,
             pool_idle_timeout: Duration::from_secs(30),
             pool_max_idle: 1024,
+            added_delay: Duration::ZERO,
         }
     }
 }
@@ -377,6 +382,8 @@ pub(crate) struct Shared {
     pub via: Via,
     /// `Proxy-Status` values, one per [`Failure`], built once.
     pub proxy_status: Box<[HeaderValue]>,
+    /// [`ProxyConfig::added_delay`].
+    pub added_delay: Duration,
 }
 
 /// Validates `config` and builds what serving needs; nothing is bound or spawned.
@@ -443,6 +450,7 @@ fn prepare(
         tries: config.tries,
         via,
         proxy_status,
+        added_delay: config.added_delay,
         kind,
     };
     Ok((Arc::new(protocols), Arc::new(shared)))
@@ -527,6 +535,9 @@ async fn handle(
     let http1 = req.version() <= Version::HTTP_11;
     if req.uri().path() == HEALTH_PATH && matches!(*req.method(), Method::GET | Method::HEAD) {
         return health(shared, *req.method() == Method::HEAD);
+    }
+    if !shared.added_delay.is_zero() {
+        tokio::time::sleep(shared.added_delay).await;
     }
     if shared.via.seen_in(req.headers()) {
         let failure = Failure::LoopDetected;
