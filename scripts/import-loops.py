@@ -8,7 +8,7 @@ re-exports it from. A loop is an elementary cycle of that graph. A submodule and
 that use each other are not a loop (that is how a parent and its children share items), but a
 submodule counts as its parent in any longer cycle through the parent.
 
-Usage: scripts/import-loops.py [CRATE_DIR ...]   (default: crates/services crates/loadgen)
+Usage: scripts/import-loops.py [CRATE_DIR ...]   (default: every crate under crates/)
 """
 
 import re
@@ -147,7 +147,7 @@ def cycles(edges):
 
 def main():
     root = Path(__file__).resolve().parent.parent
-    crates = sys.argv[1:] or ["crates/services", "crates/loadgen"]
+    crates = sys.argv[1:] or sorted(str(p) for p in Path("crates").iterdir() if (p / "src").is_dir())
     total = 0
     for c in crates:
         found = cycles(graph(root / c / "src"))

@@ -24,6 +24,7 @@ fn main() -> ExitCode {
     };
     init_logging(matches!(cli.command, Command::Serve(_)));
     let result = match cli.command {
+        Command::Load(args) if args.find_max => cmd::find_max::run(*args),
         Command::Load(args) => cmd::load::run(*args),
         Command::Serve(args) => cmd::serve::run(args),
         Command::Run(args) => cmd::run::run(args),

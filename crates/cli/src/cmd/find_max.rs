@@ -15,7 +15,7 @@ use gatebench_loadgen::{LoadConfig, RunOptions};
 use gatebench_model::CapacityStep;
 
 use super::load::{create, spec};
-use crate::cli::LoadArgs;
+use crate::cmd::load::LoadArgs;
 use crate::signal;
 
 /// Most steps a search runs (its check included).

@@ -25,7 +25,7 @@ use gatebench_loadgen::bounds::parse_duration;
 use gatebench_loadgen::{LoadConfig, LoadgenError};
 use serde_json::json;
 
-use crate::cli::LoadArgs;
+use crate::cmd::load::LoadArgs;
 
 /// `gatebench k8s`.
 #[derive(Debug, Args)]

@@ -20,14 +20,14 @@ use gatebench_loadgen::{
 use gatebench_model::ShardInfo;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
 
-use crate::cli::{ArrivalSpacing, LoadArgs, ReplayFormatArg, START_AT_TOLERANCE};
 use crate::signal;
 
-/// Runs the subcommand.
+mod args;
+
+pub use args::{ArrivalSpacing, LoadArgs, ReplayFormatArg, START_AT_TOLERANCE};
+
+/// Runs the subcommand (`--find-max` runs `cmd::find_max` instead, from `main`).
 pub fn run(args: LoadArgs) -> Result<ExitCode> {
-    if args.find_max {
-        return super::find_max::run(args);
-    }
     let config = LoadConfig::try_new(spec(&args)?)?;
     let shard = args.shard.map(|(index, count)| ShardInfo {
         index,
