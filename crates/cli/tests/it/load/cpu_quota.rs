@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::support::{stderr, EchoChild, BIN};
+use crate::support::{stderr, EchoChild, BIN};
 
 /// A cgroup with a CPU quota, removed when dropped.
 struct QuotaGroup(PathBuf);

@@ -7,16 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use gatebench_model::{histogram, LoadReport, Outcome};
 
-mod support;
-
-use support::{gatebench, stderr, EchoChild, BIN};
-
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("gatebench-shards-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use crate::support::{gatebench, stderr, temp_dir, EchoChild, BIN};
 
 fn read_record(p: &Path) -> LoadReport {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()

@@ -3,29 +3,17 @@
 //! of bad input.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+
+use crate::support::{gatebench_in, temp_dir, text};
 
 const SEED_004_HEADER: &str = "| Scenario Name | Concurrent Users | Message Size (Bytes) | \
 Back-end Service Delay (ms) | Error % | Throughput (Requests/sec) | Average Response Time (ms) | \
 Standard Deviation of Response Time (ms) | 99th Percentile of Response Time (ms) |";
 
+/// Runs gatebench with `args` in `cwd`.
 fn gatebench(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gatebench"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("running gatebench")
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("gatebench-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+    gatebench_in(args, cwd)
 }
 
 /// A new user's run: from the suite's directory, the default (relative) results directory or

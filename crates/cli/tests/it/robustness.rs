@@ -36,7 +36,7 @@ fn cases(n: u32) -> Config {
     }
 }
 
-const BIN: &str = env!("CARGO_BIN_EXE_gatebench");
+use crate::support::BIN;
 
 /// How long one process may take. Every path exercised here ends within milliseconds; a
 /// process still running after this is a hang (or load being sent), and fails the test.
@@ -635,12 +635,7 @@ impl std::ops::Deref for Scratch {
 }
 
 fn scratch(name: &str) -> Scratch {
-    let d = std::env::temp_dir().join(format!(
-        "gatebench-robustness-{name}-{}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&d).expect("create a scratch directory");
-    Scratch(d)
+    Scratch(crate::support::temp_dir(&format!("robustness-{name}")))
 }
 
 #[test]

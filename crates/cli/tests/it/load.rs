@@ -6,13 +6,10 @@ use std::process::{Command, Stdio};
 
 use rustix::process::Signal;
 
-#[path = "load/cpu_quota.rs"]
-mod cpu_quota;
-#[path = "load/hdrhistogram_java.rs"]
-mod hdrhistogram_java;
-mod support;
+use crate::support::{self, gatebench, kill, stderr, EchoChild, BIN};
 
-use support::{gatebench, kill, stderr, EchoChild, BIN};
+mod cpu_quota;
+mod hdrhistogram_java;
 
 #[test]
 fn bad_arguments_exit_2_with_one_line_before_any_load() {
