@@ -21,7 +21,6 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-
 /// The testbed, up; `Some(true)` when this test brought it up (and takes it down).
 fn testbed() -> Option<bool> {
     let ci = std::env::var("CI").is_ok_and(|v| v == "true");
@@ -126,7 +125,6 @@ fn binary() -> &'static Path {
         }
     })
 }
-
 
 fn suite(dir: &Path, name: &str, hosts: &str, scenarios: &str, duration: &str) -> PathBuf {
     let p = dir.join(format!("{name}.toml"));

@@ -124,7 +124,10 @@ fn the_manifest_is_a_strict_indexed_job_and_refuses_bad_load_arguments() {
     assert_eq!(str_at(&job, "/metadata/namespace"), Some("perf"));
     let spec = &job["spec"];
     assert_eq!(str_at(spec, "/completionMode"), Some("Indexed"));
-    assert_eq!((&spec["completions"], &spec["parallelism"]), (&4.into(), &4.into()));
+    assert_eq!(
+        (&spec["completions"], &spec["parallelism"]),
+        (&4.into(), &4.into())
+    );
     assert_eq!(spec["backoffLimit"], 0);
     let pod = &spec["template"]["spec"];
     assert_eq!(str_at(pod, "/restartPolicy"), Some("Never"));
