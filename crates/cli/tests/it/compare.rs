@@ -549,6 +549,7 @@ fn report_writes_html_and_plots_from_records_alone() {
 
 #[test]
 fn a_run_writes_its_timeline_and_report() {
+    let _shared = crate::support::shared();
     let tmp = temp_dir("run");
     let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tiny.toml");
     let out_dir = tmp.join("out");

@@ -188,6 +188,7 @@ fn the_manifest_is_a_strict_indexed_job_and_refuses_bad_load_arguments() {
 /// against one backend; their logs merge into one run.
 #[test]
 fn each_pods_command_runs_here_and_the_logs_merge() {
+    let _shared = crate::support::shared();
     let echo = EchoChild::start(&[]);
     let dir = std::env::temp_dir().join(format!("gatebench-k8s-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

@@ -4,8 +4,9 @@
 //! The modules share one process and run in parallel: none changes process-wide state (current
 //! directory, environment, resource limits, signal handlers); each gives a child process what
 //! it needs instead (`support::gatebench_in` for a working directory). Timing-sensitive tests
-//! take the machine alone with `support::alone()`; tests that run load hold it shared with
-//! `support::shared()`.
+//! take the machine alone with `support::alone()`; every test that runs load, a suite, or
+//! processes by the dozen holds it shared with `support::shared()`, so that nothing of this
+//! binary runs beside a timing test (when they were nine binaries, the others never did).
 //!
 //! # Layout
 //! - `support`: the binary, temporary directories, an echo back-end child, the machine lock.

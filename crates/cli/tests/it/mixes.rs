@@ -140,6 +140,7 @@ fn bad_mix_and_replay_files_exit_2_with_one_line_naming_file_and_line() {
 
 #[test]
 fn a_mix_from_the_command_line_reports_each_class() {
+    let _shared = crate::support::shared();
     let server = TestServer::start(Behavior::Respond {
         status: 200,
         body: b"ok".to_vec(),
@@ -192,6 +193,7 @@ fn a_mix_from_the_command_line_reports_each_class() {
 
 #[test]
 fn a_replay_from_the_command_line_sends_every_line() {
+    let _shared = crate::support::shared();
     let server = TestServer::start(Behavior::Respond {
         status: 200,
         body: b"ok".to_vec(),

@@ -25,6 +25,7 @@ fn unix_now() -> u64 {
 /// shards' histograms added.
 #[test]
 fn two_shards_started_at_one_instant_merge_into_one_run() {
+    let _shared = crate::support::shared();
     let echo = EchoChild::start(&[]);
     let dir = temp_dir("two");
     // Far enough ahead that both processes are up and probed on a loaded machine.
@@ -153,6 +154,7 @@ fn bad_shard_arguments_exit_2_with_one_line() {
 /// `merge` names the shard that is missing.
 #[test]
 fn merge_names_a_missing_shard() {
+    let _shared = crate::support::shared();
     let echo = EchoChild::start(&[]);
     let dir = temp_dir("missing");
     let f = dir.join("shard-0.json");
