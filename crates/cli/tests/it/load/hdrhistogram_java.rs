@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use super::{gatebench, stderr, EchoChild};
+use crate::support::{gatebench, stderr, EchoChild};
 
 const PROCESSOR: &str = "org.HdrHistogram.HistogramLogProcessor";
 

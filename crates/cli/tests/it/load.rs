@@ -6,13 +6,10 @@ use std::process::{Command, Stdio};
 
 use rustix::process::Signal;
 
-#[path = "load/cpu_quota.rs"]
-mod cpu_quota;
-#[path = "load/hdrhistogram_java.rs"]
-mod hdrhistogram_java;
-mod support;
+use crate::support::{self, gatebench, kill, stderr, EchoChild, BIN};
 
-use support::{gatebench, kill, stderr, EchoChild, BIN};
+mod cpu_quota;
+mod hdrhistogram_java;
 
 #[test]
 fn bad_arguments_exit_2_with_one_line_before_any_load() {
@@ -125,6 +122,7 @@ fn bad_arguments_exit_2_with_one_line_before_any_load() {
 
 #[test]
 fn probe_refuses_a_wrong_target_with_exit_1() {
+    let _shared = crate::support::shared();
     let echo = EchoChild::start(&[]);
     // The echo answers GET with 13 bytes, not with the request body: verification fails.
     let o = gatebench(&[
@@ -214,6 +212,7 @@ fn json_on_stdout_text_on_stderr_and_a_readable_hlog() {
 
 #[test]
 fn serve_echo_over_tls_prints_its_certificate() {
+    let _shared = crate::support::shared();
     let echo = EchoChild::start(&["--tls", "--http2"]);
     assert!(echo.url.starts_with("https://"), "{}", echo.url);
     let o = gatebench(&[

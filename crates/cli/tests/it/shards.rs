@@ -7,16 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use gatebench_model::{histogram, LoadReport, Outcome};
 
-mod support;
-
-use support::{gatebench, stderr, EchoChild, BIN};
-
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("gatebench-shards-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use crate::support::{gatebench, stderr, temp_dir, EchoChild, BIN};
 
 fn read_record(p: &Path) -> LoadReport {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
@@ -34,6 +25,7 @@ fn unix_now() -> u64 {
 /// shards' histograms added.
 #[test]
 fn two_shards_started_at_one_instant_merge_into_one_run() {
+    let _shared = crate::support::shared();
     let echo = EchoChild::start(&[]);
     let dir = temp_dir("two");
     // Far enough ahead that both processes are up and probed on a loaded machine.
@@ -162,6 +154,7 @@ fn bad_shard_arguments_exit_2_with_one_line() {
 /// `merge` names the shard that is missing.
 #[test]
 fn merge_names_a_missing_shard() {
+    let _shared = crate::support::shared();
     let echo = EchoChild::start(&[]);
     let dir = temp_dir("missing");
     let f = dir.join("shard-0.json");

@@ -3,7 +3,6 @@
 //! tiny suite for the files a run writes (timeline.csv, report.html, plots/).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use gatebench_model::{
     CellRecord, Environment, LatencySummary, Outcome, OutcomeCounts, Percentile, PhaseReport,
@@ -11,23 +10,7 @@ use gatebench_model::{
 };
 use gatebench_testkit::records;
 
-fn gatebench(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gatebench"))
-        .args(args)
-        .output()
-        .expect("running gatebench")
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("gatebench-compare-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use crate::support::{gatebench, temp_dir, text};
 
 fn phase(rps: f64, users: u32) -> PhaseReport {
     let mut outcomes = OutcomeCounts::default();
@@ -595,6 +578,7 @@ fn report_writes_html_and_plots_from_records_alone() {
 
 #[test]
 fn a_run_writes_its_timeline_and_report() {
+    let _shared = crate::support::shared();
     let tmp = temp_dir("run");
     let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tiny.toml");
     let out_dir = tmp.join("out");

@@ -1,6 +1,8 @@
-//! `gatebench k8s`: the Indexed Job it prints is decoded strictly into the official Kubernetes
-//! API types (`k8s-openapi`; any field they do not know fails the test), its semantics checked,
-//! and then each pod's exact command line is run here, as the kubelet would run it (the
+//! `gatebench k8s`: the Indexed Job it prints is validated strictly against the Kubernetes API's
+//! batch/v1 Job (`k8s/batch-v1-job.schema.json`, written by `scripts/k8s-job-schema.py` from the
+//! official API types of `k8s-openapi`: any field the API does not know, a field of the wrong
+//! type or a missing required one fails the test), its semantics checked, and then each pod's
+//! exact command line is run here, as the kubelet would run it (the
 //! `$(JOB_COMPLETION_INDEX)` reference expanded from the pod's index), against a real echo
 //! backend. The pods' logs are merged by `gatebench merge`. There is no cluster here: this is
 //! everything but the scheduling.
@@ -9,26 +11,47 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+use std::sync::OnceLock;
+
+use boon::{Compiler, SchemaIndex, Schemas};
 use gatebench_model::LoadReport;
-use k8s_openapi::api::batch::v1::Job;
+use serde_json::Value;
 
-mod support;
+use crate::support::{EchoChild, BIN};
 
-use support::{EchoChild, BIN};
 const INDEX_ANNOTATION: &str = "metadata.annotations['batch.kubernetes.io/job-completion-index']";
 
-/// Decodes a Job into `k8s_openapi`'s types, failing on every field they do not know (which
-/// serde would otherwise skip without a word) and on a wrong apiVersion or kind.
-fn decode_strict(text: &str) -> Result<Job, String> {
-    let mut ignored = Vec::new();
-    let de = &mut serde_json::Deserializer::from_str(text);
-    let job: Job = serde_ignored::deserialize(de, |path| ignored.push(path.to_string()))
-        .map_err(|e| e.to_string())?;
-    if ignored.is_empty() {
-        Ok(job)
-    } else {
-        Err(format!("fields unknown to the Kubernetes API: {ignored:?}"))
-    }
+/// The batch/v1 Job of the Kubernetes API as a JSON Schema, every object closed
+/// (`additionalProperties: false`), apiVersion and kind pinned.
+const JOB_SCHEMA: &str = include_str!("k8s/batch-v1-job.schema.json");
+
+/// Decodes a Job and validates it against [`JOB_SCHEMA`], failing on every field the API does
+/// not know (which a lenient decoder would skip without a word), on a value of the wrong type,
+/// and on a wrong apiVersion or kind.
+fn decode_strict(text: &str) -> Result<Value, String> {
+    static SCHEMA: OnceLock<(Schemas, SchemaIndex)> = OnceLock::new();
+    let (schemas, index) = SCHEMA.get_or_init(|| {
+        let schema: Value = serde_json::from_str(JOB_SCHEMA).expect("the schema is JSON");
+        let mut compiler = Compiler::new();
+        compiler
+            .add_resource("batch-v1-job.schema.json", schema)
+            .expect("the schema is a resource");
+        let mut schemas = Schemas::new();
+        let index = compiler
+            .compile("batch-v1-job.schema.json", &mut schemas)
+            .unwrap_or_else(|e| panic!("compiling the Job schema: {e:#}"));
+        (schemas, index)
+    });
+    let job: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    schemas
+        .validate(&job, *index)
+        .map_err(|e| format!("not a batch/v1 Job of the Kubernetes API: {e:#}"))?;
+    Ok(job)
+}
+
+/// The string at `pointer` in `v`.
+fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
+    v.pointer(pointer).and_then(Value::as_str)
 }
 
 /// The kubelet's expansion of `$(VAR)` in a container's command (Kubernetes'
@@ -97,40 +120,50 @@ fn the_manifest_is_a_strict_indexed_job_and_refuses_bad_load_arguments() {
     );
     let text = String::from_utf8(out.stdout).unwrap();
     let job = decode_strict(&text).expect("a valid batch/v1 Job");
-    assert_eq!(job.metadata.name.as_deref(), Some("bench-1"));
-    assert_eq!(job.metadata.namespace.as_deref(), Some("perf"));
-    let spec = job.spec.as_ref().unwrap();
-    assert_eq!(spec.completion_mode.as_deref(), Some("Indexed"));
-    assert_eq!((spec.completions, spec.parallelism), (Some(4), Some(4)));
-    assert_eq!(spec.backoff_limit, Some(0));
-    let pod = spec.template.spec.as_ref().unwrap();
-    assert_eq!(pod.restart_policy.as_deref(), Some("Never"));
-    let c = &pod.containers[0];
-    assert_eq!(c.image.as_deref(), Some("registry.example/gatebench:1"));
-    let cmd = c.command.as_ref().unwrap();
-    assert_eq!(&cmd[..3], ["gatebench", "load", "http://sut:8688/"]);
-    let at = cmd.iter().position(|a| a == "--shard").unwrap();
-    assert_eq!(cmd[at + 1], "$(JOB_COMPLETION_INDEX)/4");
-    assert!(cmd.iter().any(|a| a == "--start-at"));
-    let env = c.env.as_ref().unwrap();
-    let index = env
-        .iter()
-        .find(|e| e.name == "JOB_COMPLETION_INDEX")
-        .unwrap();
-    let field = index
-        .value_from
-        .as_ref()
+    assert_eq!(str_at(&job, "/metadata/name"), Some("bench-1"));
+    assert_eq!(str_at(&job, "/metadata/namespace"), Some("perf"));
+    let spec = &job["spec"];
+    assert_eq!(str_at(spec, "/completionMode"), Some("Indexed"));
+    assert_eq!(
+        (&spec["completions"], &spec["parallelism"]),
+        (&4.into(), &4.into())
+    );
+    assert_eq!(spec["backoffLimit"], 0);
+    let pod = &spec["template"]["spec"];
+    assert_eq!(str_at(pod, "/restartPolicy"), Some("Never"));
+    let c = &pod["containers"][0];
+    assert_eq!(str_at(c, "/image"), Some("registry.example/gatebench:1"));
+    let cmd: Vec<&str> = c["command"]
+        .as_array()
         .unwrap()
-        .field_ref
-        .as_ref()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(&cmd[..3], ["gatebench", "load", "http://sut:8688/"]);
+    let at = cmd.iter().position(|a| *a == "--shard").unwrap();
+    assert_eq!(cmd[at + 1], "$(JOB_COMPLETION_INDEX)/4");
+    assert!(cmd.contains(&"--start-at"));
+    let index = c["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "JOB_COMPLETION_INDEX")
         .unwrap();
-    assert_eq!(field.field_path, INDEX_ANNOTATION);
+    assert_eq!(
+        str_at(index, "/valueFrom/fieldRef/fieldPath"),
+        Some(INDEX_ANNOTATION)
+    );
 
     // The strict decoding does catch what the API would not know.
     let misspelt = text.replacen("\"completionMode\"", "\"completionsMode\"", 1);
     let e = decode_strict(&misspelt).unwrap_err();
     assert!(e.contains("completionsMode"), "{e}");
     assert!(decode_strict(&text.replacen("batch/v1", "batch/v2", 1)).is_err());
+    // And a value of the wrong type.
+    let mut wrong: Value = serde_json::from_str(&text).unwrap();
+    wrong["spec"]["backoffLimit"] = "0".into();
+    let e = decode_strict(&wrong.to_string()).unwrap_err();
+    assert!(e.contains("backoffLimit"), "{e}");
 
     for (args, want) in [
         (
@@ -155,6 +188,7 @@ fn the_manifest_is_a_strict_indexed_job_and_refuses_bad_load_arguments() {
 /// against one backend; their logs merge into one run.
 #[test]
 fn each_pods_command_runs_here_and_the_logs_merge() {
+    let _shared = crate::support::shared();
     let echo = EchoChild::start(&[]);
     let dir = std::env::temp_dir().join(format!("gatebench-k8s-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -180,8 +214,8 @@ fn each_pods_command_runs_here_and_the_logs_merge() {
         String::from_utf8_lossy(&out.stderr)
     );
     let job = decode_strict(&String::from_utf8(out.stdout).unwrap()).unwrap();
-    let container = &job.spec.unwrap().template.spec.unwrap().containers[0];
-    let command = container.command.clone().unwrap();
+    let container = &job["spec"]["template"]["spec"]["containers"][0];
+    let command: Vec<String> = serde_json::from_value(container["command"].clone()).unwrap();
     // `gatebench` is the image's binary; here, this build's, found on PATH as in the image.
     let bin_dir = Path::new(BIN).parent().unwrap();
     let path = format!(
@@ -193,10 +227,12 @@ fn each_pods_command_runs_here_and_the_logs_merge() {
         .map(|i| {
             // The pod's environment: JOB_COMPLETION_INDEX from its index annotation.
             let mut env = BTreeMap::new();
-            for e in container.env.as_deref().unwrap_or_default() {
-                let field = e.value_from.as_ref().and_then(|v| v.field_ref.as_ref());
-                assert_eq!(field.map(|f| f.field_path.as_str()), Some(INDEX_ANNOTATION));
-                env.insert(e.name.clone(), i.to_string());
+            for e in container["env"].as_array().map_or(&[][..], Vec::as_slice) {
+                assert_eq!(
+                    str_at(e, "/valueFrom/fieldRef/fieldPath"),
+                    Some(INDEX_ANNOTATION)
+                );
+                env.insert(e["name"].as_str().unwrap().to_owned(), i.to_string());
             }
             let argv: Vec<String> = command.iter().map(|a| kubelet_expand(a, &env)).collect();
             assert_eq!(

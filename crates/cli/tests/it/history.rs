@@ -2,9 +2,12 @@
 //! `gatebench history add|list|export` on the history it made, and the exit status and one
 //! line of each refusal.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
+use crate::support::{shared, temp_dir, text};
+
+/// The binary in `cwd`, without a `GATEBENCH_HISTORY` of the environment.
 fn gatebench(args: &[&str], cwd: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_gatebench"))
         .args(args)
@@ -12,17 +15,6 @@ fn gatebench(args: &[&str], cwd: &Path) -> Output {
         .env_remove("GATEBENCH_HISTORY")
         .output()
         .expect("running gatebench")
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("gatebench-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// A refusal: exit 2 and one line on stderr holding `needle`.
@@ -39,6 +31,7 @@ fn refused(out: &Output, needle: &str) {
 
 #[test]
 fn a_run_stored_as_it_runs_then_added_listed_and_exported() {
+    let _machine = shared();
     let tmp = temp_dir("history");
     let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tiny.toml");
     let db = tmp.join("h/history.sqlite");

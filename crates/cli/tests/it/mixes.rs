@@ -3,34 +3,16 @@
 //! before any load.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::process::Command;
 
 use gatebench_model::LoadReport;
 use gatebench_testkit::{Behavior, TestServer};
 
-const BIN: &str = env!("CARGO_BIN_EXE_gatebench");
-
-fn gatebench(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .output()
-        .expect("run gatebench")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use crate::support::{gatebench, stderr, temp_dir, BIN};
 
 /// `name` with `text` in a fresh temporary directory.
 fn file(name: &str, text: &str) -> PathBuf {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "gatebench-cli-mix-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = temp_dir("mix");
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
     p
@@ -158,6 +140,7 @@ fn bad_mix_and_replay_files_exit_2_with_one_line_naming_file_and_line() {
 
 #[test]
 fn a_mix_from_the_command_line_reports_each_class() {
+    let _shared = crate::support::shared();
     let server = TestServer::start(Behavior::Respond {
         status: 200,
         body: b"ok".to_vec(),
@@ -210,6 +193,7 @@ fn a_mix_from_the_command_line_reports_each_class() {
 
 #[test]
 fn a_replay_from_the_command_line_sends_every_line() {
+    let _shared = crate::support::shared();
     let server = TestServer::start(Behavior::Respond {
         status: 200,
         body: b"ok".to_vec(),

@@ -2,19 +2,12 @@
 //! built-in services (an echo back-end, the passthrough proxy in front of it), small bounds
 //! and short steps so each run takes seconds; and what `--estimate` counts for them.
 
-mod support;
-
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
 use serde_json::Value;
 
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("gatebench-searches-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use crate::support::{self, temp_dir};
 
 fn run(dir: &Path, suite: &str, extra: &[&str]) -> Output {
     let file = dir.join("suite.toml");

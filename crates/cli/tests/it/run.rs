@@ -3,29 +3,17 @@
 //! of bad input.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
+
+use crate::support::{gatebench_in, temp_dir, text};
 
 const SEED_004_HEADER: &str = "| Scenario Name | Concurrent Users | Message Size (Bytes) | \
 Back-end Service Delay (ms) | Error % | Throughput (Requests/sec) | Average Response Time (ms) | \
 Standard Deviation of Response Time (ms) | 99th Percentile of Response Time (ms) |";
 
+/// Runs gatebench with `args` in `cwd`.
 fn gatebench(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gatebench"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("running gatebench")
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("gatebench-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+    gatebench_in(args, cwd)
 }
 
 /// A new user's run: from the suite's directory, the default (relative) results directory or
@@ -33,6 +21,7 @@ fn text(b: &[u8]) -> String {
 /// reads a template rendered into `{cell_dir}` and is started as `sh -c` with that path.
 #[test]
 fn a_command_scenario_finds_its_cell_dir_from_its_workdir_with_relative_results() {
+    let _shared = crate::support::shared();
     let tmp = temp_dir("relative out");
     let exe = env!("CARGO_BIN_EXE_gatebench");
     std::fs::create_dir_all(tmp.join("conf")).unwrap();
@@ -91,6 +80,7 @@ sut = {{ command = "exec '{exe}' serve echo $(cat {{cell_dir}}/echo.args)" }}
 
 #[test]
 fn the_tiny_suite_runs_end_to_end_and_reports() {
+    let _shared = crate::support::shared();
     let tmp = temp_dir("tiny");
     let suite = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tiny.toml");
     let out_dir = tmp.join("out");
@@ -258,6 +248,7 @@ fn the_default_suite_estimate_runs_nothing_and_fits_in_five_minutes() {
 
 #[test]
 fn every_scenario_of_the_default_suite_runs_without_errors() {
+    let _shared = crate::support::shared();
     // One cell per scenario (10 users, 50 B), short phases: every built-in service, protocol
     // pair and TLS set-up of the main job actually answers, with no failed cell and no error.
     let tmp = temp_dir("default");
@@ -310,6 +301,7 @@ fn every_scenario_of_the_default_suite_runs_without_errors() {
 /// cells first, then the open model's, each summarised with its own model (seed 002).
 #[test]
 fn users_and_rates_in_one_suite_run_both_models() {
+    let _shared = crate::support::shared();
     let tmp = temp_dir("both-models");
     let suite = tmp.join("both.toml");
     std::fs::write(

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::support::{stderr, EchoChild, BIN};
+use crate::support::{stderr, EchoChild, BIN};
 
 /// A cgroup with a CPU quota, removed when dropped.
 struct QuotaGroup(PathBuf);
@@ -51,6 +51,7 @@ impl Drop for QuotaGroup {
 
 #[test]
 fn a_generator_held_back_by_a_cpu_quota_is_marked_invalid() {
+    let _shared = crate::support::shared();
     let group = match QuotaGroup::create() {
         Ok(g) => g,
         Err(why) => {

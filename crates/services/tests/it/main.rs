@@ -1,5 +1,6 @@
-//! Integration tests of the intermediaries (proxy, balancer, transform) over real sockets on
-//! `127.0.0.1:0`, all on the test's runtime.
+//! Integration tests of the reference services (the echo backend, and the intermediaries: proxy,
+//! balancer, transform) over real sockets on `127.0.0.1:0`, all on the test's runtime. One test
+//! binary, one module per topic (ripgrep's `tests/tests.rs` layout).
 //!
 //! The oracle for smuggling and retries is what an upstream actually received: a raw TCP
 //! upstream (`support::Capture`) records every byte. Clients are raw too where the bytes on the
@@ -8,6 +9,7 @@
 //!
 //! # Layout
 //! - `support`: services on the runtime, the raw client, the capturing upstream, TLS and h2.
+//! - `echo`: the echo backend: HTTP/1.1, delays, limits, shutdown, accept, TLS, h2, head deadline.
 //! - `header_rules`: TE and Connection rules, as an HTTP/1.1 or HTTP/2 upstream received them.
 //! - `interim`: 1xx responses forwarded to HTTP/1.1 clients; `Expect: 100-continue`.
 //! - `h2raw`: raw HTTP/2 frames, for requests a client library refuses to send.
@@ -20,6 +22,7 @@
 //! - `transform`: JSON → XML forwarding and hostile JSON.
 
 mod balance;
+mod echo;
 mod faults;
 mod h2raw;
 mod header_rules;

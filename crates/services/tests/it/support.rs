@@ -626,10 +626,24 @@ impl Cert {
 
 /// A TLS handshake trusting only `cert_pem`, offering `alpn`.
 pub async fn tls_connect(addr: SocketAddr, cert_pem: &str, alpn: &[&[u8]]) -> TlsStream<TcpStream> {
+    try_tls_connect(addr, Some(cert_pem), alpn)
+        .await
+        .expect("TLS handshake")
+}
+
+/// A TLS handshake trusting only `cert_pem` (nothing at all when `None`), offering `alpn`; the
+/// handshake's error is the caller's to check.
+pub async fn try_tls_connect(
+    addr: SocketAddr,
+    cert_pem: Option<&str>,
+    alpn: &[&[u8]],
+) -> std::io::Result<TlsStream<TcpStream>> {
     let mut roots = rustls::RootCertStore::empty();
-    roots
-        .add(CertificateDer::from_pem_slice(cert_pem.as_bytes()).unwrap())
-        .unwrap();
+    if let Some(cert_pem) = cert_pem {
+        roots
+            .add(CertificateDer::from_pem_slice(cert_pem.as_bytes()).unwrap())
+            .unwrap();
+    }
     let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
@@ -642,7 +656,6 @@ pub async fn tls_connect(addr: SocketAddr, cert_pem: &str, alpn: &[&[u8]]) -> Tl
     TlsConnector::from(Arc::new(config))
         .connect(ServerName::try_from("localhost").unwrap(), tcp)
         .await
-        .expect("TLS handshake")
 }
 
 /// An HTTP/2 client over any stream.

@@ -1,12 +1,14 @@
-//! Integration tests of the echo backend over real sockets on `127.0.0.1:0`.
+//! The echo backend over real sockets on `127.0.0.1:0`.
 //!
 //! HTTP/1 is spoken by a tiny raw client below (literal request bytes, hand-parsed answers), so
-//! that what is on the wire is exactly what is asserted. HTTP/2 uses hyper's and h2's clients;
-//! TLS uses tokio-rustls with a freshly generated certificate. Timing assertions only have
-//! lower bounds tight; upper bounds are generous because the machine is shared.
+//! that what is on the wire is exactly what is asserted. It is stricter than `support::Conn`,
+//! which reads every framing an intermediary may forward: every echo answer has a
+//! Content-Length and is never chunked, and this client fails the test otherwise. HTTP/2 uses
+//! hyper's and h2's clients (`support::H2`); TLS uses `support::tls_connect` with a freshly
+//! generated certificate (`support::cert`). Timing assertions only have lower bounds tight;
+//! upper bounds are generous because the machine is shared.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gatebench_services::echo::{self, EchoConfig};
@@ -675,7 +677,7 @@ mod accept {
     fn accept_backs_off_when_out_of_descriptors_and_recovers() {
         let out = std::process::Command::new(std::env::current_exe().unwrap())
             .args([
-                "accept::out_of_descriptors_child",
+                "echo::accept::out_of_descriptors_child",
                 "--exact",
                 "--ignored",
                 "--nocapture",
@@ -763,73 +765,25 @@ mod support_h2 {
     use super::*;
     use bytes::Bytes;
     use http::Request;
-    use http_body_util::{BodyExt, Full};
-    use hyper_util::rt::{TokioExecutor, TokioIo};
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, ServerName};
-    use tokio_rustls::client::TlsStream;
-    use tokio_rustls::TlsConnector;
+    use http_body_util::Full;
 
-    pub use gatebench_services::tls::generate_self_signed;
+    pub use crate::support::{tls_connect, try_tls_connect};
     pub use gatebench_services::TlsSettings;
 
     /// A TLS-serving config with a freshly generated certificate written to a temp dir; returns
     /// the config and the certificate's PEM for the client to trust.
     pub fn tls_config(http2: bool, tag: &str) -> (EchoConfig, String) {
-        let cert = generate_self_signed().unwrap();
-        let dir =
-            std::env::temp_dir().join(format!("gatebench-echo-test-{}-{tag}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("cert.pem"), &cert.cert_pem).unwrap();
-        std::fs::write(dir.join("key.pem"), &cert.key_pem).unwrap();
+        let cert = crate::support::cert(&format!("echo-{tag}"));
         let config = EchoConfig {
-            tls: Some(TlsSettings {
-                cert_pem_path: Some(dir.join("cert.pem")),
-                key_pem_path: Some(dir.join("key.pem")),
-            }),
+            tls: Some(cert.settings),
             http2,
             ..config()
         };
-        (config, cert.cert_pem)
+        (config, cert.pem)
     }
 
-    pub async fn tls_connect(
-        addr: SocketAddr,
-        cert_pem: &str,
-        alpn: &[&[u8]],
-    ) -> TlsStream<TcpStream> {
-        try_tls_connect(addr, Some(cert_pem), alpn)
-            .await
-            .expect("TLS handshake with the echo backend")
-    }
-
-    /// A TLS handshake trusting only `cert_pem` (nothing at all when `None`).
-    pub async fn try_tls_connect(
-        addr: SocketAddr,
-        cert_pem: Option<&str>,
-        alpn: &[&[u8]],
-    ) -> std::io::Result<TlsStream<TcpStream>> {
-        let mut roots = rustls::RootCertStore::empty();
-        if let Some(cert_pem) = cert_pem {
-            roots
-                .add(CertificateDer::from_pem_slice(cert_pem.as_bytes()).unwrap())
-                .unwrap();
-        }
-        let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-        config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
-        let tcp = TcpStream::connect(addr).await.unwrap();
-        TlsConnector::from(Arc::new(config))
-            .connect(ServerName::try_from("localhost").unwrap(), tcp)
-            .await
-    }
-
-    /// An HTTP/2 client over any stream (TLS or prior-knowledge cleartext).
+    /// An HTTP/2 client over any stream (TLS or prior-knowledge cleartext): `support::H2`'s
+    /// connection, with the answer read as the echo tests check it.
     pub struct H2 {
         pub send: hyper::client::conn::http2::SendRequest<Full<Bytes>>,
     }
@@ -848,12 +802,9 @@ mod support_h2 {
         where
             S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
         {
-            let (send, conn) =
-                hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
-                    .await
-                    .expect("HTTP/2 handshake");
-            tokio::spawn(conn);
-            H2 { send }
+            H2 {
+                send: crate::support::H2::handshake(stream).await.send,
+            }
         }
 
         pub async fn request(&mut self, method: &str, body: &[u8], ct: Option<&str>) -> H2Answer {
@@ -864,28 +815,22 @@ mod support_h2 {
                 req = req.header("content-type", ct);
             }
             let req = req.body(Full::new(Bytes::copy_from_slice(body))).unwrap();
-            let response = tokio::time::timeout(PATIENCE, self.send.send_request(req))
-                .await
-                .expect("HTTP/2 answer in time")
-                .expect("HTTP/2 answer");
+            let mut client = crate::support::H2 {
+                send: self.send.clone(),
+            };
+            let answer = client.send_request(req).await;
             let header = |name: &str| {
-                response
-                    .headers()
+                answer
+                    .headers
                     .get(name)
                     .map(|v| v.to_str().unwrap().to_owned())
             };
             H2Answer {
-                status: response.status().as_u16(),
-                version: response.version(),
+                status: answer.status,
+                version: answer.version,
                 content_type: header("content-type"),
                 content_length: header("content-length"),
-                body: response
-                    .into_body()
-                    .collect()
-                    .await
-                    .unwrap()
-                    .to_bytes()
-                    .to_vec(),
+                body: answer.body.expect("the whole HTTP/2 body"),
             }
         }
     }

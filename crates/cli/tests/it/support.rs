@@ -1,11 +1,13 @@
-//! What several of the CLI's test binaries share: the real binary, an echo backend as a child
-//! process on a free loopback port, and running the binary for its output.
-
-// Each test binary uses its own part of this module.
-#![allow(dead_code)]
+//! What the topic modules share, written once: the real binary and running it for its output,
+//! fresh temporary directories, an echo backend as a child process on a free loopback port,
+//! and the lock that keeps timing-sensitive tests from sharing the machine with load.
+//!
+//! Not here: anything one topic alone uses (it stays in that topic's module).
 
 use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use rustix::process::{Pid, Signal};
 
@@ -71,12 +73,42 @@ pub fn gatebench(args: &[&str]) -> Output {
         .expect("run gatebench")
 }
 
-/// A run's stderr as text.
-pub fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+/// Runs gatebench with `args` to completion in the directory `cwd` (the test process's own
+/// current directory is shared by every test, so it is never changed).
+pub fn gatebench_in(args: &[&str], cwd: &Path) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("run gatebench")
 }
 
-/// Tests of one binary share the machine; a test whose assertions depend on timing (a
+/// A run's stderr as text.
+pub fn stderr(o: &Output) -> String {
+    text(&o.stderr)
+}
+
+/// Bytes as text, invalid UTF-8 replaced.
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A fresh, empty directory under the system's temporary directory, its path containing
+/// `name`. Every call gets its own (the tests of all topics share one process, and so one
+/// process ID): two tests asking for the same name do not share or delete each other's.
+pub fn temp_dir(name: &str) -> PathBuf {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "gatebench-cli-{}-{}-{name}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The tests share the machine (one process, run in parallel); a test whose assertions depend on timing (a
 /// capacity search, an intermediary's cost) runs alone, and a test that runs an unthrottled
 /// load holds the machine shared, so it cannot starve a timing test's generator.
 static MACHINE: std::sync::RwLock<()> = std::sync::RwLock::new(());

@@ -10,16 +10,15 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+use crate::support::{self, temp_dir, text};
 
 const STATE: &str = "/run/gatebench-testbed";
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// The testbed, up; `Some(true)` when this test brought it up (and takes it down).
@@ -96,16 +95,35 @@ fn assert_nothing_left(marker: &str, when: &str) {
 }
 
 fn gatebench() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_gatebench"));
+    let mut c = Command::new(binary());
     c.stdin(Stdio::null());
     c
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("gatebench-hosts-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// The binary under test without its debug information, when `strip` is there to take it off:
+/// the same code, a seventh of the size (about 29 MB of a 197 MB debug build). A suite across
+/// hosts hashes "this gatebench build" on each run and on each host, and copies it to every
+/// host once; with the debug build that was most of this test's minutes.
+fn binary() -> &'static Path {
+    static STRIPPED: OnceLock<PathBuf> = OnceLock::new();
+    STRIPPED.get_or_init(|| {
+        let full = PathBuf::from(env!("CARGO_BIN_EXE_gatebench"));
+        let dir = temp_dir("stripped");
+        let stripped = dir.join("gatebench");
+        match Command::new("strip")
+            .arg("--strip-debug")
+            .arg("-o")
+            .arg(&stripped)
+            .arg(&full)
+            .status()
+        {
+            Ok(st) if st.success() => stripped,
+            other => {
+                eprintln!("hosts tests: no stripped copy ({other:?}); the debug build it is");
+                full
+            }
+        }
+    })
 }
 
 fn suite(dir: &Path, name: &str, hosts: &str, scenarios: &str, duration: &str) -> PathBuf {
@@ -227,6 +245,8 @@ fn suites_run_across_the_testbed_hosts_and_leave_nothing_behind() {
         "name = \"passthrough\"\nsetup = \"ip -4 -o addr show dev eth0\"",
     );
     let s = suite(&dir, "ok", &hosts, &with_setup, "2s");
+    // Steps 1, 3 and 4 run load: the machine shared, never while a timing test has it alone.
+    let load = support::shared();
     let out_dir = dir.join("out-ok");
     //    Before it, the host holds no copy of this build, and two older ones: one another run
     //    holds a lease on, one nobody uses. The copy removes only the second.
@@ -300,6 +320,7 @@ fn suites_run_across_the_testbed_hosts_and_leave_nothing_behind() {
             || stdout.contains("Hosts: ssh://sut: copied gatebench"),
         "{stdout}"
     );
+    drop(load);
     assert_nothing_left("sleep 31.5", "after a run");
     let builds = ssh("sut", &format!("ls {cache}"));
     let builds = text(&builds.stdout);
@@ -351,6 +372,7 @@ sut = { command = "exec sleep 31.5" }
     assert_nothing_left("sleep 31.5", "after a failed cell");
 
     // 3. Ctrl-C during the load leaves nothing on any host.
+    let load = support::shared();
     let s = suite(&dir, "interrupt", &hosts, PASSTHROUGH, "30s");
     let mut child: Child = gatebench()
         .arg("run")
@@ -480,6 +502,7 @@ sut = { command = "exec sleep 31.5" }
         stdout.contains("shard 1/2 on ssh://gen2 exited with status 2"),
         "{stdout}"
     );
+    drop(load);
     assert_nothing_left("sleep 31.5", "after a dead shard");
 
     // 5. Bad hosts: one line naming the host, exit 2, before any cell, no results directory.
