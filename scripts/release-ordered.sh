@@ -39,8 +39,10 @@
 #    linked again (its dependencies are fresh from step 1), with the traced functions first in
 #    .text. The result is copied to target/release-ordered/gatebench and checked (how many of
 #    the order's names it holds); the plain build is kept as target/release-ordered/
-#    gatebench.plain (bench/binary-layout.sh compares the two). target/release/gatebench is the
-#    ordered binary too until the next `cargo build --release`, which links it plainly again.
+#    gatebench.plain (bench/binary-layout.sh compares the two). cargo rustc's extra arguments
+#    are not part of Cargo's fingerprint, so the plain build is then copied back to
+#    target/release/gatebench (and its hard link in target/release/deps/): a later `cargo
+#    build --release` finds it fresh and it is what it says.
 #
 # Environment: SECS (3: seconds of load per traced phase), KEEP_TMP (1: keep the temp dir on
 # failure). Binds port 0 on 127.0.0.1 only; stops every process by PID.
@@ -66,9 +68,22 @@ target=$(cargo metadata --format-version 1 --no-deps |
 out="$target/release-ordered"
 # `-Wl,` splits its argument at commas.
 [[ $out != *,* ]] || gb_die "the target directory's path has a comma ($target): -Wl, cannot pass it"
+GATEBENCH="$target/release/gatebench"
+# `cargo rustc`'s extra arguments are not part of Cargo's fingerprint: after the ordered link
+# (step 5) Cargo would take the ordered binary in target/release for the plain build, so step 5
+# puts the plain one back. A run stopped in between leaves this marker: put it back now.
+relinking="$out/.relinking"
+if [[ -e $relinking ]]; then
+  [[ -x $out/gatebench.plain && -e $(<"$relinking") ]] ||
+    gb_die "a previous run stopped while relinking and the plain binary is gone: touch" \
+      "crates/cli/src/main.rs and run again (the gatebench crate must be compiled again)"
+  gb_log "a previous run stopped while relinking: putting the plain build back"
+  cp --remove-destination "$out/gatebench.plain" "$(<"$relinking")"
+  ln -f "$(<"$relinking")" "$GATEBENCH"
+  rm -f "$relinking"
+fi
 gb_log "cargo build --release -p gatebench"
 cargo build --release -p gatebench >&2
-GATEBENCH="$target/release/gatebench"
 [[ -x $GATEBENCH ]] || gb_die "$GATEBENCH missing after cargo build --release"
 
 # 2. lld only.
@@ -202,10 +217,20 @@ gb_log "wrote $order and $script"
 # 5. Link again with the order: only the gatebench crate is rebuilt.
 link="-Wl,--symbol-ordering-file=$order,--no-warn-symbol-ordering"
 [[ -s $script ]] && link+=",--script=$script"
+# Cargo keeps the binary in target/release/deps/ and hard-links it to target/release/gatebench;
+# cargo rustc overwrites both. They get the plain build back once the ordered one is copied out.
+deps_bin=$(find "$target/release/deps" -maxdepth 1 -type f -samefile "$GATEBENCH" | head -n1)
+[[ -n $deps_bin ]] || gb_die "no file in $target/release/deps is $GATEBENCH (hard link)"
+echo "$deps_bin" >"$relinking"
 gb_log "cargo rustc --release -p gatebench --bin gatebench -- -C link-arg=$link"
-cargo rustc --release -p gatebench --bin gatebench -- -C "link-arg=$link" >&2
-linked_by_lld "$GATEBENCH" || gb_die "the ordered link of $GATEBENCH was not made by lld"
-cp "$GATEBENCH" "$out/gatebench.tmp"
+rc=0
+cargo rustc --release -p gatebench --bin gatebench -- -C "link-arg=$link" >&2 || rc=$?
+[[ $rc -ne 0 ]] || cp "$GATEBENCH" "$out/gatebench.tmp"
+cp --remove-destination "$out/gatebench.plain" "$deps_bin"
+ln -f "$deps_bin" "$GATEBENCH"
+rm -f "$relinking"
+[[ $rc -eq 0 ]] || gb_die "cargo rustc (the ordered link) failed; $GATEBENCH is the plain build"
+linked_by_lld "$out/gatebench.tmp" || gb_die "the ordered link was not made by lld"
 mv "$out/gatebench.tmp" "$out/gatebench"
 "$out/gatebench" --version >/dev/null || gb_die "$out/gatebench --version failed"
 # The order's names the ordered binary holds, and whether the linker placed them first: of its
