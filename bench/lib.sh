@@ -880,11 +880,13 @@ gb_untrack_pid() {
   GB_PIDS=("${GB_PIDS[@]}")
 }
 
-# gb_pids_rss_kib PID… — "VmRSS RssAnon" (KiB) summed over the processes; a process that is
+# gb_pids_rss_kib PID… — "VmRSS RssAnon Pss" (KiB) summed over the processes; a process that is
 # gone adds 0. RssAnon is the private part (heap, stacks); VmRSS adds the resident pages of the
-# binary and its shared libraries.
+# binary and its shared libraries, whole in each process that maps them; Pss (/proc/PID/
+# smaps_rollup) counts a shared page divided by the number of processes mapping it. Pss is NA
+# when a live process's smaps_rollup cannot be read (another user's process, not as root).
 gb_pids_rss_kib() {
-  local pid k v _u rss=0 anon=0
+  local pid k v _u rss=0 anon=0 pss=0 p
   for pid in "$@"; do
     while read -r k v _u; do
       case $k in
@@ -892,8 +894,14 @@ gb_pids_rss_kib() {
         RssAnon:) anon=$((anon + v)) && break ;;
       esac
     done 2>/dev/null <"/proc/$pid/status" || true
+    [[ $pss == NA ]] && continue
+    if p=$(awk '$1 == "Pss:" { print $2; exit }' "/proc/$pid/smaps_rollup" 2>/dev/null) && [[ -n $p ]]; then
+      pss=$((pss + p))
+    elif gb_pid_alive "$pid"; then
+      pss=NA
+    fi
   done
-  echo "$rss $anon"
+  echo "$rss $anon $pss"
 }
 
 # gb_pids_cpu_secs PID… — summed user+system CPU seconds of the processes so far.
@@ -914,20 +922,25 @@ gb_tcp_active_opens() {
 }
 
 # gb_rss_sampler OUT FROM_S TO_S PID… — run in the background: after FROM_S seconds, sample
-# the processes' summed VmRSS and RssAnon (gb_pids_rss_kib) every 0.5 s up to TO_S seconds from
-# the start, and write the largest of each, "VmRSS RssAnon" in KiB, to OUT (rewritten after every
-# sample). Pin it away from the system under test (`taskset -pc CORE $!`); it costs a few reads
-# of /proc and one `sleep` per sample.
+# the processes' summed VmRSS, RssAnon and Pss (gb_pids_rss_kib) every 0.5 s up to TO_S seconds
+# from the start, and write the largest of each, "VmRSS RssAnon Pss" in KiB (Pss NA if a sample
+# had none), to OUT (rewritten after every sample). Pin it away from the system under test
+# (`taskset -pc CORE $!`); it costs a few reads of /proc and one `sleep` per sample.
 gb_rss_sampler() {
-  local out=$1 from=$2 to=$3 max=0 amax=0 cur anon i n
+  local out=$1 from=$2 to=$3 max=0 amax=0 pmax=0 cur anon pss i n
   shift 3
   n=$(awk -v a="$from" -v b="$to" 'BEGIN { n = int((b - a) * 2) + 1; print (n < 1 ? 1 : n) }')
   sleep "$from"
   for ((i = 0; i < n; i++)); do
-    read -r cur anon < <(gb_pids_rss_kib "$@")
+    read -r cur anon pss < <(gb_pids_rss_kib "$@")
     [[ $cur -gt $max ]] && max=$cur
     [[ $anon -gt $amax ]] && amax=$anon
-    echo "$max $amax" >"$out"
+    if [[ $pss == NA || $pmax == NA ]]; then
+      pmax=NA
+    elif [[ $pss -gt $pmax ]]; then
+      pmax=$pss
+    fi
+    echo "$max $amax $pmax" >"$out"
     [[ $i -lt $((n - 1)) ]] && sleep 0.5
   done
   return 0
@@ -948,9 +961,11 @@ print(na(m.get("throughput_rps")), na(pct.get(50.0)), na(pct.get(99.0)),
 # gb_proxy_summarize TSV BASELINE [BASELINE2] — Markdown table of medians per tool from the
 # per-run TSV of proxy-vs-peers.sh (columns tool, ok, rps, p50_ms, p99_ms, error_pct,
 # rss_mib, anon_mib, tcp_connects, proxy_cpu_per_100k, proxy_util, gen_util, backend_util, proxy_core_busy,
-# gen_core_busy, proxy_core_other, gen_core_other), the ratios of a tool's medians to
-# BASELINE's (req/s, p99, RSS) and to BASELINE2's RSS, then the paired per-run ratios
-# (same run number), median and range. Runs with ok != 1 are left out.
+# gen_core_busy, proxy_core_other, gen_core_other; pss_mib in runs from 2026-11-28 on), the
+# ratios of a tool's medians to BASELINE's (req/s, p99, RSS) and to BASELINE2's RSS, then the
+# paired per-run ratios (same run number), median and range. Runs with ok != 1 are left out.
+# With a pss_mib column, PSS and the anon ratios are printed beside RSS and its ratios (older
+# files, without it, print their tables as they were published).
 gb_proxy_summarize() {
   python3 - "$1" "$2" "${3:-}" <<'PY'
 import csv, statistics, sys
@@ -985,30 +1000,41 @@ def fmt(x, spec):
 def ratio(a, b):
     return None if a is None or not b else a / b
 
-cols = ["rps", "p50_ms", "p99_ms", "error_pct", "rss_mib", "anon_mib", "tcp_connects", "proxy_cpu_per_100k", "proxy_util",
+cols = ["rps", "p50_ms", "p99_ms", "error_pct", "rss_mib", "anon_mib", "pss_mib", "tcp_connects", "proxy_cpu_per_100k", "proxy_util",
         "genback_util", "proxy_core_own", "gen_core_own", "proxy_core_other", "gen_core_other"]
 st = {t: {c: med(t, c) for c in cols} for t in tools}
 B, B2 = st.get(base, {}), st.get(base2, {})
+# Private memory and PSS beside RSS: shared binary pages must not decide a comparison.
+has_pss = bool(rows) and "pss_mib" in rows[0]
 r2 = f" | RSS ÷ {base2}" if base2 else ""
-print(f"| proxy | runs ok | req/s | p50 ms | p99 ms | errors % | RSS under load MiB | of it anon MiB "
-      f"| TCP connects per run | proxy CPU-s per 100k req | req/s ÷ {base} | p99 ÷ {base} | RSS ÷ {base}{r2} "
+pss_h = " | PSS under load MiB" if has_pss else ""
+anon_r = (f" | anon ÷ {base}" + (f" | anon ÷ {base2}" if base2 else "")) if has_pss else ""
+print(f"| proxy | runs ok | req/s | p50 ms | p99 ms | errors % | RSS under load MiB | of it anon MiB{pss_h} "
+      f"| TCP connects per run | proxy CPU-s per 100k req | req/s ÷ {base} | p99 ÷ {base} | RSS ÷ {base}{r2}{anon_r} "
       "| process CPU: proxy / generator + backend | core busy with the benchmark: proxy / generator "
       "| other load: proxy / generator |")
+n_extra = (1 + (2 if base2 else 1)) if has_pss else 0
 print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if base2 else "")
-      + "---:|---:|---:|")
+      + "---:|" * n_extra + "---:|---:|---:|")
 for t in tools:
     s = st[t]
     n_ok = sum(r["tool"] == t for r in good)
     n = sum(r["tool"] == t for r in rows)
     pair = lambda a, c: f"{fmt(s[a], '.2f')} / {fmt(s[c], '.2f')}"
     extra = f" | {fmt(ratio(s['rss_mib'], B2.get('rss_mib')), '.3f')}" if base2 else ""
+    pss_c = f" | {fmt(s['pss_mib'], '.1f')}" if has_pss else ""
+    anon_c = ""
+    if has_pss:
+        anon_c = f" | {fmt(ratio(s['anon_mib'], B.get('anon_mib')), '.3f')}"
+        if base2:
+            anon_c += f" | {fmt(ratio(s['anon_mib'], B2.get('anon_mib')), '.3f')}"
     print(f"| {t} | {n_ok}/{n} | {fmt(s['rps'], ',.0f')} | {fmt(s['p50_ms'], '.2f')} "
           f"| {fmt(s['p99_ms'], '.2f')} | {fmt(s['error_pct'], '.2f')} | {fmt(s['rss_mib'], '.1f')} "
-          f"| {fmt(s['anon_mib'], '.1f')} | {fmt(s['tcp_connects'], ',.0f')} "
+          f"| {fmt(s['anon_mib'], '.1f')}{pss_c} | {fmt(s['tcp_connects'], ',.0f')} "
           f"| {fmt(s['proxy_cpu_per_100k'], '.3f')} "
           f"| {fmt(ratio(s['rps'], B.get('rps')), '.3f')} "
           f"| {fmt(ratio(s['p99_ms'], B.get('p99_ms')), '.3f')} "
-          f"| {fmt(ratio(s['rss_mib'], B.get('rss_mib')), '.3f')}{extra} "
+          f"| {fmt(ratio(s['rss_mib'], B.get('rss_mib')), '.3f')}{extra}{anon_c} "
           f"| {pair('proxy_util', 'genback_util')} | {pair('proxy_core_own', 'gen_core_own')} "
           f"| {pair('proxy_core_other', 'gen_core_other')} |")
 
@@ -1035,8 +1061,12 @@ for t in tools:
         continue
     line = (f"- paired per-run ratios {t} ÷ {base}, median (range): req/s {show(paired(t, base, 'rps'))}; "
             f"p99 {show(paired(t, base, 'p99_ms'))}; RSS {show(paired(t, base, 'rss_mib'))}")
+    if has_pss:
+        line += f"; anon {show(paired(t, base, 'anon_mib'))}; PSS {show(paired(t, base, 'pss_mib'))}"
     if base2 and t != base2 and base2 in tools:
         line += f"; RSS ÷ {base2} {show(paired(t, base2, 'rss_mib'))}"
+        if has_pss:
+            line += f"; anon ÷ {base2} {show(paired(t, base2, 'anon_mib'))}"
     print(line)
 PY
 }

@@ -27,8 +27,8 @@
 # interleaved A B C A B C. The generator is the same for all of them:
 #   gatebench load URL -c CONNS -d SECS -t 1 -q -m POST --payload-size PAYLOAD --json F
 # Per run: req/s, p50, p99 and errors from the generator's JSON record; the proxy's CPU seconds
-# (/proc, nginx master + worker) per 100k responses; its largest VmRSS (nginx: master + worker
-# summed) sampled every 0.5 s from 1 s into the run to 0.5 s before its end; TCP connects
+# (/proc, nginx master + worker) per 100k responses; its largest VmRSS, RssAnon and PSS (nginx:
+# master + worker summed) sampled every 0.5 s from 1 s into the run to 0.5 s before its end; TCP connects
 # during the run (system-wide ActiveOpens: the generator's CONNS plus the proxy's reconnects to
 # its upstreams); both cores' busy time (/proc/stat). gatebench's proxy and balancer are skipped, with a message, while
 # `gatebench serve proxy|balance --help` fails (the services are not in the binary yet).
@@ -177,7 +177,7 @@ done
 # run_one MODE RUN TOOL SECONDS OUT — the generator pinned to GEN_CORE under /usr/bin/time, the
 # proxy's CPU and RSS and both cores' time around it. Prints one TSV row (tsv_header columns).
 tsv_header() {
-  printf '%s\n' "mode	run	tool	ok	exit	duration_s	elapsed_s	responses	rps	p50_ms	p99_ms	error_pct	rss_mib	anon_mib	tcp_connects	proxy_cpu_s	proxy_cpu_per_100k	proxy_util	gen_util	backend_util	proxy_core_busy	gen_core_busy	proxy_core_other	gen_core_other	backend_cpu_s"
+  printf '%s\n' "mode	run	tool	ok	exit	duration_s	elapsed_s	responses	rps	p50_ms	p99_ms	error_pct	rss_mib	anon_mib	tcp_connects	proxy_cpu_s	proxy_cpu_per_100k	proxy_util	gen_util	backend_util	proxy_core_busy	gen_core_busy	proxy_core_other	gen_core_other	backend_cpu_s	pss_mib"
 }
 
 run_one() {
@@ -185,7 +185,7 @@ run_one() {
   local -a pids
   read -r -a pids <<<"${proxy_pids[$m-$t]}"
   url="http://127.0.0.1:${proxy_port[$m-$t]}/"
-  local ao0 ao1 c0 c1 b0 b1 pj0 pj1 gj0 gj1 elapsed=NA user=NA sys=NA rps=NA p50=NA p99=NA err=NA okn=NA rss=NA anon=NA
+  local ao0 ao1 c0 c1 b0 b1 pj0 pj1 gj0 gj1 elapsed=NA user=NA sys=NA rps=NA p50=NA p99=NA err=NA okn=NA rss=NA anon=NA pss=NA
   local -a bcpu0 bcpu1
   c0=$(gb_pids_cpu_secs "${pids[@]}")
   for p in "${echo_pids[@]}"; do bcpu0+=("$(gb_proc_cpu_secs "$p")"); done
@@ -207,7 +207,7 @@ run_one() {
   wait "$spid" 2>/dev/null || true
   gb_untrack_pid "$spid"
   if [[ -s $out.rss ]]; then
-    read -r rss anon < <(awk '{ printf "%.2f %.2f\n", $1 / 1024, $2 / 1024 }' "$out.rss")
+    read -r rss anon pss < <(awk '{ printf "%.2f %.2f %s\n", $1 / 1024, $2 / 1024, ($3 == "NA" ? "NA" : sprintf("%.2f", $3 / 1024)) }' "$out.rss")
   fi
   if [[ -s $out.time ]]; then read -r elapsed user sys < <(tail -n1 "$out.time"); fi
   if [[ $rc -eq 0 && -s $out.json ]]; then
@@ -227,7 +227,7 @@ run_one() {
   fi
   local IFS=,
   awk -v m="$m" -v run="$run" -v tool="$t" -v ok="$ok" -v rc="$rc" -v dur="$secs" -v el="$elapsed" \
-    -v okn="$okn" -v rps="$rps" -v p50="$p50" -v p99="$p99" -v err="$err" -v rss="$rss" -v anon="$anon" -v conns=$((ao1 - ao0)) \
+    -v okn="$okn" -v rps="$rps" -v p50="$p50" -v p99="$p99" -v err="$err" -v rss="$rss" -v anon="$anon" -v pss="$pss" -v conns=$((ao1 - ao0)) \
     -v u="$user" -v s="$sys" -v c0="$c0" -v c1="$c1" -v b0="$b0" -v b1="$b1" -v bd="${bdelta[*]}" \
     -v pbusy="$(gb_core_busy "$pj0" "$pj1")" -v gbusy="$(gb_core_busy "$gj0" "$gj1")" \
     -v psirq="$(gb_core_softirq "$pj0" "$pj1")" -v gsirq="$(gb_core_softirq "$gj0" "$gj1")" 'BEGIN {
@@ -245,7 +245,7 @@ run_one() {
       if (p50 != "NA") p50 = sprintf("%.3f", p50)
       if (p99 != "NA") p99 = sprintf("%.3f", p99)
       print m, run, tool, ok, rc, dur, el, okn, rps, p50, p99, err, rss, anon, conns, sprintf("%.2f", c1 - c0),
-            per, pu, gu, bu, pbusy, gbusy, po, go, bd
+            per, pu, gu, bu, pbusy, gbusy, po, go, bd, pss
     }
     function max0(x) { return x < 0 ? 0 : x }'
 }
@@ -271,7 +271,7 @@ for m in "${modes[@]}"; do
       printf '%s\n' "$row" >>"$tsv"
       IFS=$'\t' read -r -a f <<<"$row"
       gb_log "run $run/$RUNS $m $t: ${f[8]} req/s, p99 ${f[10]} ms, errors ${f[11]} %, RSS ${f[12]} MiB" \
-        "(anon ${f[13]}), ${f[14]} TCP connects, proxy CPU ${f[17]} of a core (${f[16]} s per 100k);" \
+        "(anon ${f[13]}, PSS ${f[25]}), ${f[14]} TCP connects, proxy CPU ${f[17]} of a core (${f[16]} s per 100k);" \
         "core $PROXY_CORE busy ${f[20]} (other ${f[22]}), core $GEN_CORE busy ${f[21]} (other ${f[23]});" \
         "backend CPU-s ${f[24]}"
     done
@@ -306,7 +306,9 @@ report() {
   cat <<'EOT'
 req/s, p50, p99 and errors: the generator's JSON record. RSS under load: the proxy's largest VmRSS
 in a run (nginx: master + worker summed), sampled every 0.5 s; the median over runs of those maxima.
-anon = the RssAnon part of it (heap, stacks), the rest being resident pages of binaries and libraries.
+anon = the RssAnon part of it (heap, stacks), the rest being resident pages of binaries and libraries;
+PSS = /proc/PID/smaps_rollup Pss, the same maxima, shared pages divided among the processes mapping them.
+Compare proxies by anon or PSS beside RSS: a binary's resident pages follow its size and layout.
 TCP connects per run: system-wide connect()s during the run (/proc/net/snmp ActiveOpens): the generator's
 connections (+1 for its probe) and any upstream connections the proxy opened (or closed and reopened).
 proxy CPU-s per 100k req = the proxy's user+sys CPU ÷ responses × 100,000. process CPU = CPU-s ÷ wall s

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Merge callgrind dumps into an lld symbol ordering file (scripts/symbol-order.sh runs it).
+"""Merge callgrind dumps into an lld symbol ordering file (scripts/release-ordered.sh runs it).
 
 Each dump is one phase of one workload, given as PHASE:PATH: `startup:` a service's start
 (dumped when it reported its address), `serving:` the rest of its life (serving, then the
@@ -15,6 +15,8 @@ line:
 
 Only functions of the traced binary (callgrind's `ob=`) that are defined text symbols of it
 (`--symbols`, from `nm`) are written: what lld can find in its input sections.
+
+With `--script-out`, also a linker script for the ThinLTO-promoted entries (`promoted_script`).
 """
 
 import argparse
@@ -56,6 +58,40 @@ def parse(path, binary):
     return costs
 
 
+def promoted_script(order):
+    """A linker script that puts the ThinLTO-promoted functions of `order` first in `.text`,
+    just before the functions the ordering file places; None when there are none.
+
+    ThinLTO renames a module-local function another module calls to `NAME.llvm.HASH`, HASH a
+    hash of the defining module's bitcode. lld's ordering file matches whole names only, and
+    that bitcode holds paths (the debug info's compilation directory), so a HASH can differ
+    between the traced build and the one linked. Linker script patterns can leave HASH out:
+    rustc puts each function in a section of its own, `.text.NAME.llvm.HASH`, matched here by
+    `.text.NAME.llvm.*`. The script only names `.text`'s first input sections; `INSERT BEFORE
+    .init` (where lld's default layout has `.text`) makes it an addition to that layout rather
+    than a replacement, and lld adds every other `.text.*` section after them as usual, in the
+    ordering file's order. One `.text` rather than an output section of its own: tools that
+    only read symbols in `.text` (valgrind) still see them.
+    """
+    patterns = []
+    for name in order:
+        at = name.find(".llvm.")
+        if at < 0:
+            continue
+        stem = name[: at + len(".llvm.")]
+        # Mangled names carry no glob or script metacharacters; a name that does is no symbol.
+        if any(c in stem for c in '*?[]\\"(){};: \t') or stem in patterns:
+            continue
+        patterns.append(stem)
+    if not patterns:
+        return None
+    lines = ["/* Written by scripts/symbol_order.py: the ThinLTO-promoted functions. */",
+             "SECTIONS", "{", "  .text :", "  {"]
+    lines += [f"    *(.text.{stem}*)" for stem in patterns]
+    lines += ["  }", "}", "INSERT BEFORE .init;"]
+    return "\n".join(lines) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--binary", required=True, help="the traced binary (callgrind's ob=)")
@@ -63,6 +99,8 @@ def main():
         "--symbols", required=True, help="its defined text symbols: NAME SIZE (hex) a line"
     )
     ap.add_argument("--out", required=True)
+    ap.add_argument("--script-out", help="the linker script for ThinLTO-promoted names "
+                    "(not written when there are none)")
     ap.add_argument("dumps", nargs="+", help="startup:PATH, serving:PATH or run:PATH")
     args = ap.parse_args()
 
@@ -120,6 +158,11 @@ def main():
     with open(args.out, "w", encoding="utf-8") as f:
         for name in order:
             f.write(name + "\n")
+    script = promoted_script(order)
+    if args.script_out and script:
+        with open(args.script_out, "w", encoding="utf-8") as f:
+            f.write(script)
+
     def kib(names):
         return sum(sizes[n] for n in names) // 1024
 
@@ -129,7 +172,8 @@ def main():
         f"({kib(order[:n_startup])} KiB), {n_serving} while serving "
         f"({kib(order[n_startup:n_startup + n_serving])} KiB), {n_load} more in the load "
         f"generator ({kib(order[n_startup + n_serving:])} KiB); {len(unknown)} traced names "
-        "not among the binary's text symbols left out",
+        "not among the binary's text symbols left out; "
+        f"{script.count('*(.text.') if script else 0} ThinLTO-promoted name patterns",
         file=sys.stderr,
     )
 
