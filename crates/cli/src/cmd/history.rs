@@ -17,6 +17,9 @@ use gatebench_history::store::{rfc3339, RunId, SuiteIdentity};
 use gatebench_history::{Location, RunInput, Store};
 use gatebench_model::CellRecord;
 
+mod analyse;
+pub use analyse::{ChangesArgs, GateArgs, ReportArgs};
+
 /// `gatebench history`.
 #[derive(Debug, Args)]
 #[command(
@@ -49,6 +52,15 @@ pub enum HistoryCommand {
     List(ListArgs),
     /// Write every stored figure, one row per version × cell × repeat × metric.
     Export(ExportArgs),
+    /// The versions where each cell's metrics moved to a new level (E-divisive means with a
+    /// permutation test), with the shift, its interval and its p-value.
+    Changes(ChangesArgs),
+    /// Judge a stored version by release gates (the suite's `[suite] gates` and --gate):
+    /// exit 0 pass, 1 fail, 3 unstable, 4 cannot judge, 2 bad input.
+    Gate(GateArgs),
+    /// Write the trend site: an index of suites and versions, a page per scenario with charts
+    /// against version and change points, a page per release with its summary table and gates.
+    Report(ReportArgs),
 }
 
 /// `gatebench history add`.
@@ -134,6 +146,9 @@ pub fn run(args: HistoryArgs) -> Result<ExitCode> {
         HistoryCommand::Add(a) => add(args.history.as_deref(), a),
         HistoryCommand::List(a) => list(args.history.as_deref(), a),
         HistoryCommand::Export(a) => export(args.history.as_deref(), a),
+        HistoryCommand::Changes(a) => analyse::changes(args.history.as_deref(), a),
+        HistoryCommand::Gate(a) => analyse::gate(args.history.as_deref(), a),
+        HistoryCommand::Report(a) => analyse::report(args.history.as_deref(), a),
     }
 }
 
