@@ -68,6 +68,11 @@ fn a_writer_that_dies_mid_transaction_leaves_nothing() {
     on_sqlite(cases::a_writer_that_dies_mid_transaction_leaves_nothing);
 }
 
+#[test]
+fn gates_and_summaries() {
+    on_sqlite(cases::gates_and_summaries);
+}
+
 /// The scale on SQLite (`cargo test --release -p gatebench-history -- --ignored
 /// scale`): prints the times and the file's size, at most 200 MB.
 #[test]

@@ -255,8 +255,12 @@ pub fn changes(history: Option<&str>, a: ChangesArgs) -> Result<ExitCode> {
     let metrics: Vec<Metric> = if a.metrics.is_empty() {
         Metric::ALL.to_vec()
     } else {
-        let mut m = a.metrics.clone();
-        m.dedup();
+        let mut m: Vec<Metric> = Vec::new();
+        for x in &a.metrics {
+            if !m.contains(x) {
+                m.push(*x);
+            }
+        }
         m
     };
     let store = open_existing(history)?;
