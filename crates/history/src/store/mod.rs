@@ -830,7 +830,9 @@ impl Store {
         let rows = db.query(&sql, &[Value::text(suite)], &kinds, "read the summaries")?;
         let mut cells: BTreeMap<String, CellInfo> = BTreeMap::new();
         // (version, key) -> the repeats' figures, in version order then key order.
-        let mut groups: Vec<(String, String, Vec<[Option<f64>; 7]>)> = Vec::new();
+        /// Each repeat's seven figures, in the columns' order.
+        type Figures = [Option<f64>; 7];
+        let mut groups: Vec<(String, String, Vec<Figures>)> = Vec::new();
         for r in rows {
             let version = r[0].text_or_empty();
             let key = r[1].text_or_empty();

@@ -492,12 +492,17 @@ pub fn gates_and_summaries(fresh: Fresh<'_>) {
     );
     assert_eq!(cells[1].users, 10);
     assert_eq!(versions.len(), 2);
-    let series = store.series("synthetic", &[Metric::Throughput, Metric::P99]).unwrap();
+    let series = store
+        .series("synthetic", &[Metric::Throughput, Metric::P99])
+        .unwrap();
     for (v, summary) in versions.iter().enumerate() {
         assert_eq!(summary.rows.len(), 2);
         for (key, row) in &summary.rows {
             let median = |m: Metric| {
-                let s = series.iter().find(|s| s.cell == *key && s.metric == m).unwrap();
+                let s = series
+                    .iter()
+                    .find(|s| s.cell == *key && s.metric == m)
+                    .unwrap();
                 let mut x = s.points[v].samples.clone();
                 x.sort_by(f64::total_cmp);
                 x[x.len() / 2]
@@ -518,7 +523,8 @@ pub fn gates_and_summaries(fresh: Fresh<'_>) {
     synthetic::write_run(&tmp.join("v3"), &bad).unwrap();
     let e = add(&mut store, &tmp.join("v3"), "3.0", false).unwrap_err();
     assert!(
-        e.to_string().contains("[suite] gates: bad gate `p99 < 50%`"),
+        e.to_string()
+            .contains("[suite] gates: bad gate `p99 < 50%`"),
         "{e}"
     );
     assert_eq!(store.runs("synthetic").unwrap().len(), 2);
