@@ -216,7 +216,7 @@ fn change_row(suite: &str, s: &Series, c: &ChangePoint, many_suites: bool) -> St
         _ => "–".to_owned(),
     };
     format!(
-        "| {}{} | {} | {} | {} → {} | {} ({} … {}) | {pct} | {:.3} | {} |\n",
+        "| {}{} | {} | {} | {} → {} | {} ({} … {}, {:.0}%) | {pct} | {:.3} | {} |\n",
         if many_suites {
             format!("{suite}: ")
         } else {
@@ -230,6 +230,7 @@ fn change_row(suite: &str, s: &Series, c: &ChangePoint, many_suites: bool) -> St
         signed(c.shift, m),
         signed(c.shift_low, m),
         signed(c.shift_high, m),
+        c.confidence * 100.0,
         c.p_value,
         if c.regression {
             "regression"
@@ -320,7 +321,7 @@ pub fn changes(history: Option<&str>, a: ChangesArgs) -> Result<ExitCode> {
         } else {
             out.push_str(
                 "| Cell | Metric | First version on the new level | Before → after (medians) \
-                 | Shift (95% CI) | Shift % (CI) | p | |\n|---|---|---|---|---|---|---:|---|\n",
+                 | Shift (CI, level) | Shift % (CI) | p | |\n|---|---|---|---|---|---|---:|---|\n",
             );
             for ((suite, s), cps) in all.iter().zip(&found) {
                 for c in cps {
