@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The figures of docs/benchmarks.md, docs/proxy.md, docs/hosts.md, docs/seeds.md and README.md,
+"""The figures of docs/benchmarks.md, docs/proxy.md, docs/hosts.md, docs/seeds.md, docs/history.md
+and README.md,
 printed from bench/results/.
 
 Every table of measured figures in those documents sits between two marker comments:
@@ -33,7 +34,8 @@ Usage:
                                from its committed run; a multi-generator summary: what
                                multi_generator_summary.py prints from its .tsv and
                                directory; a seed 000 steadiness summary: what
-                               steadiness_summary.py prints from its .tsv), or the prose cites a bench/results file (by path or as
+                               steadiness_summary.py prints from its .tsv; a history scale
+                               summary: what history_scale_summary.py prints from its .tsv), or the prose cites a bench/results file (by path or as
                                `…THHMMSS`) that does not exist
 
 Only the Python standard library and bash (for bench/lib.sh's summarizers); run from anywhere
@@ -51,7 +53,8 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "bench", "results")
-DOCS = ["docs/benchmarks.md", "docs/proxy.md", "docs/hosts.md", "docs/seeds.md", "README.md"]
+DOCS = ["docs/benchmarks.md", "docs/proxy.md", "docs/hosts.md", "docs/seeds.md", "docs/history.md",
+        "README.md"]
 
 BEGIN = re.compile(r"^<!-- figures:begin (.+?) -->$")
 END = "<!-- figures:end -->"
@@ -333,6 +336,20 @@ def check_tables_against_raw(name, problems, where):
         if res.stdout.splitlines() != read_result(name):
             problems.append(f"{where}: bench/results/{name}.md differs from what "
                             f"bench/steadiness_summary.py prints from bench/results/{name}.tsv")
+        return
+    if name.startswith("history-scale-"):
+        # bench/history-scale.sh: the summary is what history_scale_summary.py prints from the
+        # committed raw rows (NAME.tsv).
+        tsv = os.path.join(RESULTS, name + ".tsv")
+        if not os.path.isfile(tsv):
+            raise FigureError(f"bench/results/{name}.tsv (the raw rows) is missing")
+        res = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "history_scale_summary.py"), tsv],
+                             capture_output=True, text=True, check=False)
+        if res.returncode != 0:
+            raise FigureError(f"history_scale_summary.py bench/results/{name}.tsv failed: {res.stderr.strip()}")
+        if res.stdout.splitlines() != read_result(name):
+            problems.append(f"{where}: bench/results/{name}.md differs from what "
+                            f"bench/history_scale_summary.py prints from bench/results/{name}.tsv")
         return
     derived = derived_tables(name)
     if derived is None:

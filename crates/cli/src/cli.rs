@@ -41,7 +41,8 @@ pub enum Command {
     /// confidence intervals, and its CPU per request.
     Cost(crate::cmd::cost::CostArgs),
     /// The release history: store runs as versions of their suite (`add`), list them, export
-    /// every figure (SQLite file by default, or PostgreSQL).
+    /// every figure, find change points, gate a release, write the trend site (SQLite file by
+    /// default, or PostgreSQL).
     History(crate::cmd::history::HistoryArgs),
     /// What the runner runs on a remote host over ssh (sampling, free ports, its clock).
     #[command(hide = true)]

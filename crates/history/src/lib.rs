@@ -18,6 +18,8 @@
 //!   verdict, exit codes and JUnit XML.
 //! - [`site`]: the static trend site (index, a page per scenario with charts against version,
 //!   a page per release with seed 004's summary table).
+//! - [`synthetic`]: results directories with chosen figures and realistic noise, for tests,
+//!   the scale benchmark and demonstrations.
 //! - [`error`]: the one error type, [`HistoryError`].
 
 pub mod changepoint;
@@ -27,6 +29,7 @@ pub mod gate;
 pub mod series;
 pub mod site;
 pub mod store;
+pub mod synthetic;
 
 pub use error::HistoryError;
 pub use store::{Location, RunInput, Store};

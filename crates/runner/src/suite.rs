@@ -343,6 +343,9 @@ pub struct Suite {
     pub exclude: Vec<String>,
     /// Print the plan, run nothing.
     pub estimate_only: bool,
+    /// `gates`: release gates for `gatebench history gate`, as written (each one parses with
+    /// `gatebench_history::gate::parse_all`); not part of what a cell measures.
+    pub gates: Vec<String>,
     /// What the generator sends.
     pub load: LoadSettings,
     /// The axes.
@@ -495,6 +498,9 @@ impl Suite {
                 )))
             }
         };
+        let gates = s.gates.unwrap_or_default();
+        gatebench_history::gate::parse_all(&gates)
+            .map_err(|e| err(format!("[suite] gates: {e}")))?;
         let include = s.include.unwrap_or_default();
         let exclude = s.exclude.unwrap_or_default();
         for g in include.iter().chain(&exclude) {
@@ -579,6 +585,7 @@ impl Suite {
             include,
             exclude,
             estimate_only: s.estimate_only.unwrap_or(false),
+            gates,
             load,
             matrix,
             scenarios,
@@ -763,6 +770,7 @@ impl Suite {
                 include: Some(self.include.clone()),
                 exclude: Some(self.exclude.clone()),
                 estimate_only: Some(self.estimate_only),
+                gates: (!self.gates.is_empty()).then(|| self.gates.clone()),
             },
             matrix: RawMatrix {
                 users,
@@ -1035,5 +1043,29 @@ mod tests {
         let s = Suite::from_toml("built-in suite", Path::new("/x"), DEFAULT_SUITE).unwrap();
         let again = Suite::from_toml("built-in suite", Path::new("/x"), &s.to_toml()).unwrap();
         assert_eq!(s, again);
+    }
+
+    #[test]
+    fn gates_are_checked_at_load_and_kept_in_the_resolved_suite() {
+        let with = |gates: &str| {
+            DEFAULT_SUITE.replacen("[suite]\n", &format!("[suite]\ngates = {gates}\n"), 1)
+        };
+        let text =
+            with(r#"["p99 < 50ms", "throughput >= -5% vs 2201.11.0", "cv(throughput) <= 3%"]"#);
+        assert_ne!(text, DEFAULT_SUITE, "the default suite has a [suite] table");
+        let s = Suite::from_toml("s.toml", Path::new("/x"), &text).unwrap();
+        assert_eq!(s.gates.len(), 3);
+        let resolved = s.to_toml();
+        assert!(resolved.contains("gates = ["), "{resolved}");
+        let again = Suite::from_toml("s.toml", Path::new("/x"), &resolved).unwrap();
+        assert_eq!(again.gates, s.gates);
+        let e = Suite::from_toml("s.toml", Path::new("/x"), &with(r#"["p99 < 50%"]"#))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("[suite] gates: bad gate `p99 < 50%`"), "{e}");
+        assert!(!e.contains('\n'), "{e}");
+        let builtin = Suite::from_toml("s.toml", Path::new("/x"), DEFAULT_SUITE).unwrap();
+        assert!(builtin.gates.is_empty());
+        assert!(!builtin.to_toml().contains("gates"));
     }
 }

@@ -1,7 +1,8 @@
-//! `gatebench history add|list|export`: the release history (docs/history.md). `add` stores a
-//! finished results directory as a version of its suite, `list` shows what is stored, `export`
-//! writes every stored figure in tidy form. Storing cells while a suite runs is
-//! `gatebench run --history` (`cmd::run`), through [`LiveHistory`].
+//! `gatebench history add|list|export|changes|gate|report`: the release history
+//! (docs/history.md). `add` stores a finished results directory as a version of its suite,
+//! `list` shows what is stored, `export` writes every stored figure in tidy form; the analyses
+//! of the series (`changes`, `gate`, `report`) are in `analyse`. Storing cells while a suite
+//! runs is `gatebench run --history` (`cmd::run`), through [`LiveHistory`].
 //!
 //! The store itself, its schema and its checks live in `gatebench-history`; this module parses
 //! arguments, prints, and maps errors to exit status 2.
@@ -17,6 +18,9 @@ use gatebench_history::store::{rfc3339, RunId, SuiteIdentity};
 use gatebench_history::{Location, RunInput, Store};
 use gatebench_model::CellRecord;
 
+mod analyse;
+pub use analyse::{ChangesArgs, GateArgs, ReportArgs};
+
 /// `gatebench history`.
 #[derive(Debug, Args)]
 #[command(
@@ -26,9 +30,13 @@ $XDG_DATA_HOME/gatebench/history.sqlite, or ~/.local/share/gatebench/history.sql
 or GATEBENCH_HISTORY give another file or a postgres:// URL (same schema). See \
 docs/history.md.\n\nExamples:\n  gatebench history add results/20261125-175646 --version 2201.12.4 \
 --commit 1a2b3c4\n  gatebench history list --suite \"gatebench default suite\"\n  gatebench \
-history export --format csv --out history.csv\n\nExit status: 0 done, 2 bad input (an incomplete \
+history export --format csv --out history.csv\n  gatebench history changes --metric throughput,p99\n  \
+gatebench history gate --version 2201.12.4 --gate 'throughput >= -5% vs 2201.11.0' --junit \
+gate.xml\n  gatebench history report --out site/\n\nExit status: 0 done, 2 bad input (an incomplete \
 or newer results directory, a version stored twice without --replace, another suite under the \
-same name, a newer or unreachable database) or another error; nothing is written then."
+same name, a newer or unreachable database; for changes, gate and report also no history at \
+all, an unknown suite, metric or version, a bad gate) or another error; nothing is written \
+then. `history gate` exits 0 pass, 1 fail, 3 unstable, 4 cannot judge."
 )]
 pub struct HistoryArgs {
     #[command(subcommand)]
@@ -49,6 +57,15 @@ pub enum HistoryCommand {
     List(ListArgs),
     /// Write every stored figure, one row per version × cell × repeat × metric.
     Export(ExportArgs),
+    /// The versions where each cell's metrics moved to a new level (E-divisive means with a
+    /// permutation test), with the shift, its interval and its p-value.
+    Changes(ChangesArgs),
+    /// Judge a stored version by release gates (the suite's `[suite] gates` and --gate):
+    /// exit 0 pass, 1 fail, 3 unstable, 4 cannot judge, 2 bad input.
+    Gate(GateArgs),
+    /// Write the trend site: an index of suites and versions, a page per scenario with charts
+    /// against version and change points, a page per release with its summary table and gates.
+    Report(ReportArgs),
 }
 
 /// `gatebench history add`.
@@ -134,6 +151,9 @@ pub fn run(args: HistoryArgs) -> Result<ExitCode> {
         HistoryCommand::Add(a) => add(args.history.as_deref(), a),
         HistoryCommand::List(a) => list(args.history.as_deref(), a),
         HistoryCommand::Export(a) => export(args.history.as_deref(), a),
+        HistoryCommand::Changes(a) => analyse::changes(args.history.as_deref(), a),
+        HistoryCommand::Gate(a) => analyse::gate(args.history.as_deref(), a),
+        HistoryCommand::Report(a) => analyse::report(args.history.as_deref(), a),
     }
 }
 

@@ -142,12 +142,73 @@ pub fn environment_fingerprint(env: &Environment, pinned: bool) -> (String, Stri
     (sha256_hex(&text), text)
 }
 
+/// What differs between two environments as the store keeps them (the canonical JSON of
+/// [`environment_fingerprint`]): one `key: A vs B` per differing field (nested fields as
+/// `system.cpu_governor`), in key order. Empty when they are the same.
+pub fn environment_differences(a: &str, b: &str) -> Vec<String> {
+    fn flat(prefix: &str, v: &Json, out: &mut std::collections::BTreeMap<String, String>) {
+        match v {
+            Json::Object(m) => {
+                for (k, x) in m {
+                    let key = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    flat(&key, x, out);
+                }
+            }
+            other => {
+                out.insert(prefix.to_owned(), other.to_string());
+            }
+        }
+    }
+    let parse = |t: &str| {
+        let mut m = std::collections::BTreeMap::new();
+        flat("", &serde_json::from_str(t).unwrap_or(Json::Null), &mut m);
+        m
+    };
+    let (a, b) = (parse(a), parse(b));
+    let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let none = "(none)".to_owned();
+    keys.into_iter()
+        .filter(|k| a.get(*k) != b.get(*k))
+        .map(|k| {
+            format!(
+                "{k}: {} vs {}",
+                a.get(k).unwrap_or(&none),
+                b.get(k).unwrap_or(&none)
+            )
+        })
+        .collect()
+}
+
 /// Whether the resolved suite pinned its processes to CPUs (`[suite] pin`).
 pub fn suite_pins(suite_toml: &str) -> bool {
     toml::from_str::<Json>(suite_toml)
         .ok()
         .and_then(|v| v.pointer("/suite/pin").and_then(Json::as_bool))
         .unwrap_or(false)
+}
+
+/// The release gates of a resolved `suite.toml` (`[suite] gates`, an array of expressions):
+/// none when the key is absent; an error, one line, when it is not an array of strings or an
+/// expression does not parse ([`crate::gate::parse_all`]). Gates are not part of the suite's
+/// fingerprint: changing them changes how a release is judged, not what is measured.
+pub fn suite_gates(suite_toml: &str) -> Result<Vec<String>, String> {
+    let v: Json =
+        toml::from_str(suite_toml).map_err(|e| format!("suite.toml does not read: {e}"))?;
+    let Some(g) = v.pointer("/suite/gates") else {
+        return Ok(Vec::new());
+    };
+    let gates: Vec<String> = g
+        .as_array()
+        .and_then(|a| a.iter().map(|e| e.as_str().map(str::to_owned)).collect())
+        .ok_or("[suite] gates: expected an array of gate expressions (strings)")?;
+    crate::gate::parse_all(&gates).map_err(|e| format!("[suite] gates: {e}"))?;
+    Ok(gates)
 }
 
 /// `v` as JSON with every object's keys sorted and no spaces, so equal values give equal text
@@ -247,5 +308,19 @@ sut = { command = "/opt/app-1.0/bin/app --port {port}", ready = "http://127.0.0.
     fn canonical_json_sorts_keys() {
         let a: Json = serde_json::from_str(r#"{"b":1,"a":{"d":2,"c":[3]}}"#).unwrap();
         assert_eq!(canonical(&a), r#"{"a":{"c":[3],"d":2},"b":1}"#);
+    }
+
+    #[test]
+    fn environment_differences_name_each_field() {
+        let a = r#"{"cores":2,"cpu_model":"A","system":{"cpu_governor":"performance"}}"#;
+        let b = r#"{"cores":4,"cpu_model":"A","system":{"cpu_governor":"powersave"}}"#;
+        assert_eq!(
+            environment_differences(a, b),
+            vec![
+                "cores: 2 vs 4".to_owned(),
+                "system.cpu_governor: \"performance\" vs \"powersave\"".to_owned()
+            ]
+        );
+        assert!(environment_differences(a, a).is_empty());
     }
 }

@@ -36,6 +36,7 @@ use serde::Serialize;
 
 use crate::error::HistoryError;
 use crate::series::{Metric, Point, Series};
+use crate::site::{CellInfo, SummaryRow};
 use crate::store::db::{Db, Kind, Value};
 pub use crate::store::fingerprint::SuiteIdentity;
 
@@ -170,6 +171,9 @@ pub struct RunInput {
     pub gatebench_version: String,
     /// The raw results directory, absolute.
     pub results_dir: PathBuf,
+    /// The release gates of the run's suite file (`[suite] gates`), as written; each parses
+    /// with [`crate::gate::parse_all`].
+    pub gates: Vec<String>,
 }
 
 impl RunInput {
@@ -250,6 +254,11 @@ impl RunInput {
             })?;
         let (env_fingerprint, environment) =
             fingerprint::environment_fingerprint(env, fingerprint::suite_pins(suite_toml));
+        let gates =
+            fingerprint::suite_gates(suite_toml).map_err(|problem| HistoryError::Invalid {
+                what: "suite.toml".into(),
+                problem,
+            })?;
         Ok(RunInput {
             suite,
             version,
@@ -261,6 +270,7 @@ impl RunInput {
             environment,
             gatebench_version: env.gatebench_version.clone(),
             results_dir,
+            gates,
         })
     }
 }
@@ -328,6 +338,8 @@ pub struct RunInfo {
     pub cells: i64,
     /// When it was added, Unix milliseconds.
     pub added_at_unix_ms: i64,
+    /// The release gates of the run's suite file (`[suite] gates`), as written.
+    pub gates: Vec<String>,
 }
 
 /// A suite, as [`Store::suites`] lists it.
@@ -359,6 +371,15 @@ pub struct VersionHistograms {
     pub latency: LatencyHistogram,
     /// The answered requests alone.
     pub answered: LatencyHistogram,
+}
+
+/// One version's row of seed 004's summary table per cell ([`Store::summaries`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct VersionSummary {
+    /// The version.
+    pub version: String,
+    /// Per cell (by key, in key order), the medians of its repeats.
+    pub rows: Vec<(String, SummaryRow)>,
 }
 
 /// One figure of one repeat of one cell of one version: a tidy row of `history export`.
@@ -612,7 +633,7 @@ impl Store {
         let rows = db.query(
             "SELECT r.id, r.version, r.date_unix_ms, r.commit_sha, r.env_fingerprint, \
              r.environment, r.results_dir, r.gatebench_version, r.complete, r.planned_cells, \
-             (SELECT COUNT(*) FROM cells c WHERE c.run_id = r.id), r.added_at_unix_ms \
+             (SELECT COUNT(*) FROM cells c WHERE c.run_id = r.id), r.added_at_unix_ms, r.gates \
              FROM runs r JOIN suites s ON r.suite_id = s.id WHERE s.name = $1 \
              ORDER BY r.date_unix_ms, r.id",
             &[Value::text(suite)],
@@ -629,6 +650,7 @@ impl Store {
                 Kind::Int,
                 Kind::Int,
                 Kind::Int,
+                Kind::Text,
             ],
             "list runs",
         )?;
@@ -647,6 +669,7 @@ impl Store {
                 planned_cells: r[9].as_int().unwrap_or(0),
                 cells: r[10].as_int().unwrap_or(0),
                 added_at_unix_ms: r[11].as_int().unwrap_or(0),
+                gates: serde_json::from_str(&r[12].text_or_empty()).unwrap_or_default(),
             })
             .collect())
     }
@@ -771,6 +794,96 @@ impl Store {
             }
         }
         Ok(out)
+    }
+
+    /// Seed 004's summary table of every complete version of the suite, in version order, and
+    /// the suite's cells (by key) with where they sit in the matrix: per version and cell the
+    /// median over the repeats of each column (error %, throughput, mean, standard deviation,
+    /// p99, SUT CPU %, SUT peak memory). Same selection as [`Store::series`].
+    pub fn summaries(
+        &self,
+        suite: &str,
+    ) -> Result<(Vec<CellInfo>, Vec<VersionSummary>), HistoryError> {
+        let mut db = self.db.borrow_mut();
+        if find_suite(&mut db, suite)?.is_none() {
+            return Err(HistoryError::UnknownSuite {
+                suite: suite.to_owned(),
+            });
+        }
+        let sql = format!(
+            "SELECT r.version, c.cell_key, c.scenario, c.title, c.users, c.size_bytes, \
+             c.delay_ms, c.protocol, c.error_percent, c.throughput_rps, c.mean_ms, c.stdev_ms, \
+             c.p99_ms, c.sut_cpu_mean_percent, c.sut_rss_max_mib {SUITE_CELLS} \
+             ORDER BY r.date_unix_ms, r.id, c.cell_key, c.repeat_number"
+        );
+        let mut kinds = vec![
+            Kind::Text,
+            Kind::Text,
+            Kind::Text,
+            Kind::Text,
+            Kind::Int,
+            Kind::Int,
+            Kind::Real,
+            Kind::Text,
+        ];
+        kinds.extend([Kind::Real; 7]);
+        let rows = db.query(&sql, &[Value::text(suite)], &kinds, "read the summaries")?;
+        let mut cells: BTreeMap<String, CellInfo> = BTreeMap::new();
+        // (version, key) -> the repeats' figures, in version order then key order.
+        /// Each repeat's seven figures, in the columns' order.
+        type Figures = [Option<f64>; 7];
+        let mut groups: Vec<(String, String, Vec<Figures>)> = Vec::new();
+        for r in rows {
+            let version = r[0].text_or_empty();
+            let key = r[1].text_or_empty();
+            cells.entry(key.clone()).or_insert_with(|| CellInfo {
+                key: key.clone(),
+                scenario: r[2].text_or_empty(),
+                title: r[3].text_or_empty(),
+                users: u32::try_from(r[4].as_int().unwrap_or(0)).unwrap_or(0),
+                size_bytes: u64::try_from(r[5].as_int().unwrap_or(0)).unwrap_or(0),
+                delay_ms: r[6].as_real().unwrap_or(0.0),
+                protocol: r[7].text_or_empty(),
+            });
+            let figures: [Option<f64>; 7] = std::array::from_fn(|i| r[8 + i].as_real());
+            match groups.last_mut() {
+                Some((v, k, reps)) if *v == version && *k == key => reps.push(figures),
+                _ => groups.push((version, key, vec![figures])),
+            }
+        }
+        let median = |reps: &[[Option<f64>; 7]], i: usize| {
+            let v: Vec<f64> = reps
+                .iter()
+                .filter_map(|f| f[i])
+                .filter(|x| x.is_finite())
+                .collect();
+            gatebench_report::stats::median(&v)
+        };
+        let mut out: Vec<VersionSummary> = Vec::new();
+        for (version, key, reps) in groups {
+            let c = &cells[&key];
+            let row = SummaryRow {
+                scenario: c.title.clone(),
+                users: c.users,
+                size_bytes: c.size_bytes,
+                delay_ms: c.delay_ms,
+                error_pct: median(&reps, 0).unwrap_or(f64::NAN),
+                throughput: median(&reps, 1).unwrap_or(f64::NAN),
+                mean_ms: median(&reps, 2).unwrap_or(f64::NAN),
+                stddev_ms: median(&reps, 3).unwrap_or(f64::NAN),
+                p99_ms: median(&reps, 4).unwrap_or(f64::NAN),
+                sut_cpu_pct: median(&reps, 5),
+                sut_memory_mib: median(&reps, 6),
+            };
+            match out.last_mut() {
+                Some(v) if v.version == version => v.rows.push((key, row)),
+                _ => out.push(VersionSummary {
+                    version,
+                    rows: vec![(key, row)],
+                }),
+            }
+        }
+        Ok((cells.into_values().collect(), out))
     }
 
     /// Every figure of every repeat of every cell of every complete run (of `suite`, or of
@@ -961,8 +1074,8 @@ fn create_run(
     let rows = db.query(
         "INSERT INTO runs (suite_id, version, commit_sha, date_unix_ms, started_at_unix_ms, \
          added_at_unix_ms, complete, planned_cells, env_fingerprint, environment, \
-         gatebench_version, results_dir) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
+         gatebench_version, results_dir, gates) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id",
         &[
             Value::int(suite_id),
             Value::text(&run.version),
@@ -976,6 +1089,7 @@ fn create_run(
             Value::text(&run.environment),
             Value::text(&run.gatebench_version),
             Value::text(run.results_dir.display().to_string()),
+            Value::text(serde_json::to_string(&run.gates).expect("strings serialize")),
         ],
         &[Kind::Int],
         "add a run",

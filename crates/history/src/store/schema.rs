@@ -20,10 +20,11 @@ struct Migration {
 }
 
 /// Every migration, in order. Never edit one that has shipped: add the next.
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    description: "suites, runs and cells with their latency histograms",
-    sql: "
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        description: "suites, runs and cells with their latency histograms",
+        sql: "
 CREATE TABLE suites (
     id {ID},
     name TEXT NOT NULL UNIQUE,
@@ -92,7 +93,13 @@ CREATE TABLE cells (
 );
 CREATE INDEX cells_by_key ON cells (cell_key);
 ",
-}];
+    },
+    Migration {
+        version: 2,
+        description: "the release gates of the run's suite file ([suite] gates)",
+        sql: "ALTER TABLE runs ADD COLUMN gates TEXT NOT NULL DEFAULT '[]';",
+    },
+];
 
 /// The newest schema version this build writes and reads.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS[MIGRATIONS.len() - 1].version;

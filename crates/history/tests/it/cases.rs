@@ -22,6 +22,7 @@ pub fn all(fresh: Fresh<'_>) {
     the_same_version_added_at_once_lands_once(fresh);
     a_writer_that_dies_mid_transaction_leaves_nothing(fresh);
     failed_and_generator_bound_repeats_are_stored_but_not_in_series(fresh);
+    gates_and_summaries(fresh);
 }
 
 fn add(
@@ -459,4 +460,72 @@ pub fn failed_and_generator_bound_repeats_are_stored_but_not_in_series(fresh: Fr
     };
     assert_eq!(by_key("proxy_u10_s50_d0"), 1);
     assert_eq!(by_key("proxy_u100_s50_d0"), 3);
+}
+
+/// A run's `[suite] gates` are stored with it and read back by `runs`; a bad one is refused;
+/// `summaries` gives the medians of every cell's repeats per version.
+pub fn gates_and_summaries(fresh: Fresh<'_>) {
+    use gatebench_history::synthetic::{self, RunSpec};
+    let tmp = TempDir::new("gates");
+    let mut store = Store::open(&fresh("gates_and_summaries")).unwrap();
+    let spec = RunSpec {
+        gates: vec!["p99 < 50ms".into(), "throughput >= -5% vs 1.0".into()],
+        ..RunSpec::default()
+    };
+    synthetic::write_run(&tmp.join("v1"), &spec).unwrap();
+    add(&mut store, &tmp.join("v1"), "1.0", false).unwrap();
+    let faster = RunSpec {
+        throughput_factor: 2.0,
+        started_at_unix_ms: spec.started_at_unix_ms + 86_400_000,
+        gates: Vec::new(),
+        ..spec.clone()
+    };
+    synthetic::write_run(&tmp.join("v2"), &faster).unwrap();
+    add(&mut store, &tmp.join("v2"), "2.0", false).unwrap();
+    let runs = store.runs("synthetic").unwrap();
+    assert_eq!(runs[0].gates, spec.gates);
+    assert!(runs[1].gates.is_empty());
+    let (cells, versions) = store.summaries("synthetic").unwrap();
+    assert_eq!(
+        cells.iter().map(|c| c.key.as_str()).collect::<Vec<_>>(),
+        ["proxy_u100_s50_d0", "proxy_u10_s50_d0"]
+    );
+    assert_eq!(cells[1].users, 10);
+    assert_eq!(versions.len(), 2);
+    let series = store
+        .series("synthetic", &[Metric::Throughput, Metric::P99])
+        .unwrap();
+    for (v, summary) in versions.iter().enumerate() {
+        assert_eq!(summary.rows.len(), 2);
+        for (key, row) in &summary.rows {
+            let median = |m: Metric| {
+                let s = series
+                    .iter()
+                    .find(|s| s.cell == *key && s.metric == m)
+                    .unwrap();
+                let mut x = s.points[v].samples.clone();
+                x.sort_by(f64::total_cmp);
+                x[x.len() / 2]
+            };
+            assert_eq!(row.throughput, median(Metric::Throughput), "{key}");
+            assert_eq!(row.p99_ms, median(Metric::P99), "{key}");
+            assert!(row.sut_cpu_pct.is_some() && row.mean_ms > 0.0);
+        }
+    }
+    let ratio = versions[1].rows[0].1.throughput / versions[0].rows[0].1.throughput;
+    assert!((1.9..2.1).contains(&ratio), "{ratio}");
+    // A gate that does not parse: the directory is not stored.
+    let bad = RunSpec {
+        gates: vec!["p99 < 50%".into()],
+        started_at_unix_ms: spec.started_at_unix_ms + 2 * 86_400_000,
+        ..spec.clone()
+    };
+    synthetic::write_run(&tmp.join("v3"), &bad).unwrap();
+    let e = add(&mut store, &tmp.join("v3"), "3.0", false).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("[suite] gates: bad gate `p99 < 50%`"),
+        "{e}"
+    );
+    assert_eq!(store.runs("synthetic").unwrap().len(), 2);
 }

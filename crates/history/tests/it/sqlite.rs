@@ -68,6 +68,11 @@ fn a_writer_that_dies_mid_transaction_leaves_nothing() {
     on_sqlite(cases::a_writer_that_dies_mid_transaction_leaves_nothing);
 }
 
+#[test]
+fn gates_and_summaries() {
+    on_sqlite(cases::gates_and_summaries);
+}
+
 /// The scale on SQLite (`cargo test --release -p gatebench-history -- --ignored
 /// scale`): prints the times and the file's size, at most 200 MB.
 #[test]
@@ -90,7 +95,7 @@ fn the_file_and_its_directory_are_created_on_first_use() {
     let store = Store::open(&Location::Sqlite(path.clone())).unwrap();
     assert!(store.created());
     assert!(path.is_file());
-    assert_eq!(store.schema_version().unwrap(), 1);
+    assert_eq!(store.schema_version().unwrap(), 2);
     drop(store);
     assert!(!Store::open(&Location::Sqlite(path)).unwrap().created());
 }
@@ -227,7 +232,7 @@ fn a_database_of_a_newer_schema_is_refused() {
             e,
             HistoryError::NewerSchema {
                 found: 99,
-                known: 1,
+                known: 2,
                 ..
             }
         ),
@@ -254,4 +259,30 @@ fn a_file_that_is_not_a_history_is_refused() {
     .unwrap();
     let e = Store::open(&Location::Sqlite(text)).unwrap_err();
     assert!(matches!(e, HistoryError::Sqlite { .. }), "{e}");
+}
+
+/// A history written before schema version 2 gets `runs.gates` (`[]` for its runs) when a newer
+/// gatebench opens it, and its runs read back.
+#[test]
+fn a_version_1_history_is_migrated_to_version_2() {
+    let tmp = TempDir::new("v1");
+    let db = tmp.join("history.sqlite");
+    let mut store = Store::open(&Location::Sqlite(db.clone())).unwrap();
+    fixture::write_run(&tmp.join("run"), &Spec::default());
+    let (run, records) =
+        gatebench_history::RunInput::from_results_dir(&tmp.join("run"), "1.0", None, None).unwrap();
+    store.add_run(&run, &records, false, &mut |_| {}).unwrap();
+    drop(store);
+    // Back to version 1: no gates column, no migration 2.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "ALTER TABLE runs DROP COLUMN gates; DELETE FROM schema_migrations WHERE version = 2;",
+    )
+    .unwrap();
+    drop(conn);
+    let store = Store::open(&Location::Sqlite(db)).unwrap();
+    assert_eq!(store.schema_version().unwrap(), 2);
+    let runs = store.runs("test suite").unwrap();
+    assert_eq!(runs.len(), 1);
+    assert!(runs[0].gates.is_empty());
 }

@@ -187,6 +187,10 @@ pub struct RawSettings {
     /// Print the plan and its estimate, run nothing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub estimate_only: Option<bool>,
+    /// Release gates (`p99 < 50ms`, `throughput >= -5% vs 2201.11.0`, `cv(throughput) <= 3%`)
+    /// that `gatebench history gate` judges a stored version of this suite by.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gates: Option<Vec<String>>,
 }
 
 /// `[matrix]`.
