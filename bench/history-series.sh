@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # A real series for `gatebench history`: gatebench's own proxy run as ten "versions" of
 # bench/history-series.toml (5 repeats each, open model at 2,000 req/s), where versions 6 to
-# 10 run the proxy with `--delay 1ms` (a fixed wait before each request is forwarded, a known
-# added cost). Each version is stored with `run --history`; then `history changes` must find
-# the change at version 6, in the latency metrics, and nowhere else.
+# 10 run the proxy with `--work 20us` (20 µs of CPU spent on each request before it is
+# forwarded, a small known added cost). Each version is stored with `run --history`; then
+# `history changes` must find the change at version 6 and nowhere else.
 #
-#   bench/history-series.sh        # ~4 minutes; RUNS (10), CHANGE_AT (6), DELAY (1ms)
+#   bench/history-series.sh        # ~4 minutes; RUNS (10), CHANGE_AT (6), WORK (20us)
 #
 # Raw data, committed: bench/results/history-series-<stamp>/ with each version's results
 # directory (v1 … v10), the history database (history.sqlite) and what `history changes`
@@ -19,7 +19,7 @@ source "$here/lib.sh"
 
 RUNS=${RUNS:-10}
 CHANGE_AT=${CHANGE_AT:-6}
-DELAY=${DELAY:-1ms}
+WORK=${WORK:-20us}
 [[ $RUNS =~ ^[1-9][0-9]*$ && $CHANGE_AT =~ ^[1-9][0-9]*$ ]] || gb_die "RUNS and CHANGE_AT are positive integers"
 
 gb_init
@@ -30,7 +30,7 @@ db="$out/history.sqlite"
 for ((v = 1; v <= RUNS; v++)); do
   extra=()
   if ((v >= CHANGE_AT)); then
-    extra=(--sut-args "--delay $DELAY")
+    extra=(--sut-args "--work $WORK")
   fi
   gb_log "version $v ${extra[*]:-}"
   "$GATEBENCH" run bench/history-series.toml --out "$out/v$v" --history "$db" \

@@ -49,6 +49,15 @@ pub enum Command {
     Host(crate::cmd::host::HostArgs),
 }
 
+/// `--work`: a duration of at most one second (a busy loop per request).
+fn parse_work(s: &str) -> Result<std::time::Duration, String> {
+    let d = parse_duration(s).map_err(|e| e.to_string())?;
+    if d > std::time::Duration::from_secs(1) {
+        return Err(format!("`{s}` is more than 1s of CPU per request"));
+    }
+    Ok(d)
+}
+
 /// `gatebench serve SERVICE`.
 #[derive(Debug, Args)]
 #[command(
@@ -71,6 +80,11 @@ pub struct ServeArgs {
     /// build emulated, e.g. for a series of versions with a known change).
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration, allow_hyphen_values = true)]
     pub delay: std::time::Duration,
+    /// Intermediaries: CPU spent on each request before it is forwarded, in a busy loop (e.g.
+    /// 20us): a slower build's per-request work emulated, finer than --delay's millisecond
+    /// timer (at most 1 s).
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_work, allow_hyphen_values = true)]
+    pub work: std::time::Duration,
     /// Bytes answered to GET and other requests without a body (at most 1 GiB).
     #[arg(long, value_name = "N", default_value_t = 13)]
     pub size: usize,

@@ -114,6 +114,7 @@ fn intermediary(args: ServeArgs) -> Result<ExitCode> {
         max_request_line: args.max_request_line,
         tries: args.tries,
         added_delay: args.delay,
+        added_work: args.work,
         ..ProxyConfig::new(Vec::new())
     };
     let transform = JsonXmlLimits {

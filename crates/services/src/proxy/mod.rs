@@ -131,8 +131,11 @@ pub struct ProxyConfig {
     pub pool_max_idle: usize,
     /// A fixed wait before each request is forwarded (`serve --delay`): the cost of a slower
     /// build emulated, so that a series of versions with a known change can be made (0 by
-    /// default; the health endpoint never waits).
+    /// default; the health endpoint never waits). Timers tick in milliseconds.
     pub added_delay: Duration,
+    /// CPU spent on each request before it is forwarded, in a busy loop (`serve --work`): a
+    /// slower build's per-request work emulated, below the timer's millisecond (0 by default).
+    pub added_work: Duration,
 }
 
 impl ProxyConfig {
@@ -155,6 +158,7 @@ impl ProxyConfig {
             pool_idle_timeout: Duration::from_secs(30),
             pool_max_idle: 1024,
             added_delay: Duration::ZERO,
+            added_work: Duration::ZERO,
         }
     }
 }
@@ -384,6 +388,8 @@ pub(crate) struct Shared {
     pub proxy_status: Box<[HeaderValue]>,
     /// [`ProxyConfig::added_delay`].
     pub added_delay: Duration,
+    /// [`ProxyConfig::added_work`].
+    pub added_work: Duration,
 }
 
 /// Validates `config` and builds what serving needs; nothing is bound or spawned.
@@ -451,6 +457,7 @@ fn prepare(
         via,
         proxy_status,
         added_delay: config.added_delay,
+        added_work: config.added_work,
         kind,
     };
     Ok((Arc::new(protocols), Arc::new(shared)))
@@ -535,6 +542,13 @@ async fn handle(
     let http1 = req.version() <= Version::HTTP_11;
     if req.uri().path() == HEALTH_PATH && matches!(*req.method(), Method::GET | Method::HEAD) {
         return health(shared, *req.method() == Method::HEAD);
+    }
+    if !shared.added_work.is_zero() {
+        // On purpose on the serving thread: this is the request's own CPU cost.
+        let end = std::time::Instant::now() + shared.added_work;
+        while std::time::Instant::now() < end {
+            std::hint::spin_loop();
+        }
     }
     if !shared.added_delay.is_zero() {
         tokio::time::sleep(shared.added_delay).await;
