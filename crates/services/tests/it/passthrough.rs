@@ -44,6 +44,43 @@ async fn h1c_to_h1c_echoes_through_the_proxy() {
     echo.stop().await;
 }
 
+/// `serve --delay` and `--work` on an intermediary: each request costs at least what was asked
+/// (a wait, or CPU), and the health endpoint none of it.
+#[tokio::test]
+async fn an_added_delay_or_work_slows_every_forwarded_request() {
+    let echo = Running::echo(echo_config()).await;
+    for (delay, work) in [
+        (Duration::from_millis(200), Duration::ZERO),
+        (Duration::ZERO, Duration::from_millis(200)),
+    ] {
+        let proxy = Running::proxy(ProxyConfig {
+            added_delay: delay,
+            added_work: work,
+            ..proxy_config(echo.url(false))
+        })
+        .await;
+        let mut conn = proxy.connect().await;
+        for _ in 0..3 {
+            let t = Instant::now();
+            let answer = conn.request(GET).await;
+            assert_eq!(answer.status, 200);
+            assert!(
+                t.elapsed() >= Duration::from_millis(40),
+                "{:?}",
+                t.elapsed()
+            );
+        }
+        let t = Instant::now();
+        let answer = conn
+            .request(b"GET /__gatebench/health HTTP/1.1\r\nHost: a\r\n\r\n")
+            .await;
+        assert_eq!(answer.status, 200);
+        assert!(t.elapsed() < Duration::from_millis(200), "{:?}", t.elapsed());
+        proxy.stop().await;
+    }
+    echo.stop().await;
+}
+
 #[tokio::test]
 async fn upstream_connections_are_pooled_and_kept_alive() {
     let upstream = Capture::start(Reply::Ok).await;
