@@ -59,7 +59,7 @@ def main():
     print()
     print("Outcomes: `closed` (FIN), `rst` (TCP reset, or RST_STREAM over HTTP/2, with its code), "
           "`goaway` (with its code; `+closed` when the close followed), `status N`, `none` (nothing "
-          "happened within the cap), `served a/b` (requests answered within 3 s).")
+          "happened within the cap), `served a/b` (requests answered within 1.5 s, before any idle timer could make room).")
 
 
 if __name__ == "__main__":
