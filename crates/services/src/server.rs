@@ -10,6 +10,9 @@
 //! serves HTTP/1.1, the connection preface tells the two apart first. Limits that are hard-coded below (drain timeout,
 //! handshake deadline, header deadline, accept back-off) follow docs/behaviour.md and the anchors it
 //! names; they are constants rather than options because no benchmark has needed to change them.
+//! The cap on concurrent client connections is an option (`max_connections`): past it, the
+//! accept loops stop accepting until a connection ends, so new clients wait in the kernel's
+//! accept queue (HAProxy's `maxconn`) rather than take descriptors the served ones need.
 
 use std::error::Error as StdError;
 use std::future::Future;

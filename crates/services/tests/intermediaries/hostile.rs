@@ -472,3 +472,60 @@ async fn userinfo_in_an_absolute_form_target_is_refused() {
     assert_eq!(answer.status, 200);
     proxy.stop().await;
 }
+
+/// The balancer and the transform serve their clients with the same server as the proxy: an
+/// HTTP/2 preface with nothing after it is closed after their idle timeout too, and their
+/// connection cap holds.
+#[tokio::test]
+async fn balancer_and_transform_have_the_idle_deadline_and_the_cap() {
+    let upstream = Capture::start(Reply::Ok).await;
+    let proxy = |max_connections| ProxyConfig {
+        max_connections,
+        ..h2_proxy(
+            upstream.url(),
+            Timeouts {
+                client_idle: SHORT,
+                ..timeouts()
+            },
+        )
+    };
+    let services = [
+        Running::balance(gatebench_services::BalanceConfig {
+            proxy: proxy(1),
+            health: None,
+            ejection: None,
+        })
+        .await,
+        Running::transform(gatebench_services::TransformConfig {
+            proxy: proxy(1),
+            json: gatebench_services::json_xml::JsonXmlLimits::default(),
+        })
+        .await,
+    ];
+    for service in services {
+        let mut stream = TcpStream::connect(service.addr).await.unwrap();
+        let started = Instant::now();
+        stream
+            .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+            .await
+            .unwrap();
+        // The cap is 1: a second client waits while the first holds its connection.
+        let mut second = service.connect().await;
+        second.send(GET).await;
+        assert!(!second.closed_within(SHORT / 2).await);
+        let (closed, goaway) = h2_closed_within(&mut stream, PATIENCE).await;
+        let took = started.elapsed();
+        assert!(closed, "still open after {PATIENCE:?}");
+        assert!(
+            took >= SHORT / 2 && took < Duration::from_secs(5),
+            "{took:?}"
+        );
+        assert_eq!(goaway, Some(NO_ERROR));
+        // The first is gone: the second is served.
+        let answer = tokio::time::timeout(PATIENCE, second.answer(false))
+            .await
+            .expect("served once the first connection ended");
+        assert_eq!(answer.status, 200);
+        service.stop().await;
+    }
+}
