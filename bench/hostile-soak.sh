@@ -15,7 +15,8 @@
 # timeouts), MAXCONN (512: the proxy's --max-connections), HOLD (400 idle connections held open,
 # reopened as the proxy closes them), SIZE (4194304: the echo's GET answer, which slow readers
 # ask for), SETTLE (45 s after the attacks: more than the timers and the 30 s upstream pool idle
-# timeout), GATEBENCH, KEEP_TMP.
+# timeout), SHAPES (every shape of hostile_clients.py but the connection flood, which HOLD
+# replaces), GATEBENCH, KEEP_TMP.
 # Results: bench/results/hostile-soak-<stamp>.tsv (samples every 10 s and the checks) and .md.
 set -euo pipefail
 
@@ -32,6 +33,7 @@ MAXCONN=${MAXCONN:-512}
 HOLD=${HOLD:-400}
 SIZE=${SIZE:-4194304}
 SETTLE=${SETTLE:-45}
+SHAPES=${SHAPES:-idle-h2-preface stalled-h2-body slow-reader-h1 slow-reader-h2 rapid-reset ping-flood trickled-head}
 for v in DURATION QUIET RATE CONNS TIMER MAXCONN HOLD SIZE SETTLE; do
   [[ ${!v} =~ ^[1-9][0-9]*$ ]] || gb_die "$v must be a positive integer, got '${!v}'"
 done
@@ -59,8 +61,8 @@ load() {
     -m POST --payload-size 64 --json "$2" >"$2.log" 2>&1
 }
 {
-  printf '# duration %ss, quiet %ss, rate %s, conns %s, timer %ss, maxconn %s, hold %s, size %s; %s; gatebench %s\n' \
-    "$DURATION" "$QUIET" "$RATE" "$CONNS" "$TIMER" "$MAXCONN" "$HOLD" "$SIZE" \
+  printf '# duration %ss, quiet %ss, rate %s, conns %s, timer %ss, maxconn %s, hold %s, size %s, shapes %s; %s; gatebench %s\n' \
+    "$DURATION" "$QUIET" "$RATE" "$CONNS" "$TIMER" "$MAXCONN" "$HOLD" "$SIZE" "$SHAPES" \
     "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(git -C "$GB_ROOT" rev-parse --short HEAD)"
   printf 'kind\tphase\tepoch_or_metric\trss_kib_or_value\topen_files\n'
 } >"$out"
@@ -73,7 +75,7 @@ sample baseline
 gb_log "attacks for ${DURATION}s, with the same load"
 end=$(($(date +%s) + DURATION))
 attack_pids=()
-for shape in idle-h2-preface stalled-h2-body slow-reader-h1 slow-reader-h2 rapid-reset ping-flood trickled-head; do
+for shape in $SHAPES; do
   (
     while (($(date +%s) < end)); do
       python3 "$here/hostile_clients.py" "$shape" soak "$PORT" "$PORT" 15 >>"$GB_TMP/attacks.tsv" 2>/dev/null || true
