@@ -138,9 +138,18 @@ pub struct ServeArgs {
     /// Longest silence inside a client's request body; 408 beyond.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Intermediaries")]
     pub client_body_timeout: std::time::Duration,
-    /// Idle keep-alive client connections are closed after this.
+    /// Client connections with no request in progress (HTTP/2: no open stream, or no preface
+    /// yet) are closed after this.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Intermediaries")]
     pub idle_timeout: std::time::Duration,
+    /// A client that takes no response bytes for this long is cut (HTTP/2: its stream is
+    /// reset), and its upstream connection let go.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Intermediaries")]
+    pub send_timeout: std::time::Duration,
+    /// Most client connections served at once; more wait in the accept queue until one ends
+    /// [default: 10000, or half the open-files limit if lower]. Every service.
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
     /// Largest request head in bytes, at least 1024 (431 beyond); also the largest upstream
     /// response head.
     #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024, help_heading = "Intermediaries")]

@@ -54,6 +54,9 @@ const MAX_HEAD: usize = 64 * 1024;
 /// Longest silence inside an HTTP/1.1 request body before the body fails and the connection
 /// closes (nginx's `client_body_timeout` default).
 const BODY_TIMEOUT: Duration = Duration::from_secs(60);
+/// A response write the client does not take within this cuts its connection (nginx's
+/// `send_timeout` default).
+const SEND_TIMEOUT: Duration = Duration::from_secs(60);
 /// An idle HTTP/1.1 keep-alive connection is closed quietly after this.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -83,11 +86,15 @@ pub struct EchoConfig {
     /// Total time for an HTTP/1.1 request head from its first byte (above zero); beyond it the
     /// answer is 408 and the connection closes, even if bytes keep trickling in.
     pub header_timeout: Duration,
+    /// Most client connections served at once (at least 1); further clients wait in the
+    /// accept queue until one ends.
+    pub max_connections: usize,
 }
 
 impl Default for EchoConfig {
     /// No delay, 13-byte GET answers, one thread per available core, 16 MiB bodies, cleartext
-    /// HTTP/1.1 only, 256 concurrent HTTP/2 streams, 10 s for a request head (as the proxy).
+    /// HTTP/1.1 only, 256 concurrent HTTP/2 streams, 10 s for a request head (as the proxy),
+    /// at most 10,000 client connections (or half the open-files limit, if lower).
     fn default() -> Self {
         Self {
             delay: Duration::ZERO,
@@ -98,6 +105,7 @@ impl Default for EchoConfig {
             http2: false,
             h2_max_streams: 256,
             header_timeout: Duration::from_secs(10),
+            max_connections: server::default_max_connections(),
         }
     }
 }
@@ -107,6 +115,7 @@ impl EchoConfig {
     /// calls this to refuse bad options before it binds anything.
     pub fn validate(&self) -> Result<(), ServicesError> {
         server::check_threads(self.threads)?;
+        server::check_max_connections(self.max_connections)?;
         if self.h2_max_streams == 0 {
             return Err(ServicesError::invalid(
                 "h2_max_streams",
@@ -142,6 +151,7 @@ impl EchoConfig {
             http2: self.http2,
             h2_max_streams: self.h2_max_streams,
             tls,
+            max_connections: self.max_connections,
         })
         .with_strict_h1(
             H1Limits {
@@ -150,6 +160,7 @@ impl EchoConfig {
                 max_body: self.max_body as u64,
                 head_timeout: self.header_timeout,
                 body_timeout: BODY_TIMEOUT,
+                send_timeout: SEND_TIMEOUT,
             },
             IDLE_TIMEOUT,
         );

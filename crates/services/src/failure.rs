@@ -220,6 +220,9 @@ pub(crate) enum BodyError {
     /// Content-Length, which h2 checks: RFC 9113 §8.1.1).
     #[error("reading the request body failed")]
     DownstreamH2(#[source] h2::Error),
+    /// The client's HTTP/2 stream sent no DATA for the body timeout (408).
+    #[error("request body stalled for {0:?}")]
+    DownstreamStalled(Duration),
     /// The HTTP/2 upstream's body could not be read: a reset, a truncation or a protocol
     /// error.
     #[error("reading the upstream response body failed")]
@@ -253,6 +256,7 @@ impl BodyError {
         match self {
             BodyError::TooLarge(_) => Failure::RequestTooLarge,
             BodyError::Downstream(e) if timed_out(e) => Failure::RequestBodyTimeout,
+            BodyError::DownstreamStalled(_) => Failure::RequestBodyTimeout,
             BodyError::DownstreamH1(e) if e.kind() == std::io::ErrorKind::TimedOut => {
                 Failure::RequestBodyTimeout
             }

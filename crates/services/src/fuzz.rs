@@ -70,6 +70,7 @@ impl H1CheckLimits {
             max_body: self.max_body,
             head_timeout: Duration::from_secs(3600),
             body_timeout: Duration::from_secs(3600),
+            send_timeout: Duration::from_secs(3600),
         })
     }
 }

@@ -80,6 +80,44 @@ pub(crate) struct H1Limits {
     /// Longest wait for the next bytes of a request body; then the body fails and the
     /// connection closes.
     pub body_timeout: Duration,
+    /// Longest wait for the client to take the next bytes of a response (HTTP/1.1: one
+    /// write; HTTP/2: one piece of the body); then the connection (HTTP/2: the stream) is cut.
+    pub send_timeout: Duration,
+}
+
+/// Where the search for the end of a request head stopped, so that a head that arrives a byte
+/// at a time is scanned once in all (linear) rather than parsed again from its first byte on
+/// every read (quadratic: a 16 KiB head trickled byte by byte was 16,384 parses of up to
+/// 16 KiB). The head is parsed only once it holds a blank line (its end, or empty lines before
+/// the request line, which the parse skips), or once it is past a limit the parse reports
+/// (414, 431).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct HeadScan {
+    /// Bytes of the head searched so far.
+    scanned: usize,
+    /// A line end was seen: the request line is complete.
+    line_end: bool,
+}
+
+impl HeadScan {
+    /// Whether `head` (the bytes of one head so far, from its first byte, and maybe more after
+    /// it) is worth parsing now; only the bytes added since the last call are searched.
+    pub(crate) fn ready(&mut self, head: &[u8], limits: &H1Limits) -> bool {
+        // A blank line ends with LF, after LF or CR LF: look two bytes back for its start.
+        let from = self.scanned.saturating_sub(2).min(head.len());
+        self.scanned = head.len();
+        let mut blank = false;
+        for i in memchr::memchr_iter(b'\n', &head[from..]).map(|i| i + from) {
+            self.line_end = true;
+            if matches!(&head[i + 1..], [b'\n', ..] | [b'\r', b'\n', ..]) {
+                blank = true;
+                break;
+            }
+        }
+        blank
+            || head.len() > limits.max_head
+            || (!self.line_end && head.len() > limits.max_request_line)
+    }
 }
 
 /// The status a synthetic [`REJECT_METHOD`] request stands for, if `req` is one.
@@ -146,6 +184,8 @@ pub(crate) struct StrictH1<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> {
     ready: usize,
     /// When the first byte of the head being read arrived.
     head_started: Option<Instant>,
+    /// Where the search for the end of the current head stopped.
+    scan: HeadScan,
     /// Armed while a read waits: the head deadline or the body inactivity deadline.
     timer: Deadline,
     eof: bool,
@@ -164,6 +204,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> StrictH1<S> {
             held: BytesMut::new(),
             ready: 0,
             head_started: None,
+            scan: HeadScan::default(),
             timer: Deadline::default(),
             eof: false,
             failure: io::ErrorKind::InvalidData,
@@ -202,10 +243,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> StrictH1<S> {
                     if rest.is_empty() {
                         return Step::Progress(pos);
                     }
+                    if !self.scan.ready(rest, &self.limits) {
+                        if self.head_started.is_none() {
+                            self.head_started = Some(Instant::now());
+                        }
+                        return Step::Progress(pos);
+                    }
                     match check_head(rest, &self.limits) {
                         Ok(Some((len, framing))) => {
                             pos += len;
                             self.head_started = None;
+                            self.scan = HeadScan::default();
                             self.state = match framing {
                                 Framing::None | Framing::Length(0) => State::Head,
                                 Framing::Length(n) => State::Body { remaining: n },
@@ -608,7 +656,10 @@ fn leading_empty_lines(buf: &[u8]) -> usize {
 }
 
 /// RFC 9112 §3.2: origin-form for every method, absolute-form (http/https), asterisk-form for
-/// OPTIONS only; authority-form belongs to CONNECT, which is refused before this.
+/// OPTIONS only; authority-form belongs to CONNECT, which is refused before this. The
+/// authority of an absolute-form target replaces Host upstream (§3.2.2), so it is checked like
+/// a Host: no userinfo (RFC 9110 §4.2.4: a sender "MUST NOT generate the userinfo
+/// subcomponent"), a valid host and port.
 fn target_ok(method: &str, target: &str) -> bool {
     let t = target.as_bytes();
     if t.first() == Some(&b'/') {
@@ -617,8 +668,20 @@ fn target_ok(method: &str, target: &str) -> bool {
     if target == "*" {
         return method == "OPTIONS";
     }
-    let lower = |n: usize| t.len() > n && t[..n].eq_ignore_ascii_case(&b"https://"[..n]);
-    (t.len() > 7 && t[..7].eq_ignore_ascii_case(b"http://")) || lower(8)
+    let scheme = if t.len() > 7 && t[..7].eq_ignore_ascii_case(b"http://") {
+        7
+    } else if t.len() > 8 && t[..8].eq_ignore_ascii_case(b"https://") {
+        8
+    } else {
+        return false;
+    };
+    let rest = &t[scheme..];
+    let end = rest
+        .iter()
+        .position(|&b| matches!(b, b'/' | b'?' | b'#'))
+        .unwrap_or(rest.len());
+    let authority = &rest[..end];
+    !authority.is_empty() && host_ok(authority)
 }
 
 /// RFC 3986 §3.2.2/§3.2.3 `host [ ":" port ]` (an empty value is allowed: RFC 9112 §3.2).
@@ -681,6 +744,7 @@ mod tests {
             max_body: 1000,
             head_timeout: Duration::from_secs(1),
             body_timeout: Duration::from_secs(1),
+            send_timeout: Duration::from_secs(1),
         }
     }
 
@@ -744,6 +808,10 @@ mod tests {
             (b"GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n", 400),
             (b"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 400),
             (b"GET / HTTP/1.1\r\nHost: a@b\r\n\r\n", 400),
+            (b"GET http://u@a/ HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            (b"GET https://u:p@a:443/ HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            (b"GET http:///x HTTP/1.1\r\nHost: a\r\n\r\n", 400),
+            (b"GET http://a b/ HTTP/1.1\r\nHost: a\r\n\r\n", 400),
             (b"GET foo HTTP/1.1\r\nHost: a\r\n\r\n", 400),
             (b"CONNECT a:443 HTTP/1.1\r\nHost: a\r\n\r\n", 405),
             (b"X-GB-REJECT /200 HTTP/1.1\r\nHost: a\r\n\r\n", 400),

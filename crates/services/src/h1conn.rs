@@ -56,6 +56,8 @@ pub(crate) struct Conn {
     /// Bytes of [`CONTINUE`] still to write before the body is read.
     pub(crate) continue_left: usize,
     pub(crate) body_timeout: Duration,
+    /// Longest wait for one response write to be taken by the client.
+    pub(crate) send_timeout: Duration,
     /// The body timeout, armed while a body read waits.
     pub(crate) stall: Deadline,
 }

@@ -13,12 +13,27 @@
 //! GOAWAY when the drain starts. The echo backend stays on hyper: it sends no interim
 //! responses. Not done: CONNECT (extended or not) and server push, which the intermediaries
 //! never offered.
+//!
+//! Slow and hostile peers (docs/proxy.md, "Timers and limits"), each with its timer or limit as
+//! nginx, HAProxy and Envoy have one:
+//! - a connection with no open stream (one that never sends its preface or SETTINGS, or goes
+//!   idle between requests) gets GOAWAY(NO_ERROR) and is closed after the idle timeout, as
+//!   HTTP/1.x connections are (nginx `keepalive_timeout`, HAProxy `timeout http-keep-alive`);
+//! - a request body that sends nothing for the body timeout fails like an HTTP/1.1 one (408,
+//!   or RST_STREAM once the response started), which drops its upstream exchange;
+//! - a response the client's window (or its socket) does not take for the send timeout ends
+//!   with RST_STREAM(CANCEL), freeing the upstream connection (nginx `send_timeout`);
+//! - a client that resets streams after they were accepted (CVE-2023-44487, "rapid reset")
+//!   gets GOAWAY(ENHANCE_YOUR_CALM) once it reset more than [`MAX_CLIENT_RESETS`] streams and
+//!   more streams than it let finish; h2 itself bounds resets before accept
+//!   (`max_pending_accept_reset_streams`, 20) and the server's own resets (below).
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use h2::server::SendResponse;
@@ -28,6 +43,7 @@ use http::{HeaderMap, Request, Response};
 use hyper::body::Body;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
 use tracing::debug;
 
 use crate::drain::draining;
@@ -43,6 +59,52 @@ const MAX_FRAME_SIZE: u32 = 16 * 1024;
 const MAX_SEND_BUFFER: usize = 400 * 1024;
 const MAX_HEADER_LIST: u32 = 16 * 1024;
 const MAX_LOCAL_ERROR_RESETS: usize = 1024;
+/// Streams a client may reset after they were accepted (each may have started an upstream
+/// request) before its connection gets GOAWAY(ENHANCE_YOUR_CALM), unless it let more streams
+/// finish than it reset: a browser cancelling now and then never reaches it, a rapid-reset
+/// attack (CVE-2023-44487) costs at most this many upstream requests per connection.
+pub(crate) const MAX_CLIENT_RESETS: usize = 50;
+/// How long a connection being closed (idle, or too many resets) gets to flush its GOAWAY.
+const CLOSE_LINGER: Duration = Duration::from_secs(1);
+
+/// The timers of one HTTP/2 connection (docs/proxy.md, "Timers and limits").
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct H2Limits {
+    /// SETTINGS_MAX_CONCURRENT_STREAMS announced.
+    pub max_streams: u32,
+    /// A connection with no open stream for this long (from its start, or since its last
+    /// stream ended) gets GOAWAY and is closed.
+    pub idle_timeout: Duration,
+    /// Longest silence inside a request body (then 408, or RST_STREAM).
+    pub body_timeout: Duration,
+    /// Longest wait for the client to take response bytes (then RST_STREAM(CANCEL)).
+    pub send_timeout: Duration,
+}
+
+/// What the streams of one connection report to it.
+#[derive(Debug, Default)]
+struct Counts {
+    /// Streams open (their tasks still running).
+    open: AtomicUsize,
+    /// Streams the client reset before their response was complete.
+    resets: AtomicUsize,
+    /// Streams whose response was sent in full.
+    finished: AtomicUsize,
+}
+
+/// One open stream, counted while its task lives; the connection is woken when the last ends.
+struct OpenStream {
+    counts: Arc<Counts>,
+    idle: Arc<tokio::sync::Notify>,
+}
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        if self.counts.open.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.idle.notify_one();
+        }
+    }
+}
 
 /// The future answering one HTTP/2 request.
 pub(crate) type H2Future = Pin<Box<dyn Future<Output = Response<ResBody>> + Send>>;
@@ -57,7 +119,7 @@ pub(crate) trait H2Handler: Send + Sync + 'static {
 /// ends; once `drain` turns true, sends GOAWAY and lets the open streams finish.
 pub(crate) async fn serve<T>(
     io: T,
-    max_streams: u32,
+    limits: H2Limits,
     handler: Arc<dyn H2Handler>,
     drain: &mut watch::Receiver<bool>,
 ) where
@@ -71,24 +133,35 @@ pub(crate) async fn serve<T>(
         .max_send_buffer_size(MAX_SEND_BUFFER)
         .max_header_list_size(MAX_HEADER_LIST)
         .max_local_error_reset_streams(Some(MAX_LOCAL_ERROR_RESETS))
-        .max_concurrent_streams(max_streams);
+        .max_concurrent_streams(limits.max_streams);
+    // The preface is part of the first idle period: a client that never sends it is closed
+    // after the idle timeout like one that sends nothing after it.
+    let idle_deadline = Instant::now() + limits.idle_timeout;
     let handshake = builder.handshake::<T, Bytes>(io);
     let mut conn = tokio::select! {
         biased;
-        conn = handshake => match conn {
-            Ok(conn) => conn,
-            Err(error) => {
+        conn = tokio::time::timeout_at(idle_deadline, handshake) => match conn {
+            Ok(Ok(conn)) => conn,
+            Ok(Err(error)) => {
                 debug!(%error, "HTTP/2 handshake failed");
+                return;
+            }
+            Err(_) => {
+                debug!("no HTTP/2 preface within the idle timeout: closing");
                 return;
             }
         },
         () = draining(drain) => return,
     };
+    let counts = Arc::new(Counts::default());
+    let idle = Arc::new(tokio::sync::Notify::new());
+    let mut idle_since = Some(idle_deadline - limits.idle_timeout);
     let mut closing = false;
     loop {
         let next = if closing {
             conn.accept().await
         } else {
+            let idle_at = idle_since.map(|since| since + limits.idle_timeout);
             tokio::select! {
                 biased;
                 next = conn.accept() => next,
@@ -98,11 +171,39 @@ pub(crate) async fn serve<T>(
                     closing = true;
                     continue;
                 }
+                () = idle.notified() => {
+                    if counts.open.load(Ordering::Acquire) == 0 {
+                        idle_since = Some(Instant::now());
+                    }
+                    continue;
+                }
+                () = sleep_until_some(idle_at) => {
+                    if counts.open.load(Ordering::Acquire) == 0 {
+                        debug!("HTTP/2 connection idle past the idle timeout: closing");
+                        close(&mut conn, Reason::NO_ERROR).await;
+                        return;
+                    }
+                    idle_since = None;
+                    continue;
+                }
             }
         };
         match next {
             Some(Ok((req, respond))) => {
-                tokio::spawn(stream(handler.clone(), req, respond));
+                let resets = counts.resets.load(Ordering::Acquire);
+                if resets > MAX_CLIENT_RESETS && resets > counts.finished.load(Ordering::Acquire) {
+                    debug!(resets, "client keeps resetting accepted streams: GOAWAY");
+                    drop((req, respond));
+                    close(&mut conn, Reason::ENHANCE_YOUR_CALM).await;
+                    return;
+                }
+                idle_since = None;
+                counts.open.fetch_add(1, Ordering::AcqRel);
+                let open = OpenStream {
+                    counts: counts.clone(),
+                    idle: idle.clone(),
+                };
+                tokio::spawn(stream(handler.clone(), req, respond, limits, open));
             }
             Some(Err(error)) => {
                 // Clients that reset or vanish are ordinary under load: debug, not warn.
@@ -112,6 +213,27 @@ pub(crate) async fn serve<T>(
             None => return,
         }
     }
+}
+
+/// Sleeps until `at`, or forever when there is none.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Sends GOAWAY with `reason` and drives the connection a little longer so that it leaves
+/// (a client that does not read gets [`CLOSE_LINGER`], no more); the socket closes on drop.
+async fn close<T>(conn: &mut h2::server::Connection<T, Bytes>, reason: Reason)
+where
+    T: AsyncRead + AsyncWrite + Unpin,
+{
+    conn.abrupt_shutdown(reason);
+    let _ = tokio::time::timeout(CLOSE_LINGER, async {
+        while let Some(Ok(_)) = conn.accept().await {}
+    })
+    .await;
 }
 
 /// What the stream's task waits for while the handler runs. Moved once out of a poll, never
@@ -128,10 +250,22 @@ async fn stream(
     handler: Arc<dyn H2Handler>,
     req: Request<h2::RecvStream>,
     mut respond: SendResponse<Bytes>,
+    limits: H2Limits,
+    open: OpenStream,
 ) {
-    let (parts, recv) = req.into_parts();
+    let (mut parts, recv) = req.into_parts();
+    if !request_ok(&mut parts) {
+        let refused = Response::builder()
+            .status(http::StatusCode::BAD_REQUEST)
+            .header(DATE, http_date())
+            .body(())
+            .expect("a valid response head");
+        let _ = respond.send_response(refused, true);
+        return;
+    }
     let length = content_length(&parts.headers);
-    let req = Request::from_parts(parts, ClientBody::H2(H2Recv::new(recv, length)));
+    let body = H2Recv::new(recv, length).with_stall_timeout(limits.body_timeout);
+    let req = Request::from_parts(parts, ClientBody::H2(body));
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut answer = handler.call_h2(req, H2Interim::new(tx));
     let response = loop {
@@ -158,6 +292,7 @@ async fn stream(
             Step::Final(response) => break response,
             Step::Reset(reason) => {
                 debug!(?reason, "client reset the stream before the response");
+                open.counts.resets.fetch_add(1, Ordering::AcqRel);
                 return;
             }
         }
@@ -170,8 +305,11 @@ async fn stream(
     strip_connection_fields(&mut head.headers);
     head.headers.entry(DATE).or_insert_with(http_date);
     if body.is_end_stream() {
-        if let Err(error) = respond.send_response(Response::from_parts(head, ()), true) {
-            debug!(%error, "sending the response failed");
+        match respond.send_response(Response::from_parts(head, ()), true) {
+            Ok(_) => {
+                open.counts.finished.fetch_add(1, Ordering::AcqRel);
+            }
+            Err(error) => debug!(%error, "sending the response failed"),
         }
         return;
     }
@@ -181,9 +319,27 @@ async fn stream(
             .or_insert_with(|| HeaderValue::from(len));
     }
     match respond.send_response(Response::from_parts(head, ()), false) {
-        Ok(send) => pipe(body, send).await,
+        Ok(send) => match pipe(body, send, limits.send_timeout).await {
+            Piped::Done => {
+                open.counts.finished.fetch_add(1, Ordering::AcqRel);
+            }
+            Piped::ClientReset => {
+                open.counts.resets.fetch_add(1, Ordering::AcqRel);
+            }
+            Piped::Failed => {}
+        },
         Err(error) => debug!(%error, "sending the response failed"),
     }
+}
+
+/// How a response body's piping ended.
+enum Piped {
+    /// Sent in full.
+    Done,
+    /// The client reset the stream.
+    ClientReset,
+    /// The body broke, or the client did not take it within the send timeout.
+    Failed,
 }
 
 fn send_interim(respond: &mut SendResponse<Bytes>, mut interim: Response<()>) {
@@ -196,8 +352,9 @@ fn send_interim(respond: &mut SendResponse<Bytes>, mut interim: Response<()>) {
 /// Writes `body` to the stream as the client's flow-control window allows. A body that fails
 /// ends the stream with RST_STREAM INTERNAL_ERROR, as hyper did, so the client sees a broken
 /// response rather than a short complete one; a client's reset drops the body (and with it an
-/// HTTP/1.1 upstream connection, which is then closed).
-async fn pipe(mut body: ResBody, mut send: SendStream<Bytes>) {
+/// HTTP/1.1 upstream connection, which is then closed); so does a client that takes no bytes
+/// for `send_timeout`, whose stream is reset with CANCEL.
+async fn pipe(mut body: ResBody, mut send: SendStream<Bytes>, send_timeout: Duration) -> Piped {
     loop {
         let frame = std::future::poll_fn(|cx| {
             if let Poll::Ready(reset) = send.poll_reset(cx) {
@@ -209,33 +366,37 @@ async fn pipe(mut body: ResBody, mut send: SendStream<Bytes>) {
         let frame = match frame {
             Err(reason) => {
                 debug!(?reason, "client reset the stream during the response body");
-                return;
+                return Piped::ClientReset;
             }
             Ok(None) => {
                 let _ = send.send_data(Bytes::new(), true);
-                return;
+                return Piped::Done;
             }
             Ok(Some(Err(error))) => {
                 debug!(%error, "response body broke off: resetting the stream");
                 send.send_reset(Reason::INTERNAL_ERROR);
-                return;
+                return Piped::Failed;
             }
             Ok(Some(Ok(frame))) => frame,
         };
         match frame.into_data() {
             Ok(data) => {
                 let end = body.is_end_stream();
-                if write_data(&mut send, data, end).await.is_err() {
-                    return;
-                }
-                if end {
-                    return;
+                match tokio::time::timeout(send_timeout, write_data(&mut send, data, end)).await {
+                    Ok(Ok(())) if end => return Piped::Done,
+                    Ok(Ok(())) => {}
+                    Ok(Err(())) => return Piped::Failed,
+                    Err(_) => {
+                        debug!("client took no response bytes within the send timeout");
+                        send.send_reset(Reason::CANCEL);
+                        return Piped::Failed;
+                    }
                 }
             }
             Err(frame) => {
                 if let Ok(trailers) = frame.into_trailers() {
                     let _ = send.send_trailers(trailers);
-                    return;
+                    return Piped::Done;
                 }
             }
         }
@@ -268,6 +429,39 @@ pub(crate) async fn write_data(
         }
     }
     Ok(())
+}
+
+/// Checks what the h2 crate leaves to the server, as `h1check` does for HTTP/1.1:
+/// - `:authority` without userinfo (RFC 9113 §8.3.1: it "MUST NOT include the deprecated
+///   userinfo subcomponent"), since it becomes an HTTP/1.1 upstream's Host;
+/// - Content-Length repeated with one value is folded into one field (RFC 9110 §8.6 lets a
+///   recipient do so), so an HTTP/1.1 upstream never sees two; different values make the
+///   request malformed (h2 itself resets such a stream with PROTOCOL_ERROR before it is
+///   accepted; refused here too, should that change).
+fn request_ok(parts: &mut http::request::Parts) -> bool {
+    if parts
+        .uri
+        .authority()
+        .is_some_and(|authority| authority.as_str().contains('@'))
+    {
+        return false;
+    }
+    let mut values = parts.headers.get_all(CONTENT_LENGTH).iter();
+    let Some(first) = values.next() else {
+        return true;
+    };
+    let first = first.clone();
+    let mut repeated = false;
+    for value in values {
+        if value != first {
+            return false;
+        }
+        repeated = true;
+    }
+    if repeated {
+        parts.headers.insert(CONTENT_LENGTH, first);
+    }
+    true
 }
 
 /// The request's declared length, when it declares one h2 accepted (h2 refuses a stream whose

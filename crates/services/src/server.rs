@@ -10,6 +10,9 @@
 //! serves HTTP/1.1, the connection preface tells the two apart first. Limits that are hard-coded below (drain timeout,
 //! handshake deadline, header deadline, accept back-off) follow docs/behaviour.md and the anchors it
 //! names; they are constants rather than options because no benchmark has needed to change them.
+//! The cap on concurrent client connections is an option (`max_connections`): past it, the
+//! accept loops stop accepting until a connection ends, so new clients wait in the kernel's
+//! accept queue (HAProxy's `maxconn`) rather than take descriptors the served ones need.
 
 use std::error::Error as StdError;
 use std::future::Future;
@@ -39,7 +42,7 @@ use crate::drain::{draining, Drain};
 use crate::error::ServicesError;
 use crate::h1check::{H1Limits, StrictH1};
 use crate::h1server::{self, H1Handler};
-use crate::h2server::{self, H2Handler};
+use crate::h2server::{self, H2Handler, H2Limits};
 
 /// How long in-flight requests get to finish once shutdown starts.
 pub(crate) const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -61,6 +64,9 @@ pub(crate) fn check_threads(threads: usize) -> Result<(), ServicesError> {
     Ok(())
 }
 
+/// Body and send timeouts of HTTP/2 connections on a listener without strict HTTP/1.1 limits
+/// (nginx's `client_body_timeout` and `send_timeout` defaults).
+const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(60);
 /// Deadline for a whole TLS handshake, so a silent client cannot hold a connection forever.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Deadline for receiving a complete HTTP/1 request head (slowloris); the connection closes on
@@ -129,6 +135,48 @@ pub(crate) struct ListenOptions {
     pub h2_max_streams: u32,
     /// TLS configuration; `None` serves cleartext.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Most client connections served at once by the whole listener (every thread); further
+    /// connections wait in the kernel's accept queue until one ends.
+    pub max_connections: usize,
+}
+
+/// The default cap on concurrent client connections of one service: nginx's
+/// `worker_connections` order of magnitude, and no more than half the open-files limit, so that
+/// upstream connections (one per client connection at most, for the intermediaries) and the
+/// listener still get descriptors.
+pub(crate) fn default_max_connections() -> usize {
+    const CAP: usize = 10_000;
+    let mut limit = open_files_limit();
+    if limit == 0 {
+        limit = 2 * CAP as u64;
+    }
+    CAP.min((limit / 2).max(1) as usize)
+}
+
+/// The soft open-files limit, or 0 when unknown (read from `/proc/self/limits`, so that no FFI
+/// is needed).
+fn open_files_limit() -> u64 {
+    std::fs::read_to_string("/proc/self/limits")
+        .ok()
+        .and_then(|limits| {
+            limits
+                .lines()
+                .find(|line| line.starts_with("Max open files"))
+                .and_then(|line| line.split_whitespace().nth(3))
+                .and_then(|soft| soft.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Checks a service's `max_connections`: at least 1.
+pub(crate) fn check_max_connections(max: usize) -> Result<(), ServicesError> {
+    if max == 0 {
+        return Err(ServicesError::invalid(
+            "max_connections",
+            "must be at least 1",
+        ));
+    }
+    Ok(())
 }
 
 /// What a service learns about the connection it is built for.
@@ -152,6 +200,8 @@ pub(crate) struct Protocols {
     /// Strict HTTP/1.1 request checks in front of hyper (`h1check`); `None` leaves requests to
     /// hyper alone (the echo backend).
     strict_h1: Option<Arc<H1Limits>>,
+    /// One permit per client connection being served, shared by every thread's accept loop.
+    connections: Arc<tokio::sync::Semaphore>,
 }
 
 impl Protocols {
@@ -183,6 +233,27 @@ impl Protocols {
             tls: options.tls.clone().map(TlsAcceptor::from),
             idle_timeout: HEADER_READ_TIMEOUT,
             strict_h1: None,
+            connections: Arc::new(tokio::sync::Semaphore::new(
+                options
+                    .max_connections
+                    .min(tokio::sync::Semaphore::MAX_PERMITS),
+            )),
+        }
+    }
+
+    /// The timers of this listener's HTTP/2 connections served by [`h2server`].
+    fn h2_limits(&self) -> H2Limits {
+        let (body_timeout, send_timeout) = self
+            .strict_h1
+            .as_ref()
+            .map_or((DEFAULT_BODY_TIMEOUT, DEFAULT_BODY_TIMEOUT), |l| {
+                (l.body_timeout, l.send_timeout)
+            });
+        H2Limits {
+            max_streams: self.h2_max_streams,
+            idle_timeout: self.idle_timeout,
+            body_timeout,
+            send_timeout,
         }
     }
 
@@ -264,13 +335,7 @@ impl Protocols {
         match (&self.strict_h1, h2) {
             (_, true) => match direct {
                 Some(handler) => {
-                    Box::pin(h2server::serve(
-                        tls,
-                        self.h2_max_streams,
-                        handler,
-                        &mut drain,
-                    ))
-                    .await;
+                    Box::pin(h2server::serve(tls, self.h2_limits(), handler, &mut drain)).await;
                 }
                 None => drive!(self.h2.serve_connection(TokioIo::new(tls), service), drain),
             },
@@ -327,13 +392,7 @@ impl Protocols {
         let (first, h2) = sniffed;
         let io = Rewind::new(first, stream);
         if h2 {
-            Box::pin(h2server::serve(
-                io,
-                self.h2_max_streams,
-                handler,
-                &mut drain,
-            ))
-            .await;
+            Box::pin(h2server::serve(io, self.h2_limits(), handler, &mut drain)).await;
         } else if let Some(h1) = service.direct_h1() {
             Box::pin(h1server::serve(
                 io,
@@ -493,7 +552,27 @@ pub(crate) async fn accept_loop<M, S, B>(
     B::Error: Into<Box<dyn StdError + Send + Sync>>,
 {
     let mut backing_off = false;
+    let mut full = false;
     loop {
+        // At the connection cap, stop accepting until a connection ends: the next clients
+        // wait in the kernel's accept queue (HAProxy's `maxconn`) instead of costing
+        // descriptors, and are served in order once there is room.
+        let permit = match protocols.connections.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                if !full {
+                    warn!("at the connection cap: new connections wait until one ends");
+                    full = true;
+                }
+                tokio::select! {
+                    biased;
+                    () = draining(&mut drain) => break,
+                    permit = protocols.connections.clone().acquire_owned() => {
+                        permit.expect("the connection semaphore is never closed")
+                    }
+                }
+            }
+        };
         let accepted = tokio::select! {
             biased;
             () = draining(&mut drain) => break,
@@ -501,13 +580,18 @@ pub(crate) async fn accept_loop<M, S, B>(
         };
         match accepted {
             Ok((stream, peer)) => {
+                full = false;
                 backing_off = false;
                 // Small responses must leave at once, not wait for Nagle.
                 if let Err(error) = stream.set_nodelay(true) {
                     debug!(%error, "failed to set TCP_NODELAY");
                 }
                 let service = make(ConnInfo { peer });
-                tokio::spawn(protocols.clone().serve(stream, service, drain.clone()));
+                let serving = protocols.clone().serve(stream, service, drain.clone());
+                tokio::spawn(async move {
+                    serving.await;
+                    drop(permit);
+                });
             }
             // The peer gave up before we accepted: nothing to do but take the next one.
             Err(error) if is_connection_error(&error) => {

@@ -43,6 +43,9 @@ fn echo(args: ServeArgs) -> Result<ExitCode> {
         http2: args.http2,
         h2_max_streams: args.h2_max_streams,
         header_timeout: args.client_header_timeout,
+        max_connections: args
+            .max_connections
+            .unwrap_or_else(|| EchoConfig::default().max_connections),
     };
     // Refused before a certificate is made or anything listens.
     config.validate().map_err(by_option)?;
@@ -108,6 +111,7 @@ fn intermediary(args: ServeArgs) -> Result<ExitCode> {
             client_header: args.client_header_timeout,
             client_body: args.client_body_timeout,
             client_idle: args.idle_timeout,
+            client_send: args.send_timeout,
         },
         max_body: args.max_body as u64,
         max_head: args.max_head,
@@ -115,6 +119,9 @@ fn intermediary(args: ServeArgs) -> Result<ExitCode> {
         tries: args.tries,
         added_delay: args.delay,
         added_work: args.work,
+        max_connections: args
+            .max_connections
+            .unwrap_or_else(|| ProxyConfig::new(Vec::new()).max_connections),
         ..ProxyConfig::new(Vec::new())
     };
     let transform = JsonXmlLimits {
@@ -216,6 +223,8 @@ fn by_option(error: ServicesError) -> anyhow::Error {
             "max_head" => Some("--max-head"),
             "max_request_line" => Some("--max-request-line"),
             "timeouts.client_header" | "header_timeout" => Some("--client-header-timeout"),
+            "timeouts.client_send" => Some("--send-timeout"),
+            "max_connections" => Some("--max-connections"),
             "get_size" => Some("--size"),
             "health.interval" => Some("--health-interval"),
             "health.timeout" => Some("--health-timeout"),

@@ -679,6 +679,8 @@ const SERVE_OPTIONS: &[(&str, Option<Kind>)] = &[
     ("--client-header-timeout", Some(Kind::Dur)),
     ("--client-body-timeout", Some(Kind::Dur)),
     ("--idle-timeout", Some(Kind::Dur)),
+    ("--send-timeout", Some(Kind::Dur)),
+    ("--max-connections", Some(Kind::Count)),
     ("--max-head", Some(Kind::Count)),
     ("--max-request-line", Some(Kind::Count)),
     ("--tries", Some(Kind::Count)),

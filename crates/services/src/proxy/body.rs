@@ -110,6 +110,8 @@ pub(crate) struct H2Recv {
     remaining: Option<u64>,
     /// The DATA frames have ended; only trailers may follow.
     data_done: bool,
+    /// A client's body: the body timeout and its timer, armed while a read waits.
+    stall: Option<(Duration, Deadline)>,
 }
 
 impl H2Recv {
@@ -119,6 +121,41 @@ impl H2Recv {
             recv,
             remaining: length,
             data_done: false,
+            stall: None,
+        }
+    }
+
+    /// A client's body, which fails with [`BodyError::DownstreamStalled`] (408) when no DATA
+    /// arrive for `timeout` while it is read, as an HTTP/1.1 body does (nginx
+    /// `client_body_timeout`).
+    pub(crate) fn with_stall_timeout(mut self, timeout: Duration) -> Self {
+        self.stall = Some((timeout, Deadline::default()));
+        self
+    }
+
+    /// [`H2Recv::poll_frame`] for a client's body, with the body timeout.
+    fn poll_client(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
+        match self.poll_frame(cx) {
+            Poll::Ready(frame) => {
+                if let Some((_, stall)) = &mut self.stall {
+                    stall.disarm();
+                }
+                Poll::Ready(frame.map(|f| f.map_err(BodyError::DownstreamH2)))
+            }
+            Poll::Pending => match &mut self.stall {
+                Some((after, stall)) => {
+                    let after = *after;
+                    if stall.expired(cx, || Instant::now() + after) {
+                        Poll::Ready(Some(Err(BodyError::DownstreamStalled(after))))
+                    } else {
+                        Poll::Pending
+                    }
+                }
+                None => Poll::Pending,
+            },
         }
     }
 
@@ -181,7 +218,7 @@ impl Body for ClientBody {
                 .poll_frame(cx)
                 .map_err(BodyError::Downstream),
             ClientBody::H1(inner) => inner.poll_frame(cx),
-            ClientBody::H2(inner) => inner.poll_frame(cx).map_err(BodyError::DownstreamH2),
+            ClientBody::H2(inner) => inner.poll_client(cx),
         }
     }
 

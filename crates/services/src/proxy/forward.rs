@@ -424,7 +424,9 @@ fn unbuild(request: Request<UpBody>) -> Outgoing {
     }
 }
 
-/// The outcome of one HTTP/2 exchange.
+/// The outcome of one HTTP/2 exchange. Returned once and taken apart at once, never stored:
+/// boxing the request would cost an allocation per retry for nothing.
+#[allow(clippy::large_enum_variant)]
 enum Sent {
     /// A final response head arrived.
     Response(Response<h2::RecvStream>),

@@ -78,14 +78,20 @@ pub struct Timeouts {
     pub client_header: Duration,
     /// Longest silence inside a client's request body (then the request fails, 408).
     pub client_body: Duration,
-    /// An idle keep-alive client connection is closed quietly after this.
+    /// A client connection with no request in progress is closed quietly after this (HTTP/2:
+    /// after GOAWAY), counted from its start too: a client that never sends its first request
+    /// (or its HTTP/2 preface) is closed as one that goes idle.
     pub client_idle: Duration,
+    /// Longest wait for a client to take the next response bytes (HTTP/1.x: one write;
+    /// HTTP/2: one piece of the body, as its window allows); then its connection (HTTP/2: its
+    /// stream) is cut and the upstream connection is let go.
+    pub client_send: Duration,
 }
 
 impl Default for Timeouts {
     /// Connect 5 s; response 60 s and upstream read 60 s (nginx `proxy_read_timeout`); client
     /// head 10 s (HAProxy `timeout http-request`); client body 60 s (nginx
-    /// `client_body_timeout`); idle keep-alive 60 s.
+    /// `client_body_timeout`); idle keep-alive 60 s; send 60 s (nginx `send_timeout`).
     fn default() -> Self {
         Self {
             connect: Duration::from_secs(5),
@@ -94,6 +100,7 @@ impl Default for Timeouts {
             client_header: Duration::from_secs(10),
             client_body: Duration::from_secs(60),
             client_idle: Duration::from_secs(60),
+            client_send: Duration::from_secs(60),
         }
     }
 }
@@ -136,12 +143,16 @@ pub struct ProxyConfig {
     /// CPU spent on each request before it is forwarded, in a busy loop (`serve --work`): a
     /// slower build's per-request work emulated, below the timer's millisecond (0 by default).
     pub added_work: Duration,
+    /// Most client connections served at once (at least 1); further clients wait in the
+    /// accept queue until one ends.
+    pub max_connections: usize,
 }
 
 impl ProxyConfig {
     /// Defaults around `upstreams`: one thread per core, cleartext HTTP/1.1, verified HTTPS
     /// upstreams, the default [`Timeouts`], 16 MiB bodies, 16 KiB heads, 8 KiB request lines,
-    /// 3 tries, pooled connections kept 30 s idle, at most 1024 per upstream and thread.
+    /// 3 tries, pooled connections kept 30 s idle, at most 1024 per upstream and thread, at
+    /// most 10,000 client connections (or half the open-files limit, if lower).
     pub fn new(upstreams: Vec<String>) -> Self {
         Self {
             upstreams,
@@ -159,6 +170,7 @@ impl ProxyConfig {
             pool_max_idle: 1024,
             added_delay: Duration::ZERO,
             added_work: Duration::ZERO,
+            max_connections: server::default_max_connections(),
         }
     }
 }
@@ -191,6 +203,7 @@ impl ProxyConfig {
             ));
         }
         server::check_threads(self.threads)?;
+        server::check_max_connections(self.max_connections)?;
         if self.h2_max_streams == 0 {
             return Err(ServicesError::invalid(
                 "h2_max_streams",
@@ -218,6 +231,13 @@ impl ProxyConfig {
         if self.timeouts.client_header.is_zero() {
             return Err(ServicesError::invalid(
                 "timeouts.client_header",
+                "must be above zero",
+            ));
+        }
+        // Zero would cut every client whose first write has to wait.
+        if self.timeouts.client_send.is_zero() {
+            return Err(ServicesError::invalid(
+                "timeouts.client_send",
                 "must be above zero",
             ));
         }
@@ -428,6 +448,7 @@ fn prepare(
         http2: config.http2,
         h2_max_streams: config.h2_max_streams,
         tls,
+        max_connections: config.max_connections,
     })
     .with_strict_h1(
         H1Limits {
@@ -436,6 +457,7 @@ fn prepare(
             max_body: config.max_body,
             head_timeout: config.timeouts.client_header,
             body_timeout: config.timeouts.client_body,
+            send_timeout: config.timeouts.client_send,
         },
         config.timeouts.client_idle,
     );

@@ -131,8 +131,10 @@ fn literal(block: &mut Vec<u8>, bytes: &[u8]) {
 }
 
 /// The `:status` of a response header block. A server's encoder sends the statuses of the
-/// static table (RFC 7541 Appendix A) as one indexed byte; other statuses (and a header block
-/// that starts with anything else) read as 0, which no assertion expects.
+/// static table (RFC 7541 Appendix A) as one indexed byte, and others as a literal with the
+/// indexed name `:status` (indices 8 to 14), its value plain or Huffman-coded (digits only,
+/// Appendix B); a header block that starts with anything else reads as 0, which no assertion
+/// expects.
 fn status(block: &[u8]) -> u16 {
     match block.first() {
         Some(0x88) => 200,
@@ -142,6 +144,47 @@ fn status(block: &[u8]) -> u16 {
         Some(0x8c) => 400,
         Some(0x8d) => 404,
         Some(0x8e) => 500,
+        // Literal with incremental indexing (6-bit index) or without (4-bit index).
+        Some(&b)
+            if (b & 0xc0 == 0x40 && (8..=14).contains(&(b & 0x3f)))
+                || (b & 0xe0 == 0x00 && (8..=14).contains(&(b & 0x0f))) =>
+        {
+            literal_status(&block[1..]).unwrap_or(0)
+        }
         _ => 0,
     }
+}
+
+/// A three-digit status value (RFC 7541 §5.2), plain or Huffman-coded.
+fn literal_status(value: &[u8]) -> Option<u16> {
+    let (&head, rest) = value.split_first()?;
+    let len = usize::from(head & 0x7f);
+    let bytes = rest.get(..len)?;
+    let digits = if head & 0x80 == 0 {
+        bytes.to_vec()
+    } else {
+        // Appendix B: '0' to '2' are the 5-bit codes 0 to 2, '3' to '9' the 6-bit codes 0x19
+        // to 0x1f; the padding is the most significant bits of EOS (all ones).
+        let bits: Vec<u8> = bytes
+            .iter()
+            .flat_map(|b| (0..8).rev().map(move |i| (b >> i) & 1))
+            .collect();
+        let (mut at, mut out) = (0, Vec::new());
+        while out.len() < 3 && at + 5 <= bits.len() {
+            let five = bits[at..at + 5].iter().fold(0u8, |v, b| v << 1 | b);
+            if five < 3 {
+                out.push(b'0' + five);
+                at += 5;
+            } else {
+                let six = (five << 1) | *bits.get(at + 5)?;
+                if !(0x19..=0x1f).contains(&six) {
+                    return None;
+                }
+                out.push(b'3' + (six - 0x19));
+                at += 6;
+            }
+        }
+        out
+    };
+    std::str::from_utf8(&digits).ok()?.parse().ok()
 }

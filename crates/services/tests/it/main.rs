@@ -11,6 +11,9 @@
 //! - `support`: services on the runtime, the raw client, the capturing upstream, TLS and h2.
 //! - `echo`: the echo backend: HTTP/1.1, delays, limits, shutdown, accept, TLS, h2, head deadline.
 //! - `header_rules`: TE and Connection rules, as an HTTP/1.1 or HTTP/2 upstream received them.
+//! - `hostile`: slow and hostile clients: HTTP/2 idle and preface deadlines, the connection
+//!   cap, stalled HTTP/2 bodies, clients that stop reading, rapid reset, repeated
+//!   Content-Length, userinfo in a target.
 //! - `interim`: 1xx responses forwarded to HTTP/1.1 clients; `Expect: 100-continue`.
 //! - `h2raw`: raw HTTP/2 frames, for requests a client library refuses to send.
 //! - `passthrough`: every seed-004 protocol pair, pooling, streaming, intermediary headers.
@@ -26,6 +29,7 @@ mod echo;
 mod faults;
 mod h2raw;
 mod header_rules;
+mod hostile;
 mod interim;
 mod limits;
 mod passthrough;

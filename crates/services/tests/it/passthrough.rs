@@ -75,7 +75,11 @@ async fn an_added_delay_or_work_slows_every_forwarded_request() {
             .request(b"GET /__gatebench/health HTTP/1.1\r\nHost: a\r\n\r\n")
             .await;
         assert_eq!(answer.status, 200);
-        assert!(t.elapsed() < Duration::from_millis(200), "{:?}", t.elapsed());
+        assert!(
+            t.elapsed() < Duration::from_millis(200),
+            "{:?}",
+            t.elapsed()
+        );
         proxy.stop().await;
     }
     echo.stop().await;

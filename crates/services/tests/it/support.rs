@@ -116,6 +116,7 @@ pub fn timeouts() -> Timeouts {
         client_header: Duration::from_millis(800),
         client_body: Duration::from_millis(800),
         client_idle: Duration::from_secs(5),
+        client_send: Duration::from_secs(5),
     }
 }
 
