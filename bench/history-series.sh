@@ -37,8 +37,21 @@ for ((v = 1; v <= RUNS; v++)); do
     --version "$v" "${extra[@]}" >"$out/v$v.log" 2>&1 ||
     gb_die "version $v failed: $(tail -n 3 "$out/v$v.log")"
 done
+started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 "$GATEBENCH" history changes --history "$db" | tee "$out/changes.txt"
 "$GATEBENCH" history changes --history "$db" --json "$out/changes.json" >/dev/null
+# The summary docs/history.md prints its table from (bench/figures.py).
+{
+  echo "# History series: ${RUNS} versions, --work $WORK from version $CHANGE_AT"
+  echo
+  echo "Measured $started on $(nproc) cores; each version: bench/history-series.toml, 5 repeats."
+  echo "Raw data: bench/results/$(basename "$out")/ (each version's results directory, the"
+  echo "history database, what \`gatebench history changes\` printed)."
+  echo
+  grep '^|' "$out/changes.txt"
+  echo
+  grep -v '^|' "$out/changes.txt" | grep -v '^History: ' | sed '/^$/d' | sed 's/^/- /'
+} >"$out.md"
 # What the results directories hold that is derived (report.html, plots) is left out of the
 # committed data: `gatebench report DIR` writes it again.
 rm -rf "$out"/v*/report.html "$out"/v*/plots
