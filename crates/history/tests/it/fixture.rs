@@ -8,11 +8,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use gatebench_model::histogram::{self, LatencyHistogram};
 use gatebench_model::{
-    CellParams, CellRecord, CellStatus, ConnectionStats, Environment, LatencySummary,
-    LoadConfigRecord, LoadReport, Model, OutcomeCounts, PhaseHistograms, PhaseReport,
-    ResourceSummary, RunManifest, SelfCheck, SystemSettings, ToolInfo, SCHEMA_VERSION,
+    CellParams, CellRecord, ConnectionStats, Environment, LatencySummary, OutcomeCounts,
+    PhaseHistograms, PhaseReport, ResourceSummary, RunManifest, SystemSettings, ToolInfo,
+    SCHEMA_VERSION,
 };
 use gatebench_results::{paths, ResultsDir};
+use gatebench_testkit::records;
 
 /// A directory under the system's temporary directory, removed when dropped.
 #[derive(Debug)]
@@ -205,81 +206,12 @@ pub fn record(spec: &Spec, users: u32, repeat: u32, order: u32) -> CellRecord {
             ..PhaseHistograms::default()
         }),
     };
-    let id = format!("proxy_u{users}_s50_d0_r{repeat}");
-    CellRecord {
-        schema_version: SCHEMA_VERSION,
-        cell: CellParams {
-            id,
-            scenario: "proxy".into(),
-            title: "Passthrough proxy".into(),
-            scenario_index: 0,
-            users,
-            rate: None,
-            program: None,
-            size_bytes: 50,
-            delay_ms: 0.0,
-            protocol: "h1c".into(),
-            repeat,
-            order,
-            warmup_s: 1.0,
-            duration_s: 4.0,
-            requests: None,
-            kind: Default::default(),
-        },
-        status: CellStatus::Ok,
-        reason: None,
-        started_at_unix_ms: spec.started_at_unix_ms + u64::from(order) * 6000,
-        finished_at_unix_ms: spec.started_at_unix_ms + u64::from(order) * 6000 + 5000,
-        processes: vec![],
-        load: Some(LoadReport {
-            schema_version: SCHEMA_VERSION,
-            tool: ToolInfo {
-                name: "gatebench".into(),
-                version: "0.1.0".into(),
-            },
-            started_at_unix_ms: 0,
-            started_at_unix_us: 0,
-            config: LoadConfigRecord {
-                url: "http://127.0.0.1:1/".into(),
-                method: "POST".into(),
-                protocol: "http/1.1".into(),
-                model: Model::Closed,
-                connections: users,
-                streams: 1,
-                threads: 2,
-                rate: None,
-                arrival: None,
-                duration_s: Some(4.0),
-                requests: None,
-                warmup_s: 1.0,
-                timeout_ms: 10_000.0,
-                connect_timeout_ms: 3_000.0,
-                keepalive: true,
-                verify: true,
-                headers: vec![],
-                body_bytes: 50,
-                requests_from: None,
-            },
-            warmup: None,
-            measurement,
-            self_check: SelfCheck {
-                cpu_user_s: 1.0,
-                cpu_sys_s: 1.0,
-                cpu_percent: 50.0,
-                send_lag: None,
-                schedule_kept_percent: None,
-                cpu_throttled_s: None,
-                warnings: vec![],
-            },
-            target_warnings: vec![],
-            timeline: None,
-            classes: None,
-            valid: true,
-            shard: None,
-            merged: None,
-        }),
-        sut_warmup: None,
-        sut_measurement: Some(ResourceSummary {
+    let cell = records::cell_params("proxy", "Passthrough proxy", 0, users, 50, repeat);
+    let mut r = records::cell_record(
+        CellParams { order, ..cell },
+        records::load_report(users, 50, None, measurement, true),
+        None,
+        Some(ResourceSummary {
             samples: 4,
             cpu_mean_percent: 90.0,
             cpu_max_percent: 99.0,
@@ -291,11 +223,10 @@ pub fn record(spec: &Spec, users: u32, repeat: u32, order: u32) -> CellRecord {
             cpu_time_s: Some(3.6),
             cpu_us_per_request: Some(25.0 + f64::from(repeat)),
         }),
-        gc_warmup: None,
-        gc_measurement: None,
-        capacity: None,
-        cost: None,
-    }
+    );
+    r.started_at_unix_ms = spec.started_at_unix_ms + u64::from(order) * 6000;
+    r.finished_at_unix_ms = r.started_at_unix_ms + 5000;
+    r
 }
 
 /// Writes the results directory of `spec` at `root` (which must not exist or be empty) and
