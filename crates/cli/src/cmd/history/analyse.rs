@@ -83,7 +83,7 @@ pub struct GateArgs {
     #[arg(long = "gate", value_name = "EXPR")]
     pub gates: Vec<String>,
     /// Write the verdicts as JUnit XML to FILE (`-` for stdout): one test case per cell and
-    /// gate, failures as <failure>, unstable and cannot-judge as <error>.
+    /// gate, failures as `<failure>`, unstable and cannot-judge as `<error>`.
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
     /// Write the verdicts as JSON to FILE (`-` for stdout).
