@@ -106,8 +106,19 @@ impl HeadScan {
         // A blank line ends with LF, after LF or CR LF: look two bytes back for its start.
         let from = self.scanned.saturating_sub(2).min(head.len());
         self.scanned = head.len();
+        // Empty lines before the request line are skipped by the parser (RFC 9112 §2.2): they
+        // neither end the request line nor the head. (Taken for the head's end, they made a
+        // head parsed too early, found incomplete, and then never parsed again when it came
+        // in several reads; the h1check fuzz target found it.)
+        let leading = head
+            .iter()
+            .take_while(|b| matches!(b, b'\r' | b'\n'))
+            .count();
         let mut blank = false;
         for i in memchr::memchr_iter(b'\n', &head[from..]).map(|i| i + from) {
+            if i < leading {
+                continue;
+            }
             self.line_end = true;
             if matches!(&head[i + 1..], [b'\n', ..] | [b'\r', b'\n', ..]) {
                 blank = true;
