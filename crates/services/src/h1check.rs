@@ -85,52 +85,6 @@ pub(crate) struct H1Limits {
     pub send_timeout: Duration,
 }
 
-/// Where the search for the end of a request head stopped, so that a head that arrives a byte
-/// at a time is scanned once in all (linear) rather than parsed again from its first byte on
-/// every read (quadratic: a 16 KiB head trickled byte by byte was 16,384 parses of up to
-/// 16 KiB). The head is parsed only once it holds a blank line (its end, or empty lines before
-/// the request line, which the parse skips), or once it is past a limit the parse reports
-/// (414, 431).
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct HeadScan {
-    /// Bytes of the head searched so far.
-    scanned: usize,
-    /// A line end was seen: the request line is complete.
-    line_end: bool,
-}
-
-impl HeadScan {
-    /// Whether `head` (the bytes of one head so far, from its first byte, and maybe more after
-    /// it) is worth parsing now; only the bytes added since the last call are searched.
-    pub(crate) fn ready(&mut self, head: &[u8], limits: &H1Limits) -> bool {
-        // A blank line ends with LF, after LF or CR LF: look two bytes back for its start.
-        let from = self.scanned.saturating_sub(2).min(head.len());
-        self.scanned = head.len();
-        // Empty lines before the request line are skipped by the parser (RFC 9112 §2.2): they
-        // neither end the request line nor the head. (Taken for the head's end, they made a
-        // head parsed too early, found incomplete, and then never parsed again when it came
-        // in several reads; the h1check fuzz target found it.)
-        let leading = head
-            .iter()
-            .take_while(|b| matches!(b, b'\r' | b'\n'))
-            .count();
-        let mut blank = false;
-        for i in memchr::memchr_iter(b'\n', &head[from..]).map(|i| i + from) {
-            if i < leading {
-                continue;
-            }
-            self.line_end = true;
-            if matches!(&head[i + 1..], [b'\n', ..] | [b'\r', b'\n', ..]) {
-                blank = true;
-                break;
-            }
-        }
-        blank
-            || head.len() > limits.max_head
-            || (!self.line_end && head.len() > limits.max_request_line)
-    }
-}
-
 /// The status a synthetic [`REJECT_METHOD`] request stands for, if `req` is one.
 ///
 /// Only meaningful on HTTP/1 connections wrapped by [`StrictH1`]; callers check the version.
@@ -196,7 +150,7 @@ pub(crate) struct StrictH1<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> {
     /// When the first byte of the head being read arrived.
     head_started: Option<Instant>,
     /// Where the search for the end of the current head stopped.
-    scan: HeadScan,
+
     /// Armed while a read waits: the head deadline or the body inactivity deadline.
     timer: Deadline,
     eof: bool,
@@ -215,7 +169,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> StrictH1<S> {
             held: BytesMut::new(),
             ready: 0,
             head_started: None,
-            scan: HeadScan::default(),
             timer: Deadline::default(),
             eof: false,
             failure: io::ErrorKind::InvalidData,
@@ -254,17 +207,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> StrictH1<S> {
                     if rest.is_empty() {
                         return Step::Progress(pos);
                     }
-                    if !self.scan.ready(rest, &self.limits) {
-                        if self.head_started.is_none() {
-                            self.head_started = Some(Instant::now());
-                        }
-                        return Step::Progress(pos);
-                    }
                     match check_head(rest, &self.limits) {
                         Ok(Some((len, framing))) => {
                             pos += len;
                             self.head_started = None;
-                            self.scan = HeadScan::default();
                             self.state = match framing {
                                 Framing::None | Framing::Length(0) => State::Head,
                                 Framing::Length(n) => State::Body { remaining: n },

@@ -50,7 +50,7 @@ use tracing::debug;
 
 use crate::deadline::Deadline;
 use crate::drain::draining;
-use crate::h1check::{self, Framing, H1Limits, HeadScan, LINGER};
+use crate::h1check::{self, Framing, H1Limits, LINGER};
 use crate::h1conn::{lock, BodyState, Conn, H1Recv, Io, Shared, CONTINUE};
 use crate::h2server::H2Future;
 use crate::interim::Interim;
@@ -266,7 +266,6 @@ async fn next_request(
     let waiting_since = Instant::now();
     let mut first = true;
     let mut head_started: Option<Instant> = None;
-    let mut scan = HeadScan::default();
     std::future::poll_fn(|cx| {
         let mut c = lock(conn);
         if std::mem::take(&mut first) {
@@ -279,12 +278,10 @@ async fn next_request(
                 }
             } else {
                 let started = *head_started.get_or_insert_with(Instant::now);
-                if scan.ready(&c.buf, limits) {
-                    match parse(conn, &mut c, limits) {
-                        Ok(Some(next)) => return Poll::Ready(next),
-                        Ok(None) => {}
-                        Err(status) => return Poll::Ready(Next::Refuse(status)),
-                    }
+                match parse(conn, &mut c, limits) {
+                    Ok(Some(next)) => return Poll::Ready(next),
+                    Ok(None) => {}
+                    Err(status) => return Poll::Ready(Next::Refuse(status)),
                 }
                 // A client that trickles a head fast enough never to leave the socket empty.
                 if started.elapsed() >= limits.head_timeout {
@@ -317,8 +314,6 @@ async fn next_request(
 /// Parses the head at the front of the buffer: the request (its body reads from `conn` later),
 /// `None` when the head is not complete yet, the status when it is refused.
 fn parse(conn: &Shared, c: &mut Conn, limits: &H1Limits) -> Result<Option<Next>, StatusCode> {
-    #[cfg(test)]
-    tests::PARSES.with(|n| n.set(n.get() + 1));
     let parsed = h1check::parse_head(&c.buf, limits, |req, base| {
         let offset = |s: &str| s.as_ptr() as usize - base;
         let method = Method::from_bytes(req.method.unwrap_or_default().as_bytes());
@@ -712,88 +707,4 @@ fn http_date() -> HeaderValue {
         }
         cached.1.clone().expect("set above")
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use std::cell::Cell;
-
-    use bytes::Bytes;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    use tokio::net::{TcpListener, TcpStream};
-
-    use super::*;
-
-    thread_local! {
-        /// Heads parsed on this thread (the test's current-thread runtime).
-        pub(super) static PARSES: Cell<usize> = const { Cell::new(0) };
-    }
-
-    struct Ok200;
-
-    impl H1Handler for Ok200 {
-        fn call_h1(&self, _: Request<ClientBody>, _: Option<Interim>) -> H2Future {
-            Box::pin(async { Response::new(ResBody::Local(Some(Bytes::from_static(b"ok")))) })
-        }
-
-        fn refuse(&self, status: StatusCode) -> Response<ResBody> {
-            let mut response = Response::new(ResBody::Local(None));
-            *response.status_mut() = status;
-            response
-        }
-    }
-
-    /// A head trickled a byte at a time over loopback costs one parse, not one per read
-    /// (issue 23: quadratic parsing of trickled heads).
-    #[tokio::test(flavor = "current_thread")]
-    async fn a_trickled_head_is_parsed_once() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let head = format!(
-            "GET / HTTP/1.1\r\nHost: a\r\nX-Pad: {}\r\n\r\n",
-            "a".repeat(300)
-        );
-        let client = tokio::spawn(async move {
-            let mut stream = TcpStream::connect(addr).await.unwrap();
-            stream.set_nodelay(true).unwrap();
-            for byte in head.as_bytes() {
-                stream.write_all(&[*byte]).await.unwrap();
-                tokio::time::sleep(Duration::from_millis(1)).await;
-            }
-            let mut answer = Vec::new();
-            let mut chunk = [0u8; 1024];
-            while !answer.ends_with(b"ok") {
-                let n = stream.read(&mut chunk).await.unwrap();
-                assert!(n > 0, "closed before the answer");
-                answer.extend_from_slice(&chunk[..n]);
-            }
-            answer
-        });
-        let (stream, _) = listener.accept().await.unwrap();
-        let limits = Arc::new(H1Limits {
-            max_request_line: 8192,
-            max_head: 16 * 1024,
-            max_body: 1024,
-            head_timeout: Duration::from_secs(30),
-            body_timeout: Duration::from_secs(30),
-            send_timeout: Duration::from_secs(30),
-        });
-        let (_stop, mut drain) = watch::channel(false);
-        PARSES.with(|n| n.set(0));
-        let serving = serve(
-            stream,
-            limits,
-            Duration::from_secs(30),
-            Arc::new(Ok200),
-            &mut drain,
-        );
-        tokio::pin!(serving);
-        let answer = tokio::select! {
-            biased;
-            answer = client => answer.unwrap(),
-            () = &mut serving => panic!("the connection ended before the answer"),
-        };
-        assert!(answer.starts_with(b"HTTP/1.1 200 OK\r\n"));
-        assert_eq!(PARSES.with(Cell::get), 1);
-    }
 }
