@@ -29,7 +29,8 @@ fuzz_target!(|data: &[u8]| {
     };
     let payload = &payload[..payload.len().min(MAX_INPUT)];
     let head_request = flags & 1 != 0;
-    // At most 64 pieces: MAX_INPUT / H1CLIENT_MAX_PIECE is fewer, so `split` keeps to it.
+    // At most 63 pieces of any length and the rest in pieces of H1CLIENT_MAX_PIECE: fewer
+    // than the harness's H1CLIENT_MAX_PIECES for any input up to MAX_INPUT.
     let pieces = split(payload, *seed, H1CLIENT_MAX_PIECE, 64);
     assert!(pieces.len() <= H1CLIENT_MAX_PIECES);
     let ours = h1client_response(&pieces, head_request, MAX_HEAD);
