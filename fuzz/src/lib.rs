@@ -28,7 +28,12 @@ pub fn split(payload: &[u8], seed: u8, max_piece: usize, max_count: usize) -> Ve
         rest = &rest[n..];
     }
     // At most `max_count - 1` pieces of any length, then the rest in pieces of `max_piece`.
-    assert!(out.len() <= max_count.saturating_sub(1) + payload.len().div_ceil(max_piece).max(1));
+    assert!(
+        out.len()
+            <= max_count
+                .saturating_sub(1)
+                .saturating_add(payload.len().div_ceil(max_piece).max(1))
+    );
     out
 }
 
