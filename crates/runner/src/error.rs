@@ -63,6 +63,10 @@ pub enum RunnerError {
         /// The most a run may have (`suite::MAX_CELLS`).
         max: u64,
     },
+    /// A command-line change to the suite cannot apply (`--duration 0`, a `--variant` without
+    /// `=`, `--sut-args` for a suite without a built-in SUT): one line naming the flag.
+    #[error("{0}")]
+    Flag(String),
     /// A `--variant` name is not a plain word.
     #[error("--variant: the name `{label}` must be letters, digits, '-' or '_'")]
     VariantName {

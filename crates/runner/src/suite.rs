@@ -1,11 +1,13 @@
 //! A validated suite: what runs, over which matrix, for how long.
 //!
 //! Three stages (as in ripgrep's LowArgs → HiArgs): [`raw`] mirrors the TOML and rejects unknown
-//! keys; [`Suite::from_toml`] turns it into real types ([`Duration`], [`Protocol`], checked
-//! commands; the checks live in `suite/validate.rs`) or one clear error naming the key; effects
-//! (ports, processes) come later, in [`crate::cell`]. The format is documented in `docs/suite-format.md`.
+//! keys; [`Suite::from_toml_with`] turns it, with the command line's [`Overrides`], into real
+//! types ([`Duration`], [`Protocol`], checked commands; the checks live in `suite/validate.rs`)
+//! or one clear error naming the key, once; effects (ports, processes) come later, in
+//! [`crate::cell`]. The format is documented in `docs/suite-format.md`.
 
 mod extra;
+mod overrides;
 pub mod raw;
 mod validate;
 
@@ -21,6 +23,7 @@ use crate::error::RunnerError;
 use crate::gc::GcFormat;
 use crate::hosts::{HostSpec, Hosts};
 pub use extra::{CapacitySettings, CostSettings, DEFAULT_COST_RATE, MAX_STEPS};
+pub use overrides::Overrides;
 use raw::{RawHosts, RawLoad, RawMatrix, RawQuick, RawScenario, RawSettings, RawSuite};
 use validate::{
     names, raw_process, split_intensities, toml_error, validate_load, validate_matrix,
@@ -361,75 +364,16 @@ pub struct Suite {
 }
 
 impl Suite {
-    /// Adds, right after every scenario whose system under test is a built-in service, a
-    /// variant of it named `NAME+LABEL` whose SUT command line gets `extra` appended. In the
-    /// interleaved order the two run back to back at every point, so drift of the machine
-    /// affects both alike: the sound way to compare two settings (`gatebench compare DIR
-    /// --variant LABEL`). Returns how many variants were added.
-    pub fn add_variant(&mut self, label: &str, extra: &str) -> Result<usize, RunnerError> {
-        let label = label.trim();
-        if label.is_empty()
-            || !label
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
-            return Err(RunnerError::VariantName {
-                label: label.to_owned(),
-            });
-        }
-        let mut out = Vec::with_capacity(self.scenarios.len() * 2);
-        let mut added = 0;
-        for sc in self.scenarios.drain(..) {
-            let variant = match &sc.sut {
-                Some(
-                    t @ ProcessTemplate {
-                        program: Program::Serve(line),
-                        ..
-                    },
-                ) => {
-                    let mut v = sc.clone();
-                    v.name = format!("{}+{label}", sc.name);
-                    v.title = format!("{} [{label}]", sc.title);
-                    v.sut = Some(ProcessTemplate {
-                        program: Program::Serve(format!("{line} {}", extra.trim())),
-                        ..t.clone()
-                    });
-                    Some(v)
-                }
-                _ => None,
-            };
-            out.push(sc);
-            if let Some(v) = variant {
-                out.push(v);
-                added += 1;
+    /// The suite a run uses: the file at `path` (the built-in suite without one) with the
+    /// command line's `overrides`, validated once, after every input is known.
+    pub fn resolve(path: Option<&Path>, overrides: &Overrides) -> Result<Suite, RunnerError> {
+        match path {
+            Some(path) => Suite::load_with(path, overrides),
+            None => {
+                let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+                Suite::from_toml_with("built-in suite", &cwd, DEFAULT_SUITE, overrides)
             }
         }
-        self.scenarios = out;
-        Ok(added)
-    }
-
-    /// Appends `extra` (e.g. `--threads 1`) to the command line of every system under test
-    /// that is a built-in service, so two runs of the same suite can differ in one setting and
-    /// be compared. The resolved suite written beside the results records it. Scenarios whose
-    /// SUT is an external command are left alone; returns how many were changed.
-    pub fn append_sut_args(&mut self, extra: &str) -> usize {
-        let extra = extra.trim();
-        if extra.is_empty() {
-            return 0;
-        }
-        let mut changed = 0;
-        for sc in &mut self.scenarios {
-            if let Some(ProcessTemplate {
-                program: Program::Serve(line),
-                ..
-            }) = sc.sut.as_mut()
-            {
-                line.push(' ');
-                line.push_str(extra);
-                changed += 1;
-            }
-        }
-        changed
     }
 
     /// The built-in default suite: the seed-004 scenarios, the seed-001 balancer and a
@@ -442,6 +386,11 @@ impl Suite {
 
     /// Reads and validates a suite file.
     pub fn load(path: &Path) -> Result<Suite, RunnerError> {
+        Suite::load_with(path, &Overrides::default())
+    }
+
+    /// Reads a suite file and validates it with the command line's `overrides`.
+    pub fn load_with(path: &Path, overrides: &Overrides) -> Result<Suite, RunnerError> {
         let text = std::fs::read_to_string(path).map_err(|e| RunnerError::io("read", path, e))?;
         let base = path
             .parent()
@@ -452,18 +401,40 @@ impl Suite {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| path.display().to_string());
-        Suite::from_toml(&name, &base, &text)
+        Suite::from_toml_with(&name, &base, &text, overrides)
     }
 
     /// Parses and validates suite text. `source` names it in errors; relative paths resolve
     /// against `base_dir`.
     pub fn from_toml(source: &str, base_dir: &Path, text: &str) -> Result<Suite, RunnerError> {
+        Suite::from_toml_with(source, base_dir, text, &Overrides::default())
+    }
+
+    /// Parses suite text and validates it with the command line's `overrides`.
+    pub fn from_toml_with(
+        source: &str,
+        base_dir: &Path,
+        text: &str,
+        overrides: &Overrides,
+    ) -> Result<Suite, RunnerError> {
         let raw: RawSuite = toml::from_str(text).map_err(|e| toml_error(source, text, &e))?;
-        Suite::from_raw(source, base_dir, raw)
+        Suite::from_raw_with(source, base_dir, raw, overrides)
     }
 
     /// Validates the raw structs.
     pub fn from_raw(source: &str, base_dir: &Path, raw: RawSuite) -> Result<Suite, RunnerError> {
+        Suite::from_raw_with(source, base_dir, raw, &Overrides::default())
+    }
+
+    /// Validates the raw structs with the command line's `overrides`: the one place a suite
+    /// is checked as a whole (names, `compare`, its size), after the overrides are applied, so
+    /// that a run's suite is never changed once it is valid.
+    pub fn from_raw_with(
+        source: &str,
+        base_dir: &Path,
+        raw: RawSuite,
+        overrides: &Overrides,
+    ) -> Result<Suite, RunnerError> {
         let err = |m: String| RunnerError::suite(source, m);
         let s = raw.suite;
         let dur = |key: &str, v: &Option<String>, default: Duration| -> Result<Duration, _> {
@@ -593,84 +564,22 @@ impl Suite {
             capacity,
             cost,
         };
-        suite.check_size().map_err(|e| err(e.to_string()))?;
         let mut suite = suite;
         if let Some(q) = raw.quick {
-            // Checked now, on a copy: a wrong [quick] key is an error before anything runs,
-            // with or without --quick.
-            let mut probe = suite.clone();
-            probe.quick = Some(q.clone());
-            probe.apply_quick()?;
-            suite.quick = Some(q);
+            if overrides.quick {
+                suite.quick = Some(q);
+            } else {
+                // Checked now, on a copy: a wrong [quick] key is an error before anything
+                // runs, with or without --quick.
+                let mut probe = suite.clone();
+                probe.quick = Some(q.clone());
+                overrides::apply_quick(&mut probe)?;
+                suite.quick = Some(q);
+            }
         }
+        overrides.apply(&mut suite)?;
+        suite.check_size().map_err(|e| err(e.to_string()))?;
         Ok(suite)
-    }
-
-    /// Makes this suite its short form (`gatebench run --quick`): the `[quick]` table's values
-    /// replace the suite's; without one (or for its missing keys) every cell gets a 0.5 s
-    /// warm-up and at most 2 s of measurement, which also bounds a request count. Capacity
-    /// searches take their steps no longer than that, at most [`QUICK_MAX_STEPS`] of them, to
-    /// at least [`QUICK_PRECISION_PERCENT`]; cost measurements their runs no longer than that,
-    /// at most [`QUICK_COST_REPEATS`] of each path.
-    pub fn apply_quick(&mut self) -> Result<(), RunnerError> {
-        let q = self.quick.clone().unwrap_or_default();
-        let err = |m: String| RunnerError::suite(&self.source, m);
-        let dur = |key: &str, v: &Option<String>, default: Duration| -> Result<Duration, _> {
-            v.as_deref()
-                .map(|v| parse_duration(v).map_err(|e| err(format!("[quick] {key}: {e}"))))
-                .unwrap_or(Ok(default))
-        };
-        self.warmup = dur("warmup", &q.warmup, QUICK_WARMUP)?;
-        self.duration = dur("duration", &q.duration, QUICK_DURATION)?;
-        if self.duration.is_zero() {
-            return Err(err("[quick] duration: must be more than 0".into()));
-        }
-        self.duration_bound = true;
-        if let Some(n) = q.requests {
-            check_requests(n).map_err(|p| err(format!("[quick] requests: {p}")))?;
-            self.requests = Some(n);
-            // A request count given in [quick] is the stop rule; a duration beside it bounds it.
-            self.duration_bound = q.duration.is_some();
-        }
-        if let Some(r) = q.repeats {
-            self.repeats = NonZeroU32::new(r)
-                .ok_or_else(|| err("[quick] repeats: must be at least 1".into()))?;
-        }
-        if q.users.is_some() || q.rates.is_some() || q.sizes.is_some() {
-            let m = validate_matrix(RawMatrix {
-                users: q.users.clone(),
-                rates: q.rates.clone(),
-                sizes: q.sizes.clone(),
-                delays: None,
-                protocols: None,
-            })
-            .map_err(|e| err(e.to_string().replace("[matrix]", "[quick]")))?;
-            if q.users.is_some() || q.rates.is_some() {
-                self.matrix.intensities = m.intensities;
-            }
-            if q.sizes.is_some() {
-                self.matrix.sizes = m.sizes;
-            }
-        }
-        // Capacity searches and cost runs shrink with the rest: each step or run at most as
-        // long as a quick cell, a search of few steps, the fewest cost runs that still give an
-        // interval. The answers are coarse; the short form checks that the suite runs.
-        let (warmup, duration) = (self.warmup, self.duration);
-        if let Some(c) = self.capacity.as_mut() {
-            c.warmup = c.warmup.min(warmup);
-            c.step = c.step.min(duration);
-            c.max_step = c.max_step.min(duration).max(c.step);
-            c.max_steps = c.max_steps.min(QUICK_MAX_STEPS);
-            c.precision_percent = c.precision_percent.max(QUICK_PRECISION_PERCENT);
-        }
-        if let Some(c) = self.cost.as_mut() {
-            c.warmup = c.warmup.min(warmup);
-            c.duration = c.duration.min(duration);
-            c.repeats = c.repeats.min(QUICK_COST_REPEATS);
-        }
-        self.quick = None;
-        self.check_size()
-            .map_err(|e| RunnerError::suite(&self.source, e.to_string()))
     }
 
     /// The longest a cell's measurement may take; zero when a request count alone ends it.
@@ -982,7 +891,10 @@ mod tests {
         let mut suite = Suite::builtin();
         let before = suite.scenarios.len();
         let suts = suite.scenarios.iter().filter(|s| s.sut.is_some()).count();
-        assert_eq!(suite.add_variant("t1", "--threads 1").unwrap(), suts);
+        assert_eq!(
+            overrides::add_variant(&mut suite, "t1", "--threads 1").unwrap(),
+            suts
+        );
         assert_eq!(suite.scenarios.len(), before + suts);
         for pair in suite.scenarios.windows(2) {
             if pair[1].name.ends_with("+t1") {
@@ -1004,14 +916,17 @@ mod tests {
                 assert_eq!(b, &format!("{a} --threads 1"));
             }
         }
-        assert!(suite.add_variant("bad name", "x").is_err());
+        assert!(overrides::add_variant(&mut suite, "bad name", "x").is_err());
     }
 
     #[test]
     fn sut_args_change_every_built_in_sut_and_are_recorded() {
         let mut suite = Suite::builtin();
         let suts = suite.scenarios.iter().filter(|s| s.sut.is_some()).count();
-        assert_eq!(suite.append_sut_args(" --threads 1 "), suts);
+        assert_eq!(
+            overrides::append_sut_args(&mut suite, " --threads 1 "),
+            suts
+        );
         for sc in &suite.scenarios {
             if let Some(ProcessTemplate {
                 program: Program::Serve(line),
@@ -1035,7 +950,7 @@ mod tests {
             suite.to_toml().contains("--threads 1"),
             "the resolved suite records it"
         );
-        assert_eq!(suite.append_sut_args("  "), 0);
+        assert_eq!(overrides::append_sut_args(&mut suite, "  "), 0);
     }
 
     #[test]

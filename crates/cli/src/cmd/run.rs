@@ -29,7 +29,7 @@ use gatebench_runner::matrix::format_estimate;
 use gatebench_runner::pin::Placement;
 use gatebench_runner::results::{self, ResultsDir};
 use gatebench_runner::settle::{Settling, UntilStable};
-use gatebench_runner::suite::Intensity;
+use gatebench_runner::suite::{Intensity, Overrides};
 use gatebench_runner::{Observer, Plan, Progress, RunSettings, RunnerError, Suite};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
 
@@ -142,47 +142,18 @@ pub struct RunArgs {
 
 /// Runs the subcommand.
 pub fn run(args: RunArgs) -> Result<ExitCode> {
-    let mut suite = match &args.suite {
-        Some(p) => Suite::load(p)?,
-        None => Suite::builtin(),
+    // Every change the command line makes goes into validation with the file: the suite is
+    // checked once, as the run will use it, and never edited after.
+    let overrides = Overrides {
+        quick: args.quick,
+        one_repeat: args.until_stable.is_some(),
+        repeats: args.repeats,
+        warmup: args.warmup,
+        duration: args.duration,
+        variant: args.variant.clone(),
+        sut_args: args.sut_args.clone(),
     };
-    if args.quick {
-        suite.apply_quick()?;
-    }
-    if args.until_stable.is_some() {
-        // Each cell starts with one repeat; the run adds the rest as each one asks.
-        suite.repeats = std::num::NonZeroU32::MIN;
-    }
-    if let Some(n) = args.repeats {
-        suite.repeats = n;
-    }
-    if let Some(w) = args.warmup {
-        suite.warmup = w;
-    }
-    if let Some(d) = args.duration {
-        if d.is_zero() {
-            anyhow::bail!("--duration must be more than 0");
-        }
-        suite.duration = d;
-        suite.duration_bound = true;
-    }
-    if let Some(v) = &args.variant {
-        let (name, extra) = v
-            .split_once('=')
-            .ok_or_else(|| anyhow::anyhow!("--variant takes NAME=ARGS, e.g. t1=\"--threads 1\""))?;
-        if suite.add_variant(name, extra)? == 0 {
-            anyhow::bail!(
-                "--variant: no scenario of this suite runs a built-in service as its system under test"
-            );
-        }
-    }
-    if let Some(extra) = &args.sut_args {
-        if suite.append_sut_args(extra) == 0 {
-            anyhow::bail!(
-                "--sut-args: no scenario of this suite runs a built-in service as its system under test"
-            );
-        }
-    }
+    let suite = Suite::resolve(args.suite.as_deref(), &overrides)?;
     let plan = Plan::new(&suite, &args.include, &args.exclude)?;
     print!("{}", plan_text(&suite, &plan, args.suite.is_none()));
     if args.estimate || suite.estimate_only {

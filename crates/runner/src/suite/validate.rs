@@ -271,11 +271,11 @@ pub(super) fn validate_scenario(
         .is_some_and(|c| c.is_ascii_alphanumeric())
         && name
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.');
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '+'));
     if !valid_name {
         return Err(bad(
             &scenario,
-            "name must be letters, digits, '-' and '.' (it is part of directory names), \
+            "name must be letters, digits, '-', '.' and '+' (it is part of directory names), \
              starting with a letter or digit",
         ));
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use gatebench_runner::matrix::{expand, CELL_OVERHEAD};
 use gatebench_runner::{Plan, RunnerError, Suite};
 
-use crate::support::suite;
+use crate::support::{quick_suite, suite};
 
 fn three_scenarios(order: &str, repeats: u32) -> Suite {
     suite(&format!(
@@ -219,8 +219,7 @@ backend = { serve = "echo --port {port}" }
 
     // The short form shortens searches and cost runs with the load cells: steps and runs no
     // longer than a quick cell (2 s, 0.5 s warm-up), at most 8 steps to 10 %, 2 runs a path.
-    let mut quick = suite(&s.to_toml());
-    quick.apply_quick().unwrap();
+    let quick = quick_suite(&s.to_toml());
     let c = quick.capacity.as_ref().unwrap();
     assert_eq!(
         (

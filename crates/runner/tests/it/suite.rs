@@ -7,7 +7,7 @@ use std::time::Duration;
 use gatebench_runner::suite::{Intensity, Order, Program, Protocol};
 use gatebench_runner::Suite;
 
-use crate::support::{repo_root, suite, suite_error};
+use crate::support::{quick, quick_suite, repo_root, suite, suite_error};
 
 const MINIMAL: &str = r#"
 [[scenario]]
@@ -246,7 +246,8 @@ cost = true
 #[test]
 fn the_seed_001_suite_keeps_the_seeds_parameters() {
     let root = repo_root().join("examples");
-    let mut s = Suite::load(&root.join("seed-001.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let path = root.join("seed-001.toml");
+    let s = Suite::load(&path).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         s.matrix.intensities,
         [500, 1000, 2000, 4000, 8000, 12000]
@@ -291,7 +292,7 @@ fn the_seed_001_suite_keeps_the_seeds_parameters() {
     assert_eq!(plan.cells.len(), 96);
     // 96 cells of 1,000,000 requests at the assumed 10,000 requests/s, plus 1 s each.
     assert_eq!(plan.estimate, Duration::from_secs(96 * 101));
-    s.apply_quick().unwrap();
+    let s = Suite::load_with(&path, &quick()).unwrap();
     let quick = gatebench_runner::Plan::new(&s, &[], &[]).unwrap();
     assert_eq!(quick.cells.len(), 16);
     assert_eq!(s.requests, Some(20_000));
@@ -303,7 +304,8 @@ fn the_seed_001_suite_keeps_the_seeds_parameters() {
 #[test]
 fn the_seed_000_suite_keeps_the_seeds_parameters() {
     let root = repo_root().join("examples");
-    let mut s = Suite::load(&root.join("seed-000.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let path = root.join("seed-000.toml");
+    let s = Suite::load(&path).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         s.matrix.intensities,
         [100, 200, 500, 1000].map(Intensity::Users).to_vec()
@@ -335,7 +337,7 @@ fn the_seed_000_suite_keeps_the_seeds_parameters() {
     let plan = gatebench_runner::Plan::new(&s, &[], &[]).unwrap();
     assert_eq!(plan.cells.len(), 120);
     assert_eq!(plan.estimate, Duration::from_secs(120 * 1201));
-    s.apply_quick().unwrap();
+    let s = Suite::load_with(&path, &quick()).unwrap();
     let quick = gatebench_runner::Plan::new(&s, &[], &[]).unwrap();
     assert_eq!(quick.cells.len(), 24);
     assert_eq!(s.warmup + s.duration, Duration::from_secs(3));
@@ -346,7 +348,8 @@ fn the_seed_000_suite_keeps_the_seeds_parameters() {
 #[test]
 fn the_seed_002_suite_keeps_the_seeds_parameters() {
     let root = repo_root().join("examples");
-    let mut s = Suite::load(&root.join("seed-002.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let path = root.join("seed-002.toml");
+    let s = Suite::load(&path).unwrap_or_else(|e| panic!("{e}"));
     // wrk2 -R 200000 -d 60s -t 32, and the closed model beside it.
     assert_eq!(
         s.matrix.intensities,
@@ -407,7 +410,7 @@ fn the_seed_002_suite_keeps_the_seeds_parameters() {
     let plan = gatebench_runner::Plan::new(&s, &[], &[]).unwrap();
     assert_eq!(plan.cells.len(), 14);
     assert_eq!(plan.estimate, Duration::from_secs(14 * 61));
-    s.apply_quick().unwrap();
+    let s = Suite::load_with(&path, &quick()).unwrap();
     let quick = gatebench_runner::Plan::new(&s, &[], &[]).unwrap();
     assert_eq!(quick.cells.len(), 14);
     assert_eq!(
@@ -683,9 +686,8 @@ fn quick_replaces_what_its_table_gives_and_shortens_the_rest() {
         "[suite]\nwarmup = \"10s\"\nrequests = 1000000\nrepeats = 2\n[matrix]\nusers = [500, 1000, 12000]\n\
          [quick]\nusers = [50, 100]\nrequests = 2000\n{MINIMAL}"
     );
-    let mut s = suite(&text);
-    assert!(s.quick.is_some());
-    s.apply_quick().unwrap();
+    assert!(suite(&text).quick.is_some());
+    let s = quick_suite(&text);
     assert_eq!(
         s.matrix.intensities,
         vec![Intensity::Users(50), Intensity::Users(100)]
@@ -700,8 +702,7 @@ fn quick_replaces_what_its_table_gives_and_shortens_the_rest() {
     assert_eq!(s.quick, None);
 
     // Without [quick]: 0.5 s warm-up, at most 2 s, which also bounds a request count.
-    let mut s = suite(&format!("[suite]\nrequests = 1000000\n{MINIMAL}"));
-    s.apply_quick().unwrap();
+    let s = quick_suite(&format!("[suite]\nrequests = 1000000\n{MINIMAL}"));
     assert_eq!(
         (s.warmup, s.duration, s.duration_bound, s.requests),
         (
@@ -776,11 +777,12 @@ fn rates_take_programs_beside_numbers_and_the_resolved_suite_keeps_them() {
 #[test]
 fn users_and_rates_together_run_both_models() {
     use gatebench_loadgen::Arrival;
-    let mut s = suite(&format!(
+    let text = format!(
         "[suite]\nduration = \"60s\"\nwarmup = \"0s\"\n\
          [matrix]\nusers = [100]\nrates = [200000, 5000]\n[load]\nconnections = 64\n\
          [quick]\nusers = [20]\nrates = [1000]\n{MINIMAL}"
-    ));
+    );
+    let s = suite(&text);
     assert_eq!(
         s.matrix.intensities,
         vec![
@@ -816,16 +818,15 @@ fn users_and_rates_together_run_both_models() {
     );
     // Three cells of 60 s, plus 1 s each.
     assert_eq!(plan.estimate, Duration::from_secs(3 * 61));
-    s.apply_quick().unwrap();
+    let s = quick_suite(&text);
     assert_eq!(
         s.matrix.intensities,
         vec![Intensity::Users(20), Intensity::Rate(1000.0)]
     );
     // A [quick] that gives one axis replaces both: the quick form runs that model alone.
-    let mut s = suite(&format!(
+    let s = quick_suite(&format!(
         "[matrix]\nusers = [100]\nrates = [5000]\n[quick]\nrates = [1000]\n{MINIMAL}"
     ));
-    s.apply_quick().unwrap();
     assert_eq!(s.matrix.intensities, vec![Intensity::Rate(1000.0)]);
 }
 
@@ -869,4 +870,65 @@ fn a_wrong_program_or_spacing_is_one_line_naming_the_key() {
         e,
         "suite.toml: [load] seed: only Poisson arrivals have a seed (arrival = \"poisson\")"
     );
+}
+
+/// The command line's changes are inputs of the one validation: the resolved suite has them,
+/// its `suite.toml` records them, and one that cannot apply is an error naming its flag before
+/// anything runs.
+#[test]
+fn command_line_overrides_are_validated_with_the_file() {
+    use gatebench_runner::suite::Overrides;
+    let over = Overrides {
+        quick: true,
+        repeats: std::num::NonZeroU32::new(3),
+        duration: Some(Duration::from_secs(1)),
+        variant: Some("t1=--threads 1".to_owned()),
+        sut_args: Some("--threads 2".to_owned()),
+        ..Default::default()
+    };
+    let s = Suite::resolve(None, &over).unwrap();
+    let plain = Suite::builtin();
+    let suts = plain.scenarios.iter().filter(|s| s.sut.is_some()).count();
+    assert_eq!(s.scenarios.len(), plain.scenarios.len() + suts);
+    assert_eq!(
+        (s.warmup, s.duration, s.repeats.get()),
+        (Duration::from_millis(500), Duration::from_secs(1), 3),
+        "--quick first, then the values given one by one"
+    );
+    let again = Suite::from_toml("suite.toml", Path::new("."), &s.to_toml()).unwrap();
+    assert_eq!(again.scenarios.len(), s.scenarios.len());
+    assert!(again.scenarios.iter().any(|sc| sc.name.ends_with("+t1")));
+
+    let error = |over: Overrides| Suite::resolve(None, &over).unwrap_err().to_string();
+    assert_eq!(
+        error(Overrides {
+            duration: Some(Duration::ZERO),
+            ..Default::default()
+        }),
+        "--duration must be more than 0"
+    );
+    assert!(error(Overrides {
+        variant: Some("t1".to_owned()),
+        ..Default::default()
+    })
+    .starts_with("--variant takes NAME=ARGS"));
+    // The suite's size is checked after the overrides: 20 × 5,000 repeats is past the limit.
+    assert!(error(Overrides {
+        repeats: std::num::NonZeroU32::new(5_000),
+        ..Default::default()
+    })
+    .contains("cells"));
+    let no_sut = Suite::from_toml_with(
+        "suite.toml",
+        Path::new("."),
+        MINIMAL,
+        &Overrides {
+            sut_args: Some("--threads 1".to_owned()),
+            ..Default::default()
+        },
+    );
+    assert!(no_sut
+        .unwrap_err()
+        .to_string()
+        .starts_with("--sut-args: no scenario of this suite runs a built-in service"));
 }

@@ -270,6 +270,21 @@ pub fn suite(text: &str) -> Suite {
     Suite::from_toml("suite.toml", Path::new("."), text).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// Parses suite text as `suite.toml` in the current directory, in its short form
+/// (`gatebench run --quick`).
+pub fn quick_suite(text: &str) -> Suite {
+    Suite::from_toml_with("suite.toml", Path::new("."), text, &quick())
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `--quick`'s overrides.
+pub fn quick() -> gatebench_runner::suite::Overrides {
+    gatebench_runner::suite::Overrides {
+        quick: true,
+        ..Default::default()
+    }
+}
+
 /// The error of invalid suite text, as printed.
 pub fn suite_error(text: &str) -> String {
     Suite::from_toml("suite.toml", Path::new("."), text)
