@@ -32,4 +32,4 @@ pub mod store;
 pub mod synthetic;
 
 pub use error::HistoryError;
-pub use store::{Location, RunInput, Store};
+pub use store::{Location, Release, RunInput, Store};

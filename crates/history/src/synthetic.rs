@@ -159,9 +159,15 @@ pub fn write_run(root: &Path, spec: &RunSpec) -> Result<usize, String> {
             for &users in &spec.users {
                 for &size in &spec.sizes {
                     order += 1;
-                    records.push(record(
-                        spec, &mut rng, scenario, si, users, size, repeat, order,
-                    )?);
+                    let point = Point {
+                        scenario,
+                        scenario_index: si,
+                        users,
+                        size,
+                        repeat,
+                        order,
+                    };
+                    records.push(record(spec, &mut rng, &point)?);
                 }
             }
         }
@@ -188,18 +194,26 @@ pub fn write_run(root: &Path, spec: &RunSpec) -> Result<usize, String> {
     Ok(records.len())
 }
 
-/// One cell's record.
-#[allow(clippy::too_many_arguments)]
-fn record(
-    spec: &RunSpec,
-    rng: &mut SplitMix64,
-    scenario: &str,
+/// Where one cell is in the synthetic run's matrix and order.
+struct Point<'a> {
+    scenario: &'a str,
     scenario_index: usize,
     users: u32,
     size: u64,
     repeat: u32,
     order: u32,
-) -> Result<CellRecord, String> {
+}
+
+/// One cell's record.
+fn record(spec: &RunSpec, rng: &mut SplitMix64, point: &Point<'_>) -> Result<CellRecord, String> {
+    let &Point {
+        scenario,
+        scenario_index,
+        users,
+        size,
+        repeat,
+        order,
+    } = point;
     let jitter = |rng: &mut SplitMix64| (1.0 + spec.noise * rng.normal()).max(0.05);
     let throughput = spec.base_throughput / (1.0 + size as f64 / 4096.0)
         * (1.0 + f64::from(users) / 1000.0)

@@ -35,12 +35,12 @@ pub trait Driver {
     /// Sends one request as the load will and checks the answer (2xx, and the echoed body
     /// when verifying); a wrong answer is [`RunnerError::Verification`].
     fn verify(&mut self, config: &LoadConfig) -> Result<(), RunnerError>;
-    /// Runs the load; `on_interval` gets the live view once a second. A failure is
-    /// [`RunnerError::Load`].
+    /// Runs the load; `on_interval` gets the live view once a second (for the display). The
+    /// report keeps every second with its latency histogram (`timeline`), which the cell's
+    /// `timeline.csv` and `latency.hlog` are made from. A failure is [`RunnerError::Load`].
     fn load(
         &mut self,
         config: LoadConfig,
-        hlog: &mut Vec<u8>,
         on_interval: &mut dyn FnMut(&IntervalView),
         stop: Arc<AtomicBool>,
     ) -> Result<LoadReport, RunnerError>;
@@ -106,18 +106,17 @@ impl Driver for NetDriver {
     fn load(
         &mut self,
         config: LoadConfig,
-        hlog: &mut Vec<u8>,
         on_interval: &mut dyn FnMut(&IntervalView),
         stop: Arc<AtomicBool>,
     ) -> Result<LoadReport, RunnerError> {
         gatebench_loadgen::run(
             config,
             RunOptions {
-                hlog: Some(hlog),
+                hlog: None,
                 on_interval: Some(on_interval),
                 stop: Some(stop),
                 anchor: None,
-                timeline: false,
+                timeline: true,
             },
         )
         .map(|o| o.report)

@@ -15,7 +15,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use gatebench_history::export::{self, Format};
 use gatebench_history::store::{rfc3339, RunId, SuiteIdentity};
-use gatebench_history::{Location, RunInput, Store};
+use gatebench_history::{Location, Release, RunInput, Store};
 use gatebench_model::CellRecord;
 
 mod analyse;
@@ -316,13 +316,16 @@ impl LiveHistory {
             .with_context(|| format!("reading {}/suite.toml", dir.display()))?;
         let abs =
             std::path::absolute(dir).with_context(|| format!("resolving {}", dir.display()))?;
+        let release = Release {
+            version: &self.version,
+            commit,
+            date_unix_ms: date,
+        };
         let run = RunInput::new(
             &suite_toml,
             &env,
-            &self.version,
-            commit,
+            &release,
             results.manifest.started_at_unix_ms as i64,
-            date,
             results.manifest.planned_cells.len(),
             abs,
         )?;

@@ -148,6 +148,17 @@ fn redact(url: &str) -> String {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RunId(pub i64);
 
+/// The release a run measured: its version, source commit, and date in the version order.
+#[derive(Clone, Copy, Debug)]
+pub struct Release<'a> {
+    /// The version's name (`--version`).
+    pub version: &'a str,
+    /// The source commit (`--commit`).
+    pub commit: Option<&'a str>,
+    /// The version's date for the version order (`--date`); the run's start without one.
+    pub date_unix_ms: Option<i64>,
+}
+
 /// What is stored about a run besides its cells.
 #[derive(Clone, Debug)]
 pub struct RunInput {
@@ -216,13 +227,16 @@ impl RunInput {
             path: dir.to_path_buf(),
             source,
         })?;
+        let release = Release {
+            version,
+            commit,
+            date_unix_ms,
+        };
         let run = RunInput::new(
             &suite_toml,
             &env,
-            version,
-            commit,
+            &release,
             results.manifest.started_at_unix_ms as i64,
-            date_unix_ms,
             results.manifest.planned_cells.len(),
             abs,
         )
@@ -234,17 +248,19 @@ impl RunInput {
     }
 
     /// A run from its parts: the resolved suite's TOML, the environment, the version.
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         suite_toml: &str,
         env: &Environment,
-        version: &str,
-        commit: Option<&str>,
+        release: &Release<'_>,
         started_at_unix_ms: i64,
-        date_unix_ms: Option<i64>,
         planned_cells: usize,
         results_dir: PathBuf,
     ) -> Result<RunInput, HistoryError> {
+        let Release {
+            version,
+            commit,
+            date_unix_ms,
+        } = *release;
         let version = check_name("--version", version)?;
         let commit = commit.map(|c| check_name("--commit", c)).transpose()?;
         let suite =

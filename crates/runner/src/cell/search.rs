@@ -12,110 +12,62 @@
 //! another host). Neither kind writes an interval log or a timeline: their steps and runs are
 //! in the record.
 
-use std::net::IpAddr;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 
 use gatebench_loadgen::capacity::{self, SearchSettings};
 use gatebench_loadgen::{LoadConfig, StopRule};
 use gatebench_model::{CellKind, LoadReport};
 use gatebench_report::cost::CostSetup;
 
-use super::remote::AnySampler;
-use super::{load_config, CellContext, CellEvent, CellOutput, Phase};
-use crate::driver::Driver;
+use super::measure::Sampling;
+use super::start::{Backend, Started};
+use super::{load_config, CellContext, CellEvent, CellOutput, CellRun, Effects, Phase};
 use crate::error::RunnerError;
-use crate::launch::Guard;
 use crate::matrix::Cell;
-use crate::pin;
 use crate::sampler::{Window, Windows};
-use crate::suite::{Protocol, Scenario};
-
-/// Where the back-end the SUT forwards to listens, for a cost cell's direct path.
-pub(super) struct Backend {
-    /// Its address.
-    pub(super) addr: IpAddr,
-    /// The first back-end's port (a balancer's direct path goes to the first of them).
-    pub(super) port: Option<u16>,
-    /// The protocol it listens with: what the direct path speaks.
-    pub(super) protocol: Protocol,
-}
-
-impl Backend {
-    /// The first of `ports` at `addr`, listening with `protocol`.
-    pub(super) fn new(addr: IpAddr, ports: &[u16], protocol: Protocol) -> Backend {
-        Backend {
-            addr,
-            port: ports.first().copied(),
-            protocol,
-        }
-    }
-}
 
 /// The load's side of a capacity or cost cell: runs it, samples the SUT, fills the record.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn run(
-    ctx: &CellContext<'_>,
-    cell: &Cell,
-    sc: &Scenario,
-    driver: &mut dyn Driver,
-    events: &mut dyn FnMut(CellEvent<'_>),
-    config: LoadConfig,
-    backend: Backend,
-    target_local_pid: Option<u32>,
-    sampler: AnySampler,
-    restore: Option<Vec<usize>>,
-    origin: Instant,
-    guard: &mut Guard,
+    run: &CellRun<'_, '_>,
+    fx: &mut Effects<'_>,
+    mut started: Started,
     out: &mut CellOutput,
 ) -> Result<(), RunnerError> {
-    events(CellEvent::Phase(Phase::Measuring));
-    let start_s = origin.elapsed().as_secs_f64();
-    let result = match cell.kind {
-        CellKind::Capacity => capacity_search(ctx, driver, events, config, out),
-        _ => cost(
-            ctx,
-            cell,
-            sc,
-            driver,
-            events,
-            config,
-            backend,
-            target_local_pid,
-            out,
-        ),
+    fx.phase(Phase::Measuring);
+    let start_s = run.origin.elapsed().as_secs_f64();
+    let sampling = Sampling::start(run, &mut started);
+    let config = started.config.clone();
+    let result = match run.cell.kind {
+        CellKind::Capacity => capacity_search(run.ctx, fx, config, out),
+        _ => {
+            let sut_pid = started
+                .target
+                .remote
+                .is_none()
+                .then_some(started.target_pid);
+            cost(run, fx, config, &started.backend, sut_pid, out)
+        }
     };
-    if let Some(cpus) = restore {
-        let _ = pin::pin_current_thread(&cpus);
-    }
-    let samples = sampler.finish();
+    let samples = sampling.finish();
     let windows = Windows {
         load_start_s: start_s,
         warmup_s: 0.0,
-        measurement_s: origin.elapsed().as_secs_f64() - start_s,
+        measurement_s: run.origin.elapsed().as_secs_f64() - start_s,
     };
     out.record.sut_measurement = windows.summarize(&samples, Window::Measurement);
     out.samples_csv = Some(windows.csv(&samples));
-    result?;
-    // A process that died under load invalidates the cell even if the numbers look fine.
-    if let Some((name, how)) = guard.exited().into_iter().next() {
-        return Err(RunnerError::ExitedDuringLoad { name, how });
-    }
-    Ok(())
+    result
 }
 
 /// One load through the driver; Ctrl-C during it ends the cell.
 fn one_load(
     ctx: &CellContext<'_>,
-    driver: &mut dyn Driver,
-    events: &mut dyn FnMut(CellEvent<'_>),
+    fx: &mut Effects<'_>,
     config: LoadConfig,
 ) -> Result<LoadReport, RunnerError> {
-    // Neither kind keeps an interval log: every step's and run's figures are in the record.
-    let mut hlog = Vec::new();
-    let report = driver.load(
+    let events = &mut *fx.events;
+    let report = fx.driver.load(
         config,
-        &mut hlog,
         &mut |v| events(CellEvent::Interval(v)),
         ctx.stop.clone(),
     )?;
@@ -127,8 +79,7 @@ fn one_load(
 
 fn capacity_search(
     ctx: &CellContext<'_>,
-    driver: &mut dyn Driver,
-    events: &mut dyn FnMut(CellEvent<'_>),
+    fx: &mut Effects<'_>,
     config: LoadConfig,
     out: &mut CellOutput,
 ) -> Result<(), RunnerError> {
@@ -140,7 +91,7 @@ fn capacity_search(
     let start = match c.start {
         Some(s) => s,
         None => {
-            let probe = one_load(ctx, driver, events, capacity::probe_config(&config))?;
+            let probe = one_load(ctx, fx, capacity::probe_config(&config))?;
             capacity::start_from_probe(probe.measurement.throughput_rps)
         }
     };
@@ -162,7 +113,7 @@ fn capacity_search(
         |rate, _phase| {
             let step =
                 capacity::step_config(&config, &c.slo, rate, c.warmup, c.step, Some(c.max_step));
-            one_load(ctx, driver, events, step)
+            one_load(ctx, fx, step)
         },
         |s| {
             tracing::info!(
@@ -180,18 +131,17 @@ fn capacity_search(
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The same open-model load straight to the back-end and through the SUT, interleaved;
+/// `sut_pid` is the SUT's process group here (absent on another host).
 fn cost(
-    ctx: &CellContext<'_>,
-    cell: &Cell,
-    sc: &Scenario,
-    driver: &mut dyn Driver,
-    events: &mut dyn FnMut(CellEvent<'_>),
+    run: &CellRun<'_, '_>,
+    fx: &mut Effects<'_>,
     via: LoadConfig,
-    backend: Backend,
+    backend: &Backend,
     sut_pid: Option<u32>,
     out: &mut CellOutput,
 ) -> Result<(), RunnerError> {
+    let (ctx, cell, sc) = (run.ctx, run.cell, run.sc);
     let c = ctx
         .suite
         .cost
@@ -214,12 +164,12 @@ fn cost(
         };
     }
     // The direct path must answer as correctly as the one through the SUT.
-    driver.verify(&direct)?;
+    fx.driver.verify(&direct)?;
     let runs = gatebench_loadgen::cost::measure(
         &direct,
         &via,
         c.repeats,
-        |l| one_load(ctx, driver, events, l.clone()),
+        |l| one_load(ctx, fx, l.clone()),
         || Ok(sut_pid.and_then(group_cpu_s)),
         |r| {
             tracing::info!(

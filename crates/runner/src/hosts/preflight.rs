@@ -93,16 +93,14 @@ pub fn prepare(
         let h = match ready.iter().find(|h| &h.url == url) {
             Some(h) => h.clone(),
             None => {
-                let h = Arc::new(SshHost::preflight(
+                let reach = Reach {
                     url,
                     destination,
-                    *port,
-                    config.clone(),
-                    &roles.join(", "),
-                    exe,
-                    &hash,
-                    say,
-                )?);
+                    port: *port,
+                    ssh_config: config.clone(),
+                };
+                let build = ThisBuild { exe, hash: &hash };
+                let h = Arc::new(SshHost::preflight(reach, &roles.join(", "), &build, say)?);
                 ready.push(h.clone());
                 h
             }
@@ -124,21 +122,39 @@ pub fn prepare(
     Ok(plan)
 }
 
+/// How a host is reached over ssh.
+struct Reach<'a> {
+    /// As written: `ssh://bench@sut-host`.
+    url: &'a str,
+    /// What `ssh` is given: `bench@sut-host`.
+    destination: &'a str,
+    port: Option<u16>,
+    ssh_config: Option<PathBuf>,
+}
+
+/// The gatebench a host must run: this executable and its SHA-256.
+struct ThisBuild<'a> {
+    exe: &'a Path,
+    hash: &'a str,
+}
+
 impl SshHost {
     /// Reaches the host and readies it: checks its tools and system, copies gatebench when
     /// the host lacks this very binary (by SHA-256, under `$XDG_CACHE_HOME/gatebench/<hash>/`,
     /// `~/.cache` by default), checks it reports this version, and measures the clock offset.
-    #[allow(clippy::too_many_arguments)]
     fn preflight(
-        url: &str,
-        destination: &str,
-        port: Option<u16>,
-        ssh_config: Option<PathBuf>,
+        reach: Reach<'_>,
         role: &str,
-        exe: &Path,
-        hash: &str,
+        build: &ThisBuild<'_>,
         say: &mut dyn FnMut(&str),
     ) -> Result<SshHost, RunnerError> {
+        let Reach {
+            url,
+            destination,
+            port,
+            ssh_config,
+        } = reach;
+        let ThisBuild { exe, hash } = *build;
         let err = |message: String| RunnerError::Host {
             host: format!("{url} ({role})"),
             message,

@@ -134,7 +134,6 @@ impl Driver for FakeDriver {
     fn load(
         &mut self,
         config: LoadConfig,
-        hlog: &mut Vec<u8>,
         on_interval: &mut dyn FnMut(&IntervalView),
         _stop: Arc<AtomicBool>,
     ) -> Result<LoadReport, RunnerError> {
@@ -148,8 +147,10 @@ impl Driver for FakeDriver {
             self.intervals.clone()
         };
         let mut total = 0;
-        for (index, len, responses) in intervals {
+        let mut seconds = Vec::new();
+        for &(index, len, responses) in &intervals {
             total += responses;
+            seconds.push(second(&config, index, len, responses));
             let length = Duration::from_secs_f64(len);
             on_interval(&IntervalView {
                 index,
@@ -164,16 +165,46 @@ impl Driver for FakeDriver {
                 total_errors: 0,
             });
         }
-        hlog.extend_from_slice(b"#[fake hlog]\n");
         if let Some(f) = &self.interrupt {
             f.store(true, std::sync::atomic::Ordering::Relaxed);
         }
         let mut r = report(&config);
+        // The record keeps every second, as the generator's does for a cell.
+        r.timeline = Some(seconds);
         if !self.throughputs.is_empty() {
             r.measurement.throughput_rps = self.throughputs[self.loads % self.throughputs.len()];
         }
         self.loads += 1;
         Ok(r)
+    }
+}
+
+/// Second `index` of a fake load as the generator records it: `t_s` from the measurement's
+/// start, `responses` answered in 1 ms each, the program's (or the fixed) rate as its target.
+fn second(
+    config: &LoadConfig,
+    index: u64,
+    len: f64,
+    responses: u64,
+) -> gatebench_model::SecondRecord {
+    let t_s = index as f64 - config.warmup.as_secs_f64();
+    let target_rate = match &config.arrival {
+        gatebench_loadgen::Arrival::Program(p) => p.rate.rate_at(t_s),
+        gatebench_loadgen::Arrival::Open { rate } => *rate,
+        _ => 0.0,
+    };
+    let mut h = gatebench_model::histogram::new_histogram();
+    if responses > 0 {
+        h.record_n(1_000_000, responses).unwrap();
+    }
+    gatebench_model::SecondRecord {
+        t_s,
+        length_s: len,
+        target_rate,
+        sent: responses,
+        responses,
+        errors: 0,
+        latency: Some(gatebench_model::histogram::encode(&h)),
     }
 }
 

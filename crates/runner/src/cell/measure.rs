@@ -1,0 +1,224 @@
+//! The measurement of a load cell: the target sampled, the load run here or split across the
+//! generator hosts, and the record filled: the load's report, the SUT's figures over the
+//! warm-up and the measurement, and the cell's seconds (`timeline.csv`, `latency.hlog`) from the
+//! load record's own timeline (`seconds.rs`). The rule: the live view the load gives while it
+//! runs drives the display and nothing else.
+
+use std::time::{Duration, Instant};
+
+use gatebench_loadgen::IntervalView;
+use gatebench_model::LoadReport;
+use gatebench_results::rows::{to_csv, TimelineRow};
+
+use super::remote::{shard_args, AnySampler};
+use super::seconds::seconds;
+use super::start::Started;
+use super::{
+    pin_generator, CellEvent, CellOutput, CellRun, Effects, GcInputs, Phase, SAMPLE_PERIOD,
+};
+use crate::error::RunnerError;
+use crate::gc::GcClock;
+use crate::pin;
+use crate::sampler::{self, CpuAt, CpuReading, Sample, Sampler, Window, Windows};
+
+/// The target sampled while the load runs, and the generator pinned (when placement says so)
+/// until it is finished.
+pub(super) struct Sampling {
+    sampler: AnySampler,
+    restore: Option<Vec<usize>>,
+}
+
+impl Sampling {
+    /// Starts sampling the target (or goes on with its remote sampler) and pins the generator.
+    pub(super) fn start(run: &CellRun<'_, '_>, started: &mut Started) -> Sampling {
+        let sampler = match started.remote_sampler.take() {
+            Some(s) => s,
+            None => AnySampler::Local(Sampler::start(
+                started.target_pid,
+                run.origin,
+                SAMPLE_PERIOD,
+            )),
+        };
+        Sampling {
+            sampler,
+            restore: pin_generator(run.ctx.placement),
+        }
+    }
+
+    /// The samples; the generator's thread gets its CPUs back.
+    pub(super) fn finish(self) -> Vec<Sample> {
+        if let Some(cpus) = self.restore {
+            let _ = pin::pin_current_thread(&cpus);
+        }
+        self.sampler.finish()
+    }
+}
+
+/// Runs a load cell's load and fills its record.
+pub(super) fn load(
+    run: &CellRun<'_, '_>,
+    fx: &mut Effects<'_>,
+    mut started: Started,
+    out: &mut CellOutput,
+) -> Result<(), RunnerError> {
+    let local_start_s = run.origin.elapsed().as_secs_f64();
+    let cpu = cpu_marks(run, &started);
+    let sampling = Sampling::start(run, &mut started);
+    let config = started.config.clone();
+    let loaded = run_load(
+        run,
+        fx,
+        config,
+        out.record.started_at_unix_ms,
+        local_start_s,
+    );
+    let samples = sampling.finish();
+    let cpu_time_s = cpu.and_then(|c| c.seconds(started.target_pid));
+    let (report, load_start_s) = loaded?;
+
+    let (rows, hlog) = seconds(&report, load_start_s);
+    let header = if report.config.arrival.is_some() {
+        TimelineRow::HEADER_WITH_TARGET
+    } else {
+        TimelineRow::HEADER
+    };
+    let windows = Windows {
+        load_start_s,
+        warmup_s: report.warmup.as_ref().map_or(0.0, |w| w.duration_s),
+        measurement_s: report.measurement.duration_s,
+    };
+    out.record.sut_warmup = windows.summarize(&samples, Window::Warmup);
+    out.record.sut_measurement = windows.summarize(&samples, Window::Measurement);
+    if let (Some(m), Some(cpu_s)) = (out.record.sut_measurement.as_mut(), cpu_time_s) {
+        let responses = report.measurement.throughput_rps * report.measurement.duration_s;
+        m.cpu_time_s = Some(cpu_s);
+        m.cpu_us_per_request = sampler::cpu_us_per_request(cpu_s, responses.round());
+    }
+    out.samples_csv = Some(windows.csv(&samples));
+    out.timeline_csv = Some(to_csv(header, rows));
+    out.hlog = hlog;
+    out.record.load = Some(report);
+    out.gc = gc_inputs(run, &started, out.record.started_at_unix_ms, windows);
+    Ok(())
+}
+
+/// Runs the load, here or on the generator hosts; returns its report and when it started,
+/// seconds since the cell did.
+fn run_load(
+    run: &CellRun<'_, '_>,
+    fx: &mut Effects<'_>,
+    config: gatebench_loadgen::LoadConfig,
+    cell_start_unix_ms: u64,
+    local_start_s: f64,
+) -> Result<(LoadReport, f64), RunnerError> {
+    let (ctx, suite) = (run.ctx, run.ctx.suite);
+    fx.phase(if suite.warmup.is_zero() {
+        Phase::Measuring
+    } else {
+        Phase::WarmingUp
+    });
+    if ctx.hosts.generators.is_empty() {
+        let mut measuring = suite.warmup.is_zero();
+        let events = &mut *fx.events;
+        let mut on_interval = |v: &IntervalView| {
+            if !v.warmup && !measuring {
+                measuring = true;
+                events(CellEvent::Phase(Phase::Measuring));
+            }
+            events(CellEvent::Interval(v));
+        };
+        let report = fx.driver.load(config, &mut on_interval, ctx.stop.clone())?;
+        return Ok((report, local_start_s));
+    }
+    // Split across the generator hosts; the load starts at the shards' common instant.
+    let url = config.record().url.clone();
+    let args = shard_args(suite, run.sc, run.cell, &url);
+    let l = &suite.load;
+    let deadline = suite.warmup + suite.duration + l.timeout + Duration::from_secs(30);
+    let sharded = crate::shards::run(
+        &ctx.hosts.generators,
+        &args,
+        &l.headers,
+        deadline,
+        ctx.cell_dir,
+        ctx.stop,
+    )
+    .map_err(|e| RunnerError::Load {
+        reason: e.to_string(),
+    })?;
+    let load_start_s = sharded.start_unix_s - cell_start_unix_ms as f64 / 1e3;
+    Ok((sharded.report, load_start_s))
+}
+
+/// The SUT's CPU time over the measurement, read at its start and end.
+struct CpuMarks {
+    start: CpuAt,
+    /// Read at the measurement's planned end; `None` with a request count (read when the load
+    /// ends).
+    end: Option<CpuAt>,
+}
+
+impl CpuMarks {
+    /// CPU seconds between the marks; `None` when either could not be read.
+    fn seconds(self, pid: u32) -> Option<f64> {
+        let end = match self.end {
+            Some(end) => end.cancel(),
+            None => Some(CpuReading::now(pid)),
+        };
+        Some(self.start.cancel()?.seconds_until_here(&end?))
+    }
+}
+
+/// Only where the windows' instants are known here: a local SUT under a local load (a remote
+/// SUT's host or sharded generators keep their own clocks; the figure is then absent, not
+/// estimated).
+fn cpu_marks(run: &CellRun<'_, '_>, started: &Started) -> Option<CpuMarks> {
+    let (ctx, suite) = (run.ctx, run.ctx.suite);
+    if started.target.remote.is_some() || !ctx.hosts.generators.is_empty() {
+        return None;
+    }
+    let pid = started.target_pid;
+    let start = Instant::now() + suite.warmup;
+    let end = suite
+        .requests
+        .is_none()
+        .then(|| CpuAt::spawn(pid, start + suite.duration));
+    Some(CpuMarks {
+        start: CpuAt::spawn(pid, start),
+        end,
+    })
+}
+
+/// What reading the GC log needs once the SUT stopped. A remote log carries the host's wall
+/// clock (JVM `time` decorations): its cell start is ours plus the host's measured clock
+/// offset.
+fn gc_inputs(
+    run: &CellRun<'_, '_>,
+    started: &Started,
+    cell_start_unix_ms: u64,
+    windows: Windows,
+) -> Option<GcInputs> {
+    let g = run.sc.gc.as_ref()?;
+    let log = started.gc.as_ref()?;
+    let remote = started
+        .target
+        .remote
+        .as_ref()
+        .filter(|_| g.path.is_some())
+        .map(|r| r.host.clone());
+    let offset = started
+        .target
+        .remote
+        .as_ref()
+        .map_or(0.0, |r| r.host.report.clock_offset_s);
+    Some(GcInputs {
+        format: g.format,
+        path: log.path.clone(),
+        remote,
+        clock: GcClock {
+            process_start_s: log.writer_start_s,
+            cell_start_unix_s: cell_start_unix_ms as f64 / 1e3 + offset,
+        },
+        windows,
+    })
+}
