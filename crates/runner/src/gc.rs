@@ -730,7 +730,17 @@ mod tests {
             .count();
         assert!(pause_lines > 5, "{pause_lines}");
         assert_eq!(s.pauses as usize, pause_lines);
-        assert!(s.full_collections >= 1, "{s:?}");
+        // Full collections: the `[gc]` lines of `Pause Full` in the window, one per GC id.
+        let full_lines = text
+            .lines()
+            .filter(|l| l.contains("[gc ") && l.contains(" Pause Full ") && l.ends_with("ms"))
+            .filter(|l| l[1..l.find("s]").unwrap()].parse::<f64>().unwrap() >= 0.25)
+            .count();
+        assert_eq!(
+            full_lines, 2,
+            "the fixture's forced collections in the window"
+        );
+        assert_eq!(s.full_collections as usize, full_lines, "{s:?}");
         assert!(s.heap_after_full_gc_mib.unwrap() > 1.0, "{s:?}");
         assert!(s.pause_max_ms >= s.pause_p99_ms && s.pause_p99_ms >= s.pause_p50_ms);
         let t = s
@@ -772,7 +782,10 @@ mod tests {
             GcWindow::Measurement,
         );
         assert_eq!(s.pauses as usize, events.len());
-        assert!(s.full_collections >= 1);
+        // Every `Pause Full` line is one full collection (the demo calls System.gc()).
+        let full_lines = text.lines().filter(|l| l.contains(" Pause Full ")).count();
+        assert_eq!(full_lines, 15);
+        assert_eq!(s.full_collections as usize, full_lines);
     }
 
     #[test]
