@@ -7,7 +7,16 @@
 //! again (CRLF only, a status from 100, one plain Content-Length, Transfer-Encoding only as one
 //! `chunked` and never with Content-Length or in HTTP/1.0, strict chunked framing), RFC 9112
 //! §6.3 and §9.3 for the body and the connection, the body compared with the request body under
-//! `--verify`.
+//! `--verify`, and any byte after a complete response (other than a close-delimited one) a
+//! protocol error of the exchange.
+//!
+//! Every read of the scripted server is ready at once (then the end of the stream), so the
+//! client's look at what the connection holds when a response completes (one read that does not
+//! wait) sees every byte after it, whatever the split: the rule "bytes after a complete response
+//! fail the exchange" is then a property of the bytes alone, which is what this target checks.
+//! Bytes that arrive later (after a pause) are not in this target's reach: the client finds
+//! them before its next request instead (`errors::bytes_after_a_settled_response…` in the
+//! loadgen's integration tests).
 //!
 //! Input: a flags byte (method GET/HEAD/POST, verify, request body length), a split seed, then
 //! the response bytes (at most 12,000, below the client's 16 KiB receive buffer).
@@ -143,14 +152,22 @@ fn reference(resp: &[u8], method: &str, req_body: &[u8], verify: bool) -> (Outco
         break (status, framing, !close && (!http10 || keep_alive));
     };
     let rest = &resp[pos..];
+    // Bytes after a complete response answer no request (one is in flight at a time): they
+    // are this exchange's protocol error, however they were split into reads. The harness has
+    // every read ready at once, so they are all "there" when the response completes.
     let body: &[u8] = match framing {
+        Framing::None if !rest.is_empty() => return fail(Outcome::ProtocolError),
         Framing::None => &[],
         Framing::Length(n) => match rest.get(..usize::try_from(n).unwrap_or(usize::MAX)) {
+            Some(b) if b.len() < rest.len() => return fail(Outcome::ProtocolError),
             Some(b) => b,
             None => return fail(Outcome::Incomplete),
         },
         Framing::Close => rest,
         Framing::Chunked => match dechunk_strict(rest, 4096, 16 * 1024) {
+            Strict::Complete { used, .. } if used < rest.len() => {
+                return fail(Outcome::ProtocolError)
+            }
             Strict::Complete { body, .. } => {
                 return finish(status, &body, req_body, verify, head_only, keep_alive)
             }

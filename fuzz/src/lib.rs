@@ -276,6 +276,36 @@ mod regressions {
         }
     }
 
+    /// `corpus/http1_response/regress-bytes-after-204`: a 204 followed by four bytes. The
+    /// generator's client once failed the exchange only when those bytes came in the read that
+    /// completed the response (whole: a protocol error; in two reads: answered, and the bytes
+    /// left for the next response). It now looks at what the connection holds once the
+    /// response is complete, so they fail the exchange whatever the reads.
+    #[test]
+    fn bytes_after_a_204_fail_the_exchange_whatever_the_reads() {
+        use gatebench_loadgen::fuzz::{http1_exchange, Http1Result};
+        use gatebench_model::Outcome;
+
+        let input = include_bytes!("../corpus/http1_response/regress-bytes-after-204");
+        let [_flags, seed, response @ ..] = &input[..] else {
+            unreachable!("the input has its two leading bytes")
+        };
+        let head_len = response.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+        assert_eq!(response.len(), head_len + 4);
+        for pieces in [
+            split(response, 0, usize::MAX, 1),
+            split(response, *seed, 200, usize::MAX),
+            vec![&response[..head_len], &response[head_len..]],
+        ] {
+            match http1_exchange(&pieces, "GET", b"", false) {
+                Http1Result::Failure { outcome, .. } => {
+                    assert_eq!(outcome, Outcome::ProtocolError, "{pieces:?}")
+                }
+                other => panic!("answered in {pieces:?}: {other:?}"),
+            }
+        }
+    }
+
     /// `corpus/h1client/regress-head-past-first-buffer`: a close-delimited response read in
     /// pieces whose head fills the client's first buffer. The body once came out short: the
     /// harness's packet socket dropped the tail of a piece read into a nearly full buffer. As

@@ -10,14 +10,22 @@
 //! compares it with the expected bytes. Parsing works on the receive buffer in place: nothing
 //! is allocated or copied per request.
 //!
+//! One request is in flight at a time, never pipelined: a byte the server sends while none is
+//! outstanding is a protocol error, never the next response — of the exchange when it is there
+//! as the response completes (buffered or ready on the socket, whatever the reads), of the next
+//! request, unsent, when it is found just before that request is written
+//! ([`H1Conn::stray_before_reuse`]; docs/architecture.md, "HTTP/1.1").
+//!
 //! It is generic over the byte stream so TLS wraps the same code. Timeouts and the run deadline
 //! are the caller's business; a response that never arrives simply never completes here.
 
 use std::mem::MaybeUninit;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
 
 use gatebench_h1::{BodyLength, Chunked, Step};
 use gatebench_model::Outcome;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 
 use crate::body::BodyCheck;
 use crate::exchange::{classify_io, Answer, Failure};
@@ -34,6 +42,18 @@ pub(crate) struct H1Conn<S> {
     /// Unconsumed bytes are `buf[start..end]`.
     start: usize,
     end: usize,
+}
+
+/// What a read that does not wait found.
+enum Ready {
+    /// Nothing yet.
+    Nothing,
+    /// Bytes (counted, then dropped).
+    Bytes,
+    /// The end of the stream.
+    Eof,
+    /// A read error, by class.
+    Failed(Outcome),
 }
 
 /// Parsed essentials of a response head.
@@ -139,11 +159,74 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
                 }
             },
         }
+        // One request is in flight at a time (the client never pipelines), so a byte the
+        // connection holds once the response is complete answers nothing that was sent: the
+        // server framed this response wrongly (a body longer than its Content-Length, a body
+        // after a 204 or a HEAD response, a response to a request it imagined). It is this
+        // exchange's protocol error, and the connection closes; read as the next response it
+        // would answer a request before it was sent. "Holds" is the buffer and what the
+        // socket has ready now (one read that does not wait), not the read that happened to
+        // complete the response: the outcome must not depend on how the server's bytes were
+        // split into reads (the `http1_response` fuzz target checks it). Bytes that arrive
+        // later are the next request's business (`stray_before_reuse`).
+        let mut reusable = head.keep_alive && head.body != BodyLength::UntilClose;
+        if self.start != self.end {
+            self.start = 0;
+            self.end = 0;
+            return Err(Outcome::ProtocolError);
+        }
+        if head.body != BodyLength::UntilClose {
+            match self.read_ready(read) {
+                Ready::Bytes => return Err(Outcome::ProtocolError),
+                // Broken after a complete answer: the answer stands, the connection does not.
+                Ready::Failed(_) => reusable = false,
+                // The end of the stream is the next exchange's to find (as before this check):
+                // it is what the next read will return again.
+                Ready::Nothing | Ready::Eof => {}
+            }
+        }
         if !check.matches() {
             outcome = Outcome::BodyMismatch;
         }
-        let reusable = head.keep_alive && head.body != BodyLength::UntilClose;
         Ok((outcome, reusable))
+    }
+
+    /// Before the next request is written on this kept connection: whether the server sent
+    /// anything since the last response completed. Nothing may come before a request is
+    /// written (the client never pipelines), so bytes here are a server's fault that arrived
+    /// after the last exchange had been settled — a late tail of that response, or a response
+    /// to nothing. The connection cannot carry the request: read as its response they would
+    /// answer it before it was sent. Returns the class to count for the request that would
+    /// have been sent (`ProtocolError` for bytes, the I/O class for a connection found
+    /// broken) and the bytes read, or `None` when the connection looks usable (an end of
+    /// stream is left for the exchange to find, as before this check).
+    pub(crate) fn stray_before_reuse(&mut self) -> Option<(Outcome, u64)> {
+        let mut read = 0;
+        match self.read_ready(&mut read) {
+            Ready::Bytes => Some((Outcome::ProtocolError, read)),
+            Ready::Failed(outcome) => Some((outcome, read)),
+            Ready::Nothing | Ready::Eof => None,
+        }
+    }
+
+    /// One read of what the connection holds now, without waiting (a no-op waker: nothing is
+    /// woken later for it). Used only where no byte may come; the buffer must be empty.
+    fn read_ready(&mut self, read: &mut u64) -> Ready {
+        debug_assert_eq!(self.start, self.end, "bytes already held");
+        self.start = 0;
+        self.end = 0;
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut buf = ReadBuf::new(&mut self.buf[..]);
+        match Pin::new(&mut self.io).poll_read(&mut cx, &mut buf) {
+            Poll::Pending => Ready::Nothing,
+            Poll::Ready(Ok(())) if buf.filled().is_empty() => Ready::Eof,
+            Poll::Ready(Ok(())) => {
+                *read += buf.filled().len() as u64;
+                // Dropped: the connection is not used again.
+                Ready::Bytes
+            }
+            Poll::Ready(Err(e)) => Ready::Failed(classify_io(&e)),
+        }
     }
 
     /// Parses a response head from the buffer. `Ok(None)` when more bytes are needed.
@@ -437,6 +520,91 @@ mod tests {
             let f = rt().block_on(run(&[resp], &req, false)).unwrap_err();
             assert_eq!(f.outcome, want, "{}", String::from_utf8_lossy(resp));
         }
+    }
+
+    /// Issue 23: bytes after a complete response are that exchange's protocol error, whatever
+    /// reads they come in (in the read that completes the response, or ready in a later one),
+    /// and never the next response.
+    #[test]
+    fn bytes_after_a_complete_response_are_that_exchange_s_protocol_error() {
+        let get = template("GET", RequestBody::None);
+        let head = template("HEAD", RequestBody::None);
+        let cases: [(&RequestTemplate, &[u8], usize); 5] = [
+            // A body longer than its Content-Length.
+            (
+                &get,
+                b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokXY",
+                40,
+            ),
+            // A second response nobody asked for, after a 204 and after a chunked body.
+            (
+                &get,
+                b"HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1 200 OK\r\n\r\n",
+                27,
+            ),
+            (
+                &get,
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\nX",
+                59,
+            ),
+            // A body after a HEAD response (the 204 the fuzz target found: four bytes after).
+            (
+                &head,
+                b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nbody",
+                38,
+            ),
+            (&get, b"HTTP/1.1 204 No Content\r\n\r\n\0\0\0\0", 27),
+        ];
+        for (req, resp, complete_at) in cases {
+            let shown = String::from_utf8_lossy(resp);
+            // Whole; cut where the response completes; cut into single bytes.
+            let bytes: Vec<&[u8]> = resp.chunks(1).collect();
+            for pieces in [
+                vec![resp],
+                vec![&resp[..complete_at], &resp[complete_at..]],
+                bytes,
+            ] {
+                let f = rt().block_on(run(&pieces, req, false)).unwrap_err();
+                assert_eq!(f.outcome, Outcome::ProtocolError, "{shown} in {pieces:?}");
+                assert!(f.bytes_read > complete_at as u64, "{shown}");
+            }
+        }
+        // The same responses framed right are fine and keep the connection, whatever the reads.
+        let resp: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        for pieces in [vec![resp], resp.chunks(1).collect()] {
+            let a = rt().block_on(run(&pieces, &get, false)).unwrap();
+            assert!(a.outcome == Outcome::Ok && a.reusable, "{a:?}");
+            assert_eq!(a.bytes_read, resp.len() as u64);
+        }
+    }
+
+    /// Bytes that arrive after a response was settled, before the next request: found before
+    /// that request is written, never parsed as its response.
+    #[test]
+    fn late_bytes_are_found_before_the_connection_is_used_again() {
+        rt().block_on(async {
+            let req = template("GET", RequestBody::None);
+            let (client, mut server) = tokio::io::duplex(1024);
+            let mut conn = H1Conn::new(client);
+            let serve = async {
+                let mut request = vec![0u8; req.bytes().len()];
+                server.read_exact(&mut request).await.unwrap();
+                server
+                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                    .await
+                    .unwrap();
+            };
+            let (answer, ()) = tokio::join!(conn.exchange(&req, false), serve);
+            let answer = answer.unwrap();
+            assert!(answer.outcome == Outcome::Ok && answer.reusable);
+            // Nothing came since: the connection is fine.
+            assert_eq!(conn.stray_before_reuse(), None);
+            server.write_all(b"HTTP/1.1 200 OK\r\n\r\n").await.unwrap();
+            assert_eq!(
+                conn.stray_before_reuse(),
+                Some((Outcome::ProtocolError, 19))
+            );
+        });
     }
 
     #[test]

@@ -530,6 +530,12 @@ impl Shared {
         }
     }
 
+    /// Records response bytes read for no request that was written (a server's stray bytes
+    /// found before a kept connection was used again).
+    fn count_read(&self, phase: Phase, bytes_read: u64) {
+        self.phases.borrow_mut()[phase as usize].bytes_read += bytes_read;
+    }
+
     /// Records a request that was written (whatever came back).
     fn count_sent(&self, phase: Phase, req: u32, bytes_read: u64) {
         let mut phases = self.phases.borrow_mut();

@@ -43,7 +43,10 @@ pub enum Outcome {
     /// run where nothing was answered: the target stalled. An error (unlike
     /// [`Outcome::InFlight`]).
     Unanswered,
-    /// The response could not be parsed as HTTP (bad status line, bad framing).
+    /// The response could not be parsed as HTTP (bad status line, bad framing), or (HTTP/1.1)
+    /// the server sent bytes while no request was outstanding: after a complete response (that
+    /// exchange's error), or before the next request on a kept connection was written (that
+    /// request's error; it is not sent).
     ProtocolError,
     /// A 2xx response whose body differed from the expected one (verification on).
     BodyMismatch,

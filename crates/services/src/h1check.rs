@@ -85,6 +85,95 @@ pub(crate) struct H1Limits {
     pub send_timeout: Duration,
 }
 
+/// When a request head that arrives in pieces is parsed, so that a head trickled a byte at a
+/// time costs linear work, not one parse from its first byte per read (quadratic: a 16 KiB head
+/// byte by byte was 16,384 parses of up to 16 KiB). Issue 23.
+///
+/// The rule it keeps: the outcome of a head — passed on with its length and framing, refused
+/// (and, where a limit decides, with which status), or dropped at the end of the stream — is
+/// the one a parse of the same bytes read whole gives, however they were split into reads (the
+/// `h1check` and `h1server` fuzz targets check it). A parse of a prefix that is not Partial is
+/// final: more bytes do not change it. So the head is parsed at every point where that result
+/// can first appear and is knowable without parsing, and at enough other points to bound how
+/// late an error inside a line is found:
+///
+/// - a blank line after the request line (the head's end: accepted or refused). Empty lines
+///   before the request line are skipped by the parse (RFC 9112 §2.2) and are not its end;
+/// - a limit crossed, by length alone: the request line longer than `max_request_line` (414) or
+///   the head longer than `max_head` (431), as [`parse_head`] decides them on a partial head;
+/// - the head twice as long as at the last parse (the first bytes always): an invalid byte
+///   inside a line (httparse stops at the first one) is found by then. The parses' lengths
+///   double, so their sum is under twice the head's;
+/// - by the caller: at the end of the stream and at the head deadline, where a partial head is
+///   parsed once more so that it ends as the whole parse would (refused with its status rather
+///   than dropped, or 408).
+///
+/// Each byte is searched for a line end once (two bytes back are looked at again for a blank
+/// line that spans reads). An earlier version (taken back in aeb6e5e) parsed only at a blank
+/// line or a limit: an invalid request line after empty lines, with no blank line before the
+/// end of the stream, was refused when read whole and dropped when read in pieces.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct HeadScan {
+    /// Bytes of the head searched for line ends so far.
+    scanned: usize,
+    /// The head's length at the last parse (0: not parsed yet).
+    parsed: usize,
+    /// Bytes of empty lines (CR and LF) before the request line; final once `leading_done`.
+    leading: usize,
+    leading_done: bool,
+    /// Where the request line ends (its LF), once seen.
+    line_end: Option<usize>,
+    /// The last LF found starting a blank line: each is worth one parse, not one per read.
+    blank: Option<usize>,
+}
+
+impl HeadScan {
+    /// Whether `head` (the bytes of one head so far from its first byte, maybe followed by
+    /// more) is to be parsed now. Only the bytes added since the last call are searched.
+    pub(crate) fn due(&mut self, head: &[u8], limits: &H1Limits) -> bool {
+        let len = head.len();
+        if len == 0 {
+            return false;
+        }
+        #[cfg(test)]
+        let leading_before = self.leading;
+        if !self.leading_done {
+            while self.leading < len && matches!(head[self.leading], b'\r' | b'\n') {
+                self.leading += 1;
+            }
+            self.leading_done = self.leading < len;
+        }
+        let mut blank = false;
+        let from = self.scanned.saturating_sub(2).max(self.leading);
+        if self.leading_done && from < len {
+            for i in memchr::memchr_iter(b'\n', &head[from..]).map(|i| i + from) {
+                self.line_end.get_or_insert(i);
+                if self.blank < Some(i)
+                    && matches!(&head[i + 1..], [b'\n', ..] | [b'\r', b'\n', ..])
+                {
+                    self.blank = Some(i);
+                    blank = true;
+                }
+            }
+        }
+        self.scanned = len;
+        #[cfg(test)]
+        tests::count_work(self.leading - leading_before + len.saturating_sub(from));
+        // As `parse_head` measures a partial head's request line.
+        let line = match self.line_end {
+            Some(end) => end - self.leading,
+            None => len - self.leading,
+        };
+        let over = line > limits.max_request_line || len > limits.max_head;
+        let doubled = len >= self.parsed.saturating_mul(2);
+        let due = blank || over || doubled;
+        if due {
+            self.parsed = len;
+        }
+        due
+    }
+}
+
 /// The status a synthetic [`REJECT_METHOD`] request stands for, if `req` is one.
 ///
 /// Only meaningful on HTTP/1 connections wrapped by [`StrictH1`]; callers check the version.
@@ -149,8 +238,8 @@ pub(crate) struct StrictH1<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> {
     ready: usize,
     /// When the first byte of the head being read arrived.
     head_started: Option<Instant>,
-    /// Where the search for the end of the current head stopped.
-
+    /// When the head being read is parsed next.
+    scan: HeadScan,
     /// Armed while a read waits: the head deadline or the body inactivity deadline.
     timer: Deadline,
     eof: bool,
@@ -169,6 +258,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> StrictH1<S> {
             held: BytesMut::new(),
             ready: 0,
             head_started: None,
+            scan: HeadScan::default(),
             timer: Deadline::default(),
             eof: false,
             failure: io::ErrorKind::InvalidData,
@@ -207,10 +297,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> StrictH1<S> {
                     if rest.is_empty() {
                         return Step::Progress(pos);
                     }
+                    // At the end of the stream every head is parsed, as a whole read would be.
+                    if !self.eof && !self.scan.due(rest, &self.limits) {
+                        if self.head_started.is_none() {
+                            self.head_started = Some(Instant::now());
+                        }
+                        return Step::Progress(pos);
+                    }
                     match check_head(rest, &self.limits) {
                         Ok(Some((len, framing))) => {
                             pos += len;
                             self.head_started = None;
+                            self.scan = HeadScan::default();
                             self.state = match framing {
                                 Framing::None | Framing::Length(0) => State::Head,
                                 Framing::Length(n) => State::Body { remaining: n },
@@ -311,6 +409,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> StrictH1<S> {
             .expired(cx, || at.expect("a deadline when not armed"))
     }
 
+    /// The status for a head whose deadline passed: what a parse of the partial head held now
+    /// refuses it with (as a parse on each read would have, earlier), else 408.
+    fn overdue_status(&self) -> StatusCode {
+        let held = &self.held[self.ready..];
+        match self.state {
+            State::Head if !held.is_empty() => check_head(held, &self.limits)
+                .err()
+                .unwrap_or(StatusCode::REQUEST_TIMEOUT),
+            _ => StatusCode::REQUEST_TIMEOUT,
+        }
+    }
+
     /// True when a head is being read and its deadline has passed (for a client that trickles
     /// bytes fast enough never to leave the socket empty).
     fn head_overdue(&self) -> bool {
@@ -398,7 +508,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> AsyncRead for StrictH1<
                     return Poll::Ready(Ok(()));
                 }
                 if this.head_overdue() {
-                    this.reject(0, StatusCode::REQUEST_TIMEOUT);
+                    this.reject(0, this.overdue_status());
                 }
                 continue;
             }
@@ -417,8 +527,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> AsyncRead for StrictH1<
                 Poll::Ready(Ok(())) => {}
             }
             if buf.filled().is_empty() {
-                // A partial head at EOF is dropped: hyper sees a quiet close.
+                // A partial head at EOF is dropped: hyper sees a quiet close. It is parsed once
+                // more first (`advance` parses every head at the end): read whole, it would
+                // have been, and refused if the parse refuses it.
                 this.eof = true;
+                if this.state == State::Head && this.ready == 0 {
+                    let held = std::mem::take(&mut this.held);
+                    let step = this.advance(&held);
+                    this.held = held;
+                    match step {
+                        Step::Progress(ok) => this.ready = ok,
+                        Step::Reject { ok, status } => this.reject(ok, status),
+                        Step::Fail { ok } => this.fail(ok),
+                    }
+                }
                 continue;
             }
             this.timer.disarm();
@@ -432,7 +554,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> AsyncRead for StrictH1<
                 Step::Fail { ok } => this.fail(ok),
             }
             if this.ready == 0 && this.head_overdue() {
-                this.reject(0, StatusCode::REQUEST_TIMEOUT);
+                this.reject(0, this.overdue_status());
             }
         }
     }
@@ -441,7 +563,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> AsyncRead for StrictH1<
 /// A deadline passed while the socket was empty: 408 for a head, a failed body otherwise.
 fn on_deadline<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(this: &mut StrictH1<S>) {
     match this.state {
-        State::Head | State::Sniff => this.reject(0, StatusCode::REQUEST_TIMEOUT),
+        State::Head | State::Sniff => this.reject(0, this.overdue_status()),
         _ => {
             this.fail(0);
             this.failure = io::ErrorKind::TimedOut;
@@ -521,6 +643,8 @@ pub(crate) fn parse_head<T>(
     limits: &H1Limits,
     build: impl FnOnce(&httparse::Request<'_, '_>, usize) -> T,
 ) -> Result<Option<(usize, Framing, T)>, StatusCode> {
+    #[cfg(test)]
+    tests::count_work(buf.len());
     let mut headers = [MaybeUninit::<httparse::Header<'_>>::uninit(); MAX_HEADERS];
     let mut req = httparse::Request::new(&mut []);
     let len = match req.parse_with_uninit_headers(buf, &mut headers) {
@@ -692,7 +816,24 @@ fn host_ok(value: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use std::cell::Cell;
+
     use super::*;
+
+    thread_local! {
+        /// Bytes of request heads examined on this thread: searched by [`HeadScan`] and handed
+        /// to the parser (each parse counted at the full length it is given).
+        static WORK: Cell<usize> = const { Cell::new(0) };
+    }
+
+    pub(super) fn count_work(bytes: usize) {
+        WORK.with(|w| w.set(w.get() + bytes));
+    }
+
+    /// The work counted on this thread since the last call.
+    pub(crate) fn take_work() -> usize {
+        WORK.with(|w| w.replace(0))
+    }
 
     fn limits() -> H1Limits {
         H1Limits {
@@ -827,6 +968,198 @@ mod tests {
         let raw = b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloGET /smuggled HTTP/1.1\r\n\r\n";
         let head = raw.iter().position(|&b| b == b'5').unwrap();
         assert_eq!(c.advance(raw), Step::Fail { ok: head + 3 + 5 });
+    }
+
+    /// A client that sends `data` in reads of `piece` bytes, then closes; it takes every write.
+    struct Trickle {
+        data: Vec<u8>,
+        piece: usize,
+    }
+
+    impl AsyncRead for Trickle {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            let n = self.piece.min(self.data.len()).min(buf.remaining());
+            buf.put_slice(&self.data[..n]);
+            self.data.drain(..n);
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    impl AsyncWrite for Trickle {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            b: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            Poll::Ready(Ok(b.len()))
+        }
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// What the checker passes on from `data` read `piece` bytes at a time, and whether it
+    /// refused (it then waits for hyper to answer: `Pending`).
+    fn check_in_pieces(data: &[u8], piece: usize, limits: H1Limits) -> (Vec<u8>, bool) {
+        let trickle = Trickle {
+            data: data.to_vec(),
+            piece,
+        };
+        let mut checker = StrictH1::new(trickle, Arc::new(limits), false);
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let mut passed = Vec::new();
+        // hyper's read buffer: large enough for the whole input in one read.
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            let mut rb = ReadBuf::new(&mut buf);
+            match Pin::new(&mut checker).poll_read(&mut cx, &mut rb) {
+                Poll::Ready(Ok(())) if rb.filled().is_empty() => return (passed, false),
+                Poll::Ready(Ok(())) => passed.extend_from_slice(rb.filled()),
+                Poll::Ready(Err(e)) => panic!("{e}"),
+                Poll::Pending => return (passed, true),
+            }
+        }
+    }
+
+    fn wide() -> H1Limits {
+        H1Limits {
+            max_request_line: 8192,
+            max_head: 64 * 1024,
+            ..limits()
+        }
+    }
+
+    /// Issue 23: a 16 KiB head trickled a byte at a time costs work linear in its length (it
+    /// was a parse from its first byte per read: 16,384 parses, ~134 million bytes).
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_head_trickled_a_byte_at_a_time_costs_linear_work() {
+        let mut head = b"GET / HTTP/1.1\r\nHost: a\r\n".to_vec();
+        // Many lines (as many line ends as the field limit allows) and one long line (the
+        // longest search).
+        for i in 0..MAX_HEADERS - 2 {
+            head.extend_from_slice(format!("X-Pad-{i}: {}\r\n", "p".repeat(70)).as_bytes());
+        }
+        head.extend_from_slice(b"X-Long: ");
+        head.resize(16 * 1024 - 4, b'a');
+        head.extend_from_slice(b"\r\n\r\n");
+        assert_eq!(head.len(), 16 * 1024);
+        take_work();
+        let (passed, refused) = check_in_pieces(&head, 1, wide());
+        let trickled = take_work();
+        assert!(
+            passed == head && !refused,
+            "{} bytes passed on",
+            passed.len()
+        );
+        let (passed, _) = check_in_pieces(&head, head.len(), wide());
+        let whole = take_work();
+        assert!(passed == head, "{} bytes passed on", passed.len());
+        // Whole: one search and one parse. A byte at a time: each byte searched and looked at
+        // again twice, parses of doubling lengths (under twice the head), the parse at the end.
+        assert!(whole <= 2 * head.len(), "{whole}");
+        assert!(trickled <= 7 * head.len(), "{trickled} bytes examined");
+    }
+
+    /// The shapes the resumed search of aeb6e5e got wrong, and their neighbours: empty lines
+    /// before an invalid request line (with or without its end), an invalid byte mid-line with
+    /// no line end before the close. Read whole, a byte at a time or in threes, each ends the
+    /// same way: refused, or dropped at the close, with the same bytes passed on before.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_malformed_head_ends_the_same_whatever_the_reads() {
+        let ok = &b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"[..];
+        let cases: [(&[u8], bool); 10] = [
+            (b"\r\n\r\nG\x01T / HTTP/1.1", true),
+            (b"\r\n\r\nG\x01T / HTTP/1.1\r\n", true),
+            (b"\r\n\r\nBAD\r\n", true),
+            (b"\n\nGET / HTTP/1.1\r\nHost: a\r\n", false),
+            (b"\r\n\r\n\x01", true),
+            (b"\r\r\nGET / HTTP/1.1\r\n", true),
+            (b"GET / HTTP/1.1\r\nHo st: a", true),
+            (b"GET / HTTP/1.1\r\nHost: a\r\n\r", false),
+            (b"GET / HTTP/1.1\r\nHost: a\r\n", false),
+            (b"\r\n\r\n", false),
+        ];
+        for (shape, refused) in cases {
+            for before in [&b""[..], ok] {
+                let input = [before, shape].concat();
+                let shown = String::from_utf8_lossy(&input).into_owned();
+                let whole = check_in_pieces(&input, input.len(), limits());
+                assert_eq!(whole.1, refused, "{shown:?} read whole");
+                let passed = if refused {
+                    [before, b"X-GB-REJECT /400 HTTP/1.1\r\n\r\n"].concat()
+                } else {
+                    before.to_vec()
+                };
+                assert_eq!(whole.0, passed, "{shown:?} read whole");
+                for piece in [1, 3] {
+                    assert_eq!(
+                        check_in_pieces(&input, piece, limits()),
+                        whole,
+                        "{shown:?} in reads of {piece}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// The direct HTTP/1 server (`h1server`) over the same trickle: linear too.
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_server_parses_a_trickled_head_in_linear_work() {
+        use bytes::Bytes;
+        use http::Response;
+
+        use crate::h1server::H1Handler;
+        use crate::h2server::H2Future;
+        use crate::interim::Interim;
+        use crate::proxy::body::{ClientBody, ResBody};
+
+        struct Seen(Arc<std::sync::Mutex<Vec<String>>>);
+        impl H1Handler for Seen {
+            fn call_h1(&self, req: Request<ClientBody>, _: Option<Interim>) -> H2Future {
+                self.0.lock().unwrap().push(req.uri().to_string());
+                Box::pin(async { Response::new(ResBody::Local(Some(Bytes::from_static(b"ok")))) })
+            }
+            fn refuse(&self, status: StatusCode) -> Response<ResBody> {
+                self.0.lock().unwrap().push(status.to_string());
+                Response::new(ResBody::Local(None))
+            }
+        }
+
+        let mut head = b"GET /trickled HTTP/1.1\r\nHost: a\r\n".to_vec();
+        for i in 0..MAX_HEADERS - 1 {
+            head.extend_from_slice(format!("X-Pad-{i}: {}\r\n", "p".repeat(160)).as_bytes());
+        }
+        head.extend_from_slice(b"\r\n");
+        assert!(head.len() > 16 * 1024, "{}", head.len());
+        for piece in [1, head.len()] {
+            let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+            let (_stop, mut drain) = tokio::sync::watch::channel(false);
+            take_work();
+            crate::h1server::serve(
+                Trickle {
+                    data: head.clone(),
+                    piece,
+                },
+                Arc::new(wide()),
+                Duration::from_secs(30),
+                Arc::new(Seen(seen.clone())),
+                &mut drain,
+            )
+            .await;
+            let work = take_work();
+            assert_eq!(*seen.lock().unwrap(), ["/trickled"]);
+            assert!(
+                work <= 7 * head.len(),
+                "{work} bytes examined, reads of {piece}"
+            );
+        }
     }
 
     #[tokio::test]

@@ -50,7 +50,7 @@ use tracing::debug;
 
 use crate::deadline::Deadline;
 use crate::drain::draining;
-use crate::h1check::{self, Framing, H1Limits, LINGER};
+use crate::h1check::{self, Framing, H1Limits, HeadScan, LINGER};
 use crate::h1conn::{lock, BodyState, Conn, H1Recv, Io, Shared, CONTINUE};
 use crate::h2server::H2Future;
 use crate::interim::Interim;
@@ -266,6 +266,8 @@ async fn next_request(
     let waiting_since = Instant::now();
     let mut first = true;
     let mut head_started: Option<Instant> = None;
+    // Parsed when it can be decided, not on every read (linear for a trickled head).
+    let mut scan = HeadScan::default();
     std::future::poll_fn(|cx| {
         let mut c = lock(conn);
         if std::mem::take(&mut first) {
@@ -278,18 +280,28 @@ async fn next_request(
                 }
             } else {
                 let started = *head_started.get_or_insert_with(Instant::now);
-                match parse(conn, &mut c, limits) {
-                    Ok(Some(next)) => return Poll::Ready(next),
-                    Ok(None) => {}
-                    Err(status) => return Poll::Ready(Next::Refuse(status)),
+                if scan.due(&c.buf, limits) {
+                    match parse(conn, &mut c, limits) {
+                        Ok(Some(next)) => return Poll::Ready(next),
+                        Ok(None) => {}
+                        Err(status) => return Poll::Ready(Next::Refuse(status)),
+                    }
                 }
                 // A client that trickles a head fast enough never to leave the socket empty.
                 if started.elapsed() >= limits.head_timeout {
-                    return Poll::Ready(Next::Refuse(StatusCode::REQUEST_TIMEOUT));
+                    return Poll::Ready(overdue(conn, &mut c, limits));
                 }
             }
             match c.poll_fill(cx) {
-                // A partial head at the end is dropped: a quiet close.
+                // A partial head at the end is dropped: a quiet close. It is parsed once more
+                // first: read whole, it would have been, and refused if the parse refuses it.
+                Poll::Ready(Ok(0)) if !c.buf.is_empty() => {
+                    return Poll::Ready(match parse(conn, &mut c, limits) {
+                        Ok(Some(next)) => next,
+                        Ok(None) => Next::Close,
+                        Err(status) => Next::Refuse(status),
+                    })
+                }
                 Poll::Ready(Ok(0)) | Poll::Ready(Err(_)) => return Poll::Ready(Next::Close),
                 Poll::Ready(Ok(_)) => continue,
                 Poll::Pending => {}
@@ -302,13 +314,23 @@ async fn next_request(
                 return Poll::Pending;
             }
             return Poll::Ready(match head_started {
-                Some(_) => Next::Refuse(StatusCode::REQUEST_TIMEOUT),
+                Some(_) => overdue(conn, &mut c, limits),
                 // Idle past the keep-alive timeout: closed quietly.
                 None => Next::Close,
             });
         }
     })
     .await
+}
+
+/// A head past its deadline, parsed once more: refused with what the parse refuses it with
+/// (as a parse on each read would have, earlier), else 408.
+fn overdue(conn: &Shared, c: &mut Conn, limits: &H1Limits) -> Next {
+    match parse(conn, c, limits) {
+        Ok(Some(next)) => next,
+        Ok(None) => Next::Refuse(StatusCode::REQUEST_TIMEOUT),
+        Err(status) => Next::Refuse(status),
+    }
 }
 
 /// Parses the head at the front of the buffer: the request (its body reads from `conn` later),

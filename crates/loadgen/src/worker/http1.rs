@@ -1,6 +1,7 @@
 //! One HTTP/1.1 connection's loop: take a permit, (re)connect if needed, send, read, settle.
 //! A connection carries one request at a time; a request left unanswered (timed out, cut off)
-//! or failed takes its connection with it.
+//! or failed takes its connection with it, and so do bytes the server sent while no request
+//! was outstanding (found before the next request is written).
 
 use std::rc::Rc;
 use std::time::{Duration, Instant};
@@ -26,6 +27,18 @@ pub(super) async fn slot(shared: Rc<Shared>) {
         };
         let phase = permit.phase;
         let req = config.requests.get(permit.req);
+        if let Some(c) = conn.as_mut() {
+            // Bytes a server sent after the last response had been settled belong to no
+            // request: this one is counted as their protocol error, unsent, and the connection
+            // goes (docs/architecture.md, "HTTP/1.1").
+            if let Some((outcome, read)) = c.stray_before_reuse() {
+                failures += 1;
+                conn = None;
+                shared.count_read(phase, read);
+                shared.complete(phase, permit.req, outcome, Took::Nothing);
+                continue;
+            }
+        }
         let c = match conn.as_mut() {
             Some(c) => c,
             None => match shared.open_connection(phase, had_conn).await {

@@ -279,3 +279,145 @@ fn a_short_wait_at_the_end_is_in_flight_not_a_stall() {
     assert!(m.latency.point(100.0).unwrap().lower_bound);
     assert!(m.latency.max_ms >= 250.0, "{:?}", m.latency);
 }
+
+/// A raw HTTP/1.1 server on 127.0.0.1:0 that answers every request with a complete response
+/// (`200`, `Content-Length: 2`, `ok`) followed by `XY`, bytes no request asked for: in the same
+/// write, or in a write of its own `pause` later. Counts connections and requests read.
+struct TrailingBytes {
+    addr: std::net::SocketAddr,
+    connections: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    requests: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    received: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl TrailingBytes {
+    fn start(pause: Option<Duration>) -> TrailingBytes {
+        use std::io::{Read, Write};
+        use std::sync::atomic::{AtomicU64, Ordering};
+        use std::sync::Arc;
+
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let connections = Arc::new(AtomicU64::new(0));
+        let requests = Arc::new(AtomicU64::new(0));
+        let received = Arc::new(AtomicU64::new(0));
+        let (c, r, b) = (connections.clone(), requests.clone(), received.clone());
+        // Detached: it ends with the test binary (it holds nothing else).
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                c.fetch_add(1, Ordering::SeqCst);
+                let (r, b) = (r.clone(), b.clone());
+                std::thread::spawn(move || {
+                    stream.set_nodelay(true).unwrap();
+                    let mut held = Vec::new();
+                    let mut chunk = [0u8; 4096];
+                    loop {
+                        // Requests have no body: one head is one request.
+                        while let Some(end) = held.windows(4).position(|w| w == b"\r\n\r\n") {
+                            held.drain(..end + 4);
+                            r.fetch_add(1, Ordering::SeqCst);
+                            let answer = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+                            let sent = match pause {
+                                None => stream.write_all(&[&answer[..], b"XY"].concat()),
+                                Some(pause) => stream.write_all(answer).and_then(|()| {
+                                    std::thread::sleep(pause);
+                                    stream.write_all(b"XY")
+                                }),
+                            };
+                            if sent.is_err() {
+                                return;
+                            }
+                        }
+                        match stream.read(&mut chunk) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => {
+                                b.fetch_add(n as u64, Ordering::SeqCst);
+                                held.extend_from_slice(&chunk[..n]);
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        TrailingBytes {
+            addr,
+            connections,
+            requests,
+            received,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+
+    fn connections(&self) -> u64 {
+        self.connections.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn requests(&self) -> u64 {
+        self.requests.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn received(&self) -> u64 {
+        self.received.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// Issue 23: bytes after a complete response are a protocol error of that exchange, never the
+/// next response. Sent in the same write as the response, they are there when the response
+/// completes: every exchange is a protocol error, and each takes its connection with it.
+#[test]
+fn bytes_after_a_complete_response_fail_that_exchange() {
+    let server = TrailingBytes::start(None);
+    let mut s = spec(&server.url(), 1, Duration::from_secs(10));
+    s.stop.requests = Some(3);
+    let out = run(s);
+    let m = &out.report.measurement;
+    assert_eq!(
+        m.outcomes.get(Outcome::ProtocolError),
+        3,
+        "{:?}",
+        m.outcomes
+    );
+    assert_eq!(m.outcomes.total(), 3, "{:?}", m.outcomes);
+    assert_eq!(m.error_percent, 100.0);
+    assert_eq!(m.connections.opened, 3, "{:?}", m.connections);
+    assert_eq!(server.requests(), 3);
+    assert_eq!(server.connections(), 3);
+    // Every byte the server sent was read: 42 per exchange, "XY" included.
+    assert_eq!(m.bytes_read, 3 * 42);
+    assert_eq!(m.bytes_written, server.received());
+}
+
+/// The same bytes in a write of their own, 50 ms after the response, on a connection whose
+/// next request is due 250 ms after the last: the response was complete and correct when it
+/// was read, so it counts as answered; the bytes are found before the next request is written,
+/// which is counted as a protocol error without being sent, and the connection is closed. The
+/// request after that goes on a new connection. Never is `XY…` read as a response.
+#[test]
+fn bytes_after_a_settled_response_fail_the_next_request_unsent() {
+    let server = TrailingBytes::start(Some(Duration::from_millis(50)));
+    let mut s = spec(&server.url(), 1, Duration::from_secs(10));
+    s.arrival = gatebench_loadgen::Arrival::Open { rate: 4.0 };
+    s.stop.requests = Some(4);
+    let out = crate::support::run_alone(s);
+    let m = &out.report.measurement;
+    assert_eq!(m.outcomes.get(Outcome::Ok), 2, "{:?}", m.outcomes);
+    assert_eq!(
+        m.outcomes.get(Outcome::ProtocolError),
+        2,
+        "{:?}",
+        m.outcomes
+    );
+    assert_eq!(m.outcomes.total(), 4, "{:?}", m.outcomes);
+    assert_eq!(m.error_percent, 50.0);
+    // Two requests written and answered, one per connection; the other two never written.
+    assert_eq!(server.requests(), 2);
+    assert_eq!(server.connections(), 2);
+    assert_eq!(m.connections.opened, 2, "{:?}", m.connections);
+    assert_eq!(m.bytes_read, 2 * 42);
+    // Only the requests written count as written.
+    assert_eq!(m.bytes_written, server.received());
+}
