@@ -1,4 +1,4 @@
-//! HTTP/2 client connections of the intermediaries, served with the h2 crate directly rather
+//! HTTP/2 client connections of every service, served with the h2 crate directly rather
 //! than through hyper: hyper 1's server has no way to send an interim (1xx) response on
 //! HTTP/2, and a proxy must forward the ones its upstream sends (RFC 9110 §15.2; RFC 9113 §8.1:
 //! one or more 1xx HEADERS may precede the final response's HEADERS). h2's
@@ -10,8 +10,7 @@
 //! removed (RFC 9113 §8.2.2), `Date` and an exact `Content-Length` added when missing, response
 //! bodies written as the client's window allows, a broken response body ended with RST_STREAM
 //! (never a complete-looking message), a client's RST_STREAM cancelling the request's work, and
-//! GOAWAY when the drain starts. The echo backend stays on hyper: it sends no interim
-//! responses. Not done: CONNECT (extended or not) and server push, which the intermediaries
+//! GOAWAY when the drain starts. Not done: CONNECT (extended or not) and server push, which the intermediaries
 //! never offered.
 //!
 //! Slow and hostile peers (docs/proxy.md, "Timers and limits"), each with its timer or limit as
@@ -106,13 +105,41 @@ impl Drop for OpenStream {
     }
 }
 
-/// The future answering one HTTP/2 request.
-pub(crate) type H2Future = Pin<Box<dyn Future<Output = Response<ResBody>> + Send>>;
+/// The future answering one request (either protocol): ready at once for an answer that needs
+/// no waiting (the echo's GET), so that it costs no allocation, or boxed. Built once per
+/// request and polled where it lies: boxing the large variant would bring back the allocation.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Answer {
+    /// The response, taken on the first poll.
+    Ready(Option<Response<ResBody>>),
+    /// A response still being worked out.
+    Boxed(Pin<Box<dyn Future<Output = Response<ResBody>> + Send>>),
+}
+
+impl Answer {
+    /// An answer that needs `future` to run.
+    pub(crate) fn boxed(future: impl Future<Output = Response<ResBody>> + Send + 'static) -> Self {
+        Answer::Boxed(Box::pin(future))
+    }
+}
+
+impl Future for Answer {
+    type Output = Response<ResBody>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            Answer::Ready(response) => {
+                Poll::Ready(response.take().expect("Answer polled after completion"))
+            }
+            Answer::Boxed(future) => future.as_mut().poll(cx),
+        }
+    }
+}
 
 /// A service that answers HTTP/2 requests served by this module.
 pub(crate) trait H2Handler: Send + Sync + 'static {
     /// Answers `req`; interim responses go through `interim`.
-    fn call_h2(&self, req: Request<ClientBody>, interim: H2Interim) -> H2Future;
+    fn call_h2(&self, req: Request<ClientBody>, interim: H2Interim) -> Answer;
 }
 
 /// Serves one HTTP/2 connection (after TLS with ALPN h2, or h2c by prior knowledge) until it
@@ -275,7 +302,7 @@ async fn stream(
             if let Poll::Ready(Some(interim)) = rx.poll_recv(cx) {
                 return Poll::Ready(Step::Interim(interim));
             }
-            if let Poll::Ready(response) = answer.as_mut().poll(cx) {
+            if let Poll::Ready(response) = Pin::new(&mut answer).poll(cx) {
                 return Poll::Ready(Step::Final(response));
             }
             // A client's RST_STREAM cancels the request: dropping the handler drops its

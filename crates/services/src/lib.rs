@@ -49,6 +49,11 @@ mod failure;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzz;
+// `StrictH1`, the stream wrapper that put these rules in front of hyper, and its synthetic
+// rejection request serve no connection any more (every HTTP/1.x connection is `h1server`'s);
+// they stay, unused outside the `h1check` fuzz target, until the head-scanning work in flight
+// on this file lands, and then go with that target's move onto `parse_head`.
+#[allow(dead_code)]
 mod h1check;
 mod h1client;
 mod h1conn;

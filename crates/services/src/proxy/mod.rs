@@ -29,17 +29,14 @@ pub(crate) mod forward;
 pub(crate) mod headers;
 mod to_xml;
 
-use std::convert::Infallible;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, CONNECTION, CONTENT_TYPE};
 use http::{Method, Request, Response, StatusCode, Version};
-use hyper::body::{Body, Incoming};
-use hyper::service::Service;
+use hyper::body::Body;
 use tokio::net::TcpListener;
 use tracing::info;
 
@@ -48,13 +45,13 @@ use crate::error::ServicesError;
 use crate::failure::{log_failure, Failure};
 use crate::h1check::H1Limits;
 use crate::h1server::H1Handler;
-use crate::h2server::{H2Future, H2Handler};
+use crate::h2server::{Answer, H2Handler};
 use crate::interim::{H2Interim, Interim, InterimTarget};
 use crate::json_xml::JsonXmlLimits;
 use crate::proxy::body::{ClientBody, ResBody, UpBody};
 use crate::proxy::forward::{error_response, Outgoing};
 use crate::proxy::headers::Via;
-use crate::server::{self, ConnInfo, Direct, ListenOptions, Protocols};
+use crate::server::{self, ConnInfo, ListenOptions, Protocols};
 use crate::tls::{self, TlsSettings};
 use crate::upstream::{Connector, Pool, Target};
 
@@ -329,8 +326,8 @@ pub(crate) async fn serve_kind(
                 .run_health_checks(shared.connector.clone(), health),
         )
     });
-    let make = move |conn: ConnInfo| Proxy::new(shared.clone(), conn);
-    server::serve_with(listener, protocols, make, shutdown).await;
+    let make = move |conn: ConnInfo| Arc::new(Proxy::new(shared.clone(), conn));
+    server::serve(listener, protocols, make, shutdown).await;
     if let Some(checks) = checks {
         checks.abort();
     }
@@ -369,8 +366,8 @@ pub(crate) fn run_blocking_kind(
             None => shutdown.await,
         }
     };
-    let make = move |conn: ConnInfo| Proxy::new(shared.clone(), conn);
-    server::run_blocking_with(listener, config.threads, protocols, make, shutdown)
+    let make = move |conn: ConnInfo| Arc::new(Proxy::new(shared.clone(), conn));
+    server::run_blocking(listener, config.threads, protocols, make, shutdown)
 }
 
 fn log_start(
@@ -444,13 +441,13 @@ fn prepare(
         Some(settings) => Some(tls::server_config(settings, config.http2)?),
         None => None,
     };
-    let protocols = Protocols::new(&ListenOptions {
-        http2: config.http2,
-        h2_max_streams: config.h2_max_streams,
-        tls,
-        max_connections: config.max_connections,
-    })
-    .with_strict_h1(
+    let protocols = Protocols::new(
+        &ListenOptions {
+            http2: config.http2,
+            h2_max_streams: config.h2_max_streams,
+            tls,
+            max_connections: config.max_connections,
+        },
         H1Limits {
             max_request_line: config.max_request_line,
             max_head: config.max_head,
@@ -502,40 +499,11 @@ impl Proxy {
     }
 }
 
-type ProxyFuture = Pin<Box<dyn Future<Output = Result<Response<ResBody>, Infallible>> + Send>>;
-
-/// `server` runs services through hyper's `Service`; every connection of the intermediaries
-/// is served by `h1server` or `h2server` instead ([`Direct`]), so hyper never calls this. It
-/// answers as `call_h1` would, without interim responses.
-impl Service<Request<Incoming>> for Proxy {
-    type Response = Response<ResBody>;
-    type Error = Infallible;
-    type Future = ProxyFuture;
-
-    fn call(&self, req: Request<Incoming>) -> Self::Future {
-        let (shared, client) = (self.shared.clone(), self.client.clone());
-        let req = req.map(ClientBody::Hyper);
-        Box::pin(async move { Ok(handle(&shared, &client, req, None).await) })
-    }
-}
-
-/// HTTP/1.x connections are served by `h1server`, HTTP/2 connections by `h2server`: both can
-/// send interim responses, and neither parses a head twice.
-impl Direct for Proxy {
-    fn direct_h1(&self) -> Option<Arc<dyn H1Handler>> {
-        Some(Arc::new(self.clone()))
-    }
-
-    fn direct_h2(&self) -> Option<Arc<dyn H2Handler>> {
-        Some(Arc::new(self.clone()))
-    }
-}
-
 impl H1Handler for Proxy {
-    fn call_h1(&self, req: Request<ClientBody>, interim: Option<Interim>) -> H2Future {
+    fn call_h1(&self, req: Request<ClientBody>, interim: Option<Interim>) -> Answer {
         let (shared, client) = (self.shared.clone(), self.client.clone());
         let interim = interim.map(InterimTarget::H1);
-        Box::pin(async move { handle(&shared, &client, req, interim.as_ref()).await })
+        Answer::boxed(async move { handle(&shared, &client, req, interim.as_ref()).await })
     }
 
     fn refuse(&self, status: StatusCode) -> Response<ResBody> {
@@ -544,10 +512,10 @@ impl H1Handler for Proxy {
 }
 
 impl H2Handler for Proxy {
-    fn call_h2(&self, req: Request<ClientBody>, interim: H2Interim) -> H2Future {
+    fn call_h2(&self, req: Request<ClientBody>, interim: H2Interim) -> Answer {
         let (shared, client) = (self.shared.clone(), self.client.clone());
         let interim = InterimTarget::H2(interim);
-        Box::pin(async move { handle(&shared, &client, req, Some(&interim)).await })
+        Answer::boxed(async move { handle(&shared, &client, req, Some(&interim)).await })
     }
 }
 
