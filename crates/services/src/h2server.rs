@@ -25,7 +25,10 @@
 //! - a client that resets streams after they were accepted (CVE-2023-44487, "rapid reset")
 //!   gets GOAWAY(ENHANCE_YOUR_CALM) once it reset more than [`MAX_CLIENT_RESETS`] streams and
 //!   more streams than it let finish; h2 itself bounds resets before accept
-//!   (`max_pending_accept_reset_streams`, 20) and the server's own resets (below).
+//!   (`max_pending_accept_reset_streams`, 20) and the server's own resets (below);
+//! - a client that floods PING or SETTINGS frames (CVE-2019-9512, CVE-2019-9515) gets
+//!   GOAWAY(ENHANCE_YOUR_CALM) once it sent more than `h2flood::CONTROL_CREDIT` of them beyond
+//!   the HEADERS and DATA frames it sent (`h2flood`, which counts the frames below h2).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -46,6 +49,7 @@ use tokio::time::Instant;
 use tracing::debug;
 
 use crate::drain::draining;
+use crate::h2flood::FloodRead;
 use crate::interim::H2Interim;
 use crate::proxy::body::{ClientBody, H2Recv, ResBody};
 
@@ -152,6 +156,7 @@ pub(crate) async fn serve<T>(
 ) where
     T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let (io, flooded) = FloodRead::new(io);
     let mut builder = h2::server::Builder::new();
     builder
         .initial_window_size(STREAM_WINDOW)
@@ -164,9 +169,13 @@ pub(crate) async fn serve<T>(
     // The preface is part of the first idle period: a client that never sends it is closed
     // after the idle timeout like one that sends nothing after it.
     let idle_deadline = Instant::now() + limits.idle_timeout;
-    let handshake = builder.handshake::<T, Bytes>(io);
+    let handshake = builder.handshake::<FloodRead<T>, Bytes>(io);
     let mut conn = tokio::select! {
         biased;
+        () = flooded.wait() => {
+            debug!("client flooded control frames before its handshake ended: closing");
+            return;
+        }
         conn = tokio::time::timeout_at(idle_deadline, handshake) => match conn {
             Ok(Ok(conn)) => conn,
             Ok(Err(error)) => {
@@ -191,6 +200,11 @@ pub(crate) async fn serve<T>(
             let idle_at = idle_since.map(|since| since + limits.idle_timeout);
             tokio::select! {
                 biased;
+                () = flooded.wait() => {
+                    debug!("client flooded control frames: GOAWAY");
+                    close(&mut conn, Reason::ENHANCE_YOUR_CALM).await;
+                    return;
+                }
                 next = conn.accept() => next,
                 () = draining(drain) => {
                     // GOAWAY; accept keeps driving the connection until its streams end.

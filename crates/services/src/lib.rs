@@ -58,6 +58,7 @@ mod h1check;
 mod h1client;
 mod h1conn;
 mod h1server;
+mod h2flood;
 mod h2server;
 mod interim;
 pub mod json_xml;

@@ -731,6 +731,38 @@ mod echo {
         echo.stop().await;
     }
 
+    /// A client that sends its preface and SETTINGS, then a thousand PINGs without reading a
+    /// byte, gets GOAWAY(ENHANCE_YOUR_CALM) and a close (within the 1 s the GOAWAY is given to
+    /// leave), while a client beside it on the same server is served.
+    #[tokio::test]
+    async fn ping_flood_gets_goaway_and_a_close_while_a_normal_client_is_served() {
+        let (config, limits) = h2c(EchoLimits::default(), echo_config());
+        let echo = Running::echo_with(config, limits).await;
+        let mut flood = TcpStream::connect(echo.addr).await.unwrap();
+        let mut bytes = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+        bytes.extend_from_slice(&[0, 0, 0, 0x4, 0, 0, 0, 0, 0]);
+        for i in 0..1000u64 {
+            bytes.extend_from_slice(&[0, 0, 8, 0x6, 0, 0, 0, 0, 0]);
+            bytes.extend_from_slice(&i.to_be_bytes());
+        }
+        let started = Instant::now();
+        flood.write_all(&bytes).await.unwrap();
+        let mut normal = RawH2::start(TcpStream::connect(echo.addr).await.unwrap()).await;
+        normal.headers(1, &GET_H2, true).await;
+        assert_eq!(normal.outcome(1).await, Outcome::Status(200));
+        // Only now does the flooding client read: the server's SETTINGS, some PING ACKs, the
+        // GOAWAY, then the end.
+        let (closed, goaway) = h2_closed_within(&mut flood, PATIENCE).await;
+        let took = started.elapsed();
+        assert!(closed, "still open after {PATIENCE:?}");
+        assert_eq!(goaway, Some(ENHANCE_YOUR_CALM));
+        assert!(took < Duration::from_secs(5), "{took:?}");
+        normal.headers(3, &GET_H2, true).await;
+        assert_eq!(normal.outcome(3).await, Outcome::Status(200));
+        drop(normal);
+        echo.stop().await;
+    }
+
     /// `len` bytes of body on `stream` in DATA frames of the default largest size, the last
     /// with END_STREAM.
     async fn send_body(h2: &mut RawH2<TcpStream>, stream: u32, mut len: usize) {
