@@ -7,16 +7,16 @@
 //! so it must never be the bottleneck: the GET answer is pre-built and shared, and the common
 //! no-delay GET path allocates no future.
 //!
-//! It is served by the same servers as the intermediaries: `h1server` for HTTP/1.x (cleartext
-//! and TLS), `h2server` for HTTP/2 (ALPN h2, h2c by prior knowledge), so it has their rules and
-//! timers. HTTP/1.x requests go through `h1check`'s strict framing checks: a request head must
+//! It is served by the same servers as the intermediaries: `h1::server` for HTTP/1.x (cleartext
+//! and TLS), `h2::server` for HTTP/2 (ALPN h2, h2c by prior knowledge), so it has their rules and
+//! timers. HTTP/1.x requests go through `h1::check`'s strict framing checks: a request head must
 //! be complete within `header_timeout` of its first byte, however slowly its bytes trickle in
 //! (slowloris), or the answer is `408 Request Timeout` and a close; ambiguous framing
 //! (Content-Length with Transfer-Encoding, …) gets 400 as docs/behaviour.md asks of a server.
 //! A connection with nothing in progress (HTTP/2: no open stream, or no preface yet) is closed
 //! after the idle timeout (30 s); a body that sends nothing for the body timeout gets 408 (or
 //! RST_STREAM); a client that takes no response bytes for the send timeout is cut (60 s each);
-//! an HTTP/2 client that keeps resetting accepted streams gets GOAWAY (`h2server`). The
+//! an HTTP/2 client that keeps resetting accepted streams gets GOAWAY (`h2::server`). The
 //! timers can be shortened with [`EchoLimits`].
 //!
 //! What it holds: a body is read whole, up to `max_body`, before it is echoed (as the Netty one
@@ -46,11 +46,12 @@ use tokio::net::TcpListener;
 use tracing::{debug, info};
 
 use crate::error::ServicesError;
-use crate::h1check::H1Limits;
-use crate::h1server::H1Handler;
-use crate::h2server::{Answer, H2Handler};
-use crate::interim::{H2Interim, Interim};
-use crate::proxy::body::{Budget, ClientBody, Held, ResBody};
+use crate::protocol::body::{Budget, ClientBody, Held, ResBody};
+use crate::protocol::h1::check::H1Limits;
+use crate::protocol::h1::server::H1Handler;
+use crate::protocol::h2::server::H2Handler;
+use crate::protocol::interim::{H2Interim, Interim};
+use crate::protocol::Answer;
 use crate::server::{self, ListenOptions, Protocols};
 use crate::tls::{self, TlsSettings};
 
@@ -381,7 +382,7 @@ impl H1Handler for Echo {
         self.answer(req, true)
     }
 
-    /// A head `h1check` refused (408, 400, 413, 431, …): the status, then a close.
+    /// A head `h1::check` refused (408, 400, 413, 431, …): the status, then a close.
     fn refuse(&self, status: StatusCode) -> Response<ResBody> {
         refuse(status, true)
     }

@@ -208,7 +208,7 @@ pub(crate) enum BodyError {
     /// The client's body went past the configured limit (413).
     #[error("request body is larger than the limit of {0} bytes")]
     TooLarge(u64),
-    /// The client's HTTP/1.x body could not be read (`h1server`): broken framing
+    /// The client's HTTP/1.x body could not be read (`h1::server`): broken framing
     /// (`InvalidData`), a stall (`TimedOut`), or the client left.
     #[error("reading the request body failed")]
     DownstreamH1(#[source] std::io::Error),

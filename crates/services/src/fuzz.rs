@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-pub use crate::h1client::fuzz::{
+pub use crate::protocol::h1::client::fuzz::{
     response as h1client_response, H1ClientResponse, MAX_PIECE as H1CLIENT_MAX_PIECE,
     MAX_PIECES as H1CLIENT_MAX_PIECES,
 };
@@ -23,11 +23,11 @@ pub use crate::h1client::fuzz::{
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 
-use crate::h1check::{H1Limits, StrictH1};
-use crate::h1server::{self, H1Handler};
-use crate::h2server::Answer;
-use crate::interim::Interim;
-use crate::proxy::body::{ClientBody, ResBody};
+use crate::protocol::body::{ClientBody, ResBody};
+use crate::protocol::h1::check::{H1Limits, StrictH1};
+use crate::protocol::h1::server::{self as h1server, H1Handler};
+use crate::protocol::interim::Interim;
+use crate::protocol::Answer;
 
 /// What the checker passed on to hyper, and how its stream ended.
 #[derive(Debug, Clone, PartialEq, Eq)]

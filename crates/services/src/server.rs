@@ -4,7 +4,7 @@
 //!
 //! What a service answers is not decided here: a service hands in a handler per connection
 //! ([`Handler`]) and this module only moves connections to it. HTTP/1.x connections are served
-//! by `h1server`, HTTP/2 connections by `h2server`; on a cleartext port that serves both, the
+//! by `h1::server`, HTTP/2 connections by `h2::server`; on a cleartext port that serves both, the
 //! connection preface tells the two apart first. Limits that are hard-coded below (drain
 //! timeout, TLS handshake deadline, accept back-off) follow docs/behaviour.md and the anchors
 //! it names; they are constants rather than options because no benchmark has needed to change
@@ -30,11 +30,11 @@ use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
-use crate::drain::{draining, Drain};
 use crate::error::ServicesError;
-use crate::h1check::H1Limits;
-use crate::h1server::{self, H1Handler};
-use crate::h2server::{self, H2Handler, H2Limits};
+use crate::protocol::drain::{draining, Drain};
+use crate::protocol::h1::check::H1Limits;
+use crate::protocol::h1::server::{self as h1server, H1Handler};
+use crate::protocol::h2::server::{self as h2server, H2Handler, H2Limits};
 
 /// How long in-flight requests get to finish once shutdown starts.
 pub(crate) const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -72,8 +72,8 @@ content-length: 46\r\n\
 connection: close\r\n\r\n\
 this port speaks TLS: plain HTTP was sent to it";
 
-/// A service this module runs, as one connection's handler of both protocols: `h1server`
-/// serves its HTTP/1.x connections and `h2server` its HTTP/2 ones.
+/// A service this module runs, as one connection's handler of both protocols: `h1::server`
+/// serves its HTTP/1.x connections and `h2::server` its HTTP/2 ones.
 pub(crate) trait Handler: H1Handler + H2Handler {}
 
 impl<T: H1Handler + H2Handler> Handler for T {}

@@ -1,8 +1,8 @@
 //! The passthrough reverse proxy (seed 004's passthrough scenarios: h1c→h1c, h1→h1, h2→h2,
 //! h2→h1, h2→h1c and the downgrade), and the request path the balancer and the transform share.
 //!
-//! One request goes: the client's connection served by `h1server` (HTTP/1.x, heads and body
-//! framing checked by `h1check`'s rules) or `h2server` (HTTP/2, framing checked by h2) → the
+//! One request goes: the client's connection served by `h1::server` (HTTP/1.x, heads and body
+//! framing checked by `h1::check`'s rules) or `h2::server` (HTTP/2, framing checked by h2) → the
 //! proxy's own answers (health endpoint, refused heads, loops) → hop-by-hop fields removed, `Via` and `X-Forwarded-For` added
 //! (`headers`, RFC 9110 §7.6) → upstream chosen, connection taken from the pool or made, request
 //! sent, retried where docs/behaviour.md allows (`forward`) → response checked, stripped, streamed
@@ -14,17 +14,16 @@
 //!
 //! Interim (1xx) responses of the upstream reach the client before the final response (RFC
 //! 9110 §15.2): an HTTP/1.1 client through its connection's `interim::Interim` queue, which
-//! `h1server` writes between responses, an HTTP/2 client as 1xx HEADERS on the request's stream
-//! (`h2server`); hyper's servers cannot send them. They are read
-//! from HTTP/1.1 upstreams by `h1client` and from HTTP/2 upstreams by h2's client (`forward`),
+//! `h1::server` writes between responses, an HTTP/2 client as 1xx HEADERS on the request's stream
+//! (`h2::server`); hyper's servers cannot send them. They are read
+//! from HTTP/1.1 upstreams by `h1::client` and from HTTP/2 upstreams by h2's client (`forward`),
 //! which, unlike hyper's, surfaces them. `Expect: 100-continue` from an HTTP/1.1 client is
-//! answered by the proxy itself (`h1server`, as the body is first read) and not forwarded.
+//! answered by the proxy itself (`h1::server`, as the body is first read) and not forwarded.
 //!
 //! What it does not do: caching, header rewriting beyond the intermediary rules, WebSocket or
 //! CONNECT tunnels (Upgrade is stripped, CONNECT gets 405), h2c upstreams (cleartext upstreams
 //! get HTTP/1.1), retries of requests with a body once any of it was sent.
 
-pub(crate) mod body;
 pub(crate) mod forward;
 pub(crate) mod headers;
 mod to_xml;
@@ -43,12 +42,13 @@ use tracing::info;
 use crate::balancer::{Balancer, EjectionConfig, HealthConfig};
 use crate::error::ServicesError;
 use crate::failure::{log_failure, Failure};
-use crate::h1check::H1Limits;
-use crate::h1server::H1Handler;
-use crate::h2server::{Answer, H2Handler};
-use crate::interim::{H2Interim, Interim, InterimTarget};
 use crate::json_xml::JsonXmlLimits;
-use crate::proxy::body::{ClientBody, ResBody, UpBody};
+use crate::protocol::body::{ClientBody, ResBody, UpBody};
+use crate::protocol::h1::check::H1Limits;
+use crate::protocol::h1::server::H1Handler;
+use crate::protocol::h2::server::H2Handler;
+use crate::protocol::interim::{H2Interim, Interim, InterimTarget};
+use crate::protocol::Answer;
 use crate::proxy::forward::{error_response, Outgoing};
 use crate::proxy::headers::Via;
 use crate::server::{self, ConnInfo, ListenOptions, Protocols};
@@ -590,7 +590,7 @@ async fn handle(
     forward::forward(shared, out, http1, interim).await
 }
 
-/// The answer for a head `h1check` refused: the status, and the connection closes.
+/// The answer for a head `h1::check` refused: the status, and the connection closes.
 fn refusal(status: StatusCode) -> Response<ResBody> {
     let reason = status.canonical_reason().unwrap_or("refused");
     let mut response = Response::new(ResBody::local(Bytes::from_static(reason.as_bytes())));

@@ -51,7 +51,7 @@ use tokio::time::Instant;
 
 use gatebench_h1::{crlf_only, trim_ows, BodyLength, Chunked, Fields};
 
-use crate::deadline::Deadline;
+use crate::protocol::deadline::Deadline;
 
 /// The method of the synthetic request that stands for a refused head. hyper parses it like any
 /// extension method; a client that sends it is refused with 400 itself, so the service sees it

@@ -27,8 +27,8 @@
 //!   more streams than it let finish; h2 itself bounds resets before accept
 //!   (`max_pending_accept_reset_streams`, 20) and the server's own resets (below);
 //! - a client that floods PING or SETTINGS frames (CVE-2019-9512, CVE-2019-9515) gets
-//!   GOAWAY(ENHANCE_YOUR_CALM) once it sent more than `h2flood::CONTROL_CREDIT` of them beyond
-//!   the HEADERS and DATA frames it sent (`h2flood`, which counts the frames below h2).
+//!   GOAWAY(ENHANCE_YOUR_CALM) once it sent more than `h2::flood::CONTROL_CREDIT` of them beyond
+//!   the HEADERS and DATA frames it sent (`h2::flood`, which counts the frames below h2).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -48,10 +48,11 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tracing::debug;
 
-use crate::drain::draining;
-use crate::h2flood::FloodRead;
-use crate::interim::H2Interim;
-use crate::proxy::body::{ClientBody, H2Recv, ResBody};
+use crate::protocol::body::{ClientBody, H2Recv, ResBody};
+use crate::protocol::drain::draining;
+use crate::protocol::h2::flood::FloodRead;
+use crate::protocol::interim::H2Interim;
+use crate::protocol::Answer;
 
 /// hyper's HTTP/2 server defaults, kept so that moving off hyper changes no behaviour a client
 /// can measure: 1 MiB stream and connection windows, 16 KiB frames, 400 KiB buffered per
@@ -105,37 +106,6 @@ impl Drop for OpenStream {
     fn drop(&mut self) {
         if self.counts.open.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.idle.notify_one();
-        }
-    }
-}
-
-/// The future answering one request (either protocol): ready at once for an answer that needs
-/// no waiting (the echo's GET), so that it costs no allocation, or boxed. Built once per
-/// request and polled where it lies: boxing the large variant would bring back the allocation.
-#[allow(clippy::large_enum_variant)]
-pub(crate) enum Answer {
-    /// The response, taken on the first poll.
-    Ready(Option<Response<ResBody>>),
-    /// A response still being worked out.
-    Boxed(Pin<Box<dyn Future<Output = Response<ResBody>> + Send>>),
-}
-
-impl Answer {
-    /// An answer that needs `future` to run.
-    pub(crate) fn boxed(future: impl Future<Output = Response<ResBody>> + Send + 'static) -> Self {
-        Answer::Boxed(Box::pin(future))
-    }
-}
-
-impl Future for Answer {
-    type Output = Response<ResBody>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> Poll<Self::Output> {
-        match self.get_mut() {
-            Answer::Ready(response) => {
-                Poll::Ready(response.take().expect("Answer polled after completion"))
-            }
-            Answer::Boxed(future) => future.as_mut().poll(cx),
         }
     }
 }
@@ -472,7 +442,7 @@ pub(crate) async fn write_data(
     Ok(())
 }
 
-/// Checks what the h2 crate leaves to the server, as `h1check` does for HTTP/1.1:
+/// Checks what the h2 crate leaves to the server, as `h1::check` does for HTTP/1.1:
 /// - `:authority` without userinfo (RFC 9113 §8.3.1: it "MUST NOT include the deprecated
 ///   userinfo subcomponent"), since it becomes an HTTP/1.1 upstream's Host;
 /// - Content-Length repeated with one value is folded into one field (RFC 9110 §8.6 lets a

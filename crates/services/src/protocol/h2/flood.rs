@@ -11,7 +11,7 @@
 //! the 2019 floods: a connection starts with [`CONTROL_CREDIT`] control frames; each PING or
 //! SETTINGS without the ACK flag takes one, each HEADERS or DATA frame (work the client asks
 //! for) gives one back, up to the start value. A client that sends more control frames than
-//! that has flooded: the reader stops handing bytes to h2 and `h2server` ends the connection
+//! that has flooded: the reader stops handing bytes to h2 and `h2::server` ends the connection
 //! with GOAWAY(ENHANCE_YOUR_CALM). A client pinging once per request, or a few times while
 //! idle, never gets near it; the idle timeout closes a connection with no open stream anyway.
 
@@ -141,7 +141,7 @@ impl FrameCounter {
     }
 }
 
-/// Raised once by a [`FloodRead`] whose client flooded; `h2server` waits on it.
+/// Raised once by a [`FloodRead`] whose client flooded; `h2::server` waits on it.
 #[derive(Debug, Default)]
 pub(crate) struct Flooded(Notify);
 

@@ -42,7 +42,7 @@ pub(crate) use self::body::H1Body;
 pub(crate) use self::error::H1Error;
 use self::head::{read_head, ResponseHead};
 use crate::failure::{BodyError, Failure};
-use crate::interim::InterimSink;
+use crate::protocol::interim::InterimSink;
 use crate::upstream::{H1Conn, Pool};
 
 mod body;
@@ -366,7 +366,7 @@ pub(crate) async fn health_status(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proxy::body::UpBody;
+    use crate::protocol::body::UpBody;
 
     #[test]
     fn chunk_lines() {

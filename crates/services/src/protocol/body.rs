@@ -1,12 +1,13 @@
-//! The bodies the intermediaries move: requests going upstream ([`UpBody`]) and responses going
-//! back to the client ([`ResBody`]). Both stream frame by frame; nothing is collected except by
-//! the transform, which must parse the whole JSON document.
+//! The bodies the services move: client request bodies ([`ClientBody`]), requests going
+//! upstream ([`UpBody`]) and responses going back to the client ([`ResBody`]). Rule: every body
+//! streams frame by frame and nothing here collects one (the transform and the echo collect
+//! above this layer, the echo within a [`Budget`]).
 //!
 //! An HTTP/1.1 upstream's body ([`H1Body`]) owns its connection: the connection goes back to
 //! the pool only when the body ended cleanly. A body that breaks (the upstream resets,
 //! truncates or stalls) closes its connection, and the error reaches the client connection's
-//! server (`h1server`, or `h2server`), which truncates the client's message (HTTP/1: close before the end;
-//! HTTP/2: RST_STREAM) — a failure is never turned into a complete-looking response
+//! server (`h1::server`, or `h2::server`), which truncates the client's message (HTTP/1: close
+//! before the end; HTTP/2: RST_STREAM) — a failure is never turned into a complete-looking response
 //! (docs/behaviour.md, "as an intermediary").
 
 use std::pin::Pin;
@@ -19,10 +20,10 @@ use bytes::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
 use tokio::time::Instant;
 
-use crate::deadline::Deadline;
 use crate::failure::{log_failure, BodyError, Failure};
-use crate::h1client::H1Body;
-use crate::h1conn::H1Recv;
+use crate::protocol::deadline::Deadline;
+use crate::protocol::h1::client::H1Body;
+use crate::protocol::h1::conn::H1Recv;
 
 /// A request body on its way upstream.
 #[derive(Debug)]
@@ -194,8 +195,8 @@ impl H2Recv {
     }
 }
 
-/// A client's request body: from an HTTP/1.x connection served by `h1server`, or from an
-/// HTTP/2 stream served with the h2 crate (`h2server`).
+/// A client's request body: from an HTTP/1.x connection served by `h1::server`, or from an
+/// HTTP/2 stream served with the h2 crate (`h2::server`).
 #[derive(Debug)]
 pub(crate) enum ClientBody {
     /// Read from an HTTP/1.x connection as it is asked for.
