@@ -263,7 +263,7 @@ pub(crate) struct UpstreamBody {
     stall: Deadline,
     /// Which upstream, for the log line if the body breaks.
     upstream: Arc<str>,
-    /// An error held back for one poll so hyper flushes what it has first (see `H1Body`).
+    /// An error held back for one poll so the server writes what it has first (see `H1Body`).
     failed: Option<BodyError>,
 }
 

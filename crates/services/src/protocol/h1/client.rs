@@ -6,7 +6,7 @@
 //! proxy put that machinery at about a quarter of its user-space time. Here the exchange is a
 //! plain future in the request's task: the head and the first body chunk leave in one
 //! `writev`, the response head is read into a buffer allocated for the exchange, and the body
-//! is read by [`H1Body`], which hyper's server polls directly — the upstream socket wakes the
+//! is read by [`H1Body`], which the client connection's server polls directly — the upstream socket wakes the
 //! client connection's task, nobody else. An idle pooled connection is just its socket.
 //!
 //! It is strict the way docs/behaviour.md wants an intermediary to be about what comes back (the
