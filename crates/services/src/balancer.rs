@@ -32,7 +32,7 @@ use tokio::task::JoinSet;
 use tracing::{info, warn};
 
 use crate::error::ServicesError;
-use crate::h1client;
+use crate::protocol::h1::client as h1client;
 use crate::upstream::{Connector, Pool, Target};
 
 /// Active health checks.

@@ -7,36 +7,51 @@
 //! so it must never be the bottleneck: the GET answer is pre-built and shared, and the common
 //! no-delay GET path allocates no future.
 //!
-//! HTTP/1.1 requests (cleartext and TLS) go through the same strict framing checks as the
-//! intermediaries' (`h1check`): a request head must be complete within `header_timeout` of its
-//! first byte, however slowly its bytes trickle in (slowloris), or the answer is `408 Request
-//! Timeout` and a close; an idle keep-alive connection is closed quietly after 30 s; ambiguous
-//! framing (Content-Length with Transfer-Encoding, …) gets 400 as docs/behaviour.md asks of a server.
+//! It is served by the same servers as the intermediaries: `h1::server` for HTTP/1.x (cleartext
+//! and TLS), `h2::server` for HTTP/2 (ALPN h2, h2c by prior knowledge), so it has their rules and
+//! timers. HTTP/1.x requests go through `h1::check`'s strict framing checks: a request head must
+//! be complete within `header_timeout` of its first byte, however slowly its bytes trickle in
+//! (slowloris), or the answer is `408 Request Timeout` and a close; ambiguous framing
+//! (Content-Length with Transfer-Encoding, …) gets 400 as docs/behaviour.md asks of a server.
+//! A connection with nothing in progress (HTTP/2: no open stream, or no preface yet) is closed
+//! after the idle timeout (30 s); a body that sends nothing for the body timeout gets 408 (or
+//! RST_STREAM); a client that takes no response bytes for the send timeout is cut (60 s each);
+//! an HTTP/2 client that keeps resetting accepted streams gets GOAWAY (`h2::server`). The
+//! timers can be shortened with [`EchoLimits`].
 //!
-//! What it does not do: it does not stream (a body is read whole, up to `max_body`, before it is
-//! echoed, as the Netty one does with its aggregator), and it does not measure anything.
+//! What it holds: a body is read whole, up to `max_body`, before it is echoed (as the Netty one
+//! does with its aggregator; streaming it back as it arrives would deadlock a client that sends
+//! its whole body before it reads). An HTTP/1.x connection has one request at a time, so it
+//! holds at most `max_body` bytes of body. An HTTP/2 connection's streams share a budget
+//! ([`EchoLimits::h2_body_budget`], 64 MiB by default and never less than `max_body`): the bytes
+//! of every body being read or echoed on the connection count against it until the echo has
+//! been sent, a stream that declares a Content-Length takes its whole length when it starts,
+//! and a stream that does not fit gets `503 Service Unavailable` (with `retry-after: 1`, before
+//! its body is read when its length is declared). With HTTP/2 flow control on top (a 1 MiB
+//! connection window for bytes not yet taken), one HTTP/2 connection holds at most the budget
+//! plus 1 MiB of request bodies, not `h2_max_streams` × `max_body`.
+//!
+//! It does not measure anything.
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
-use http::header::{HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HOST};
-use http::uri::Authority;
-use http::{Method, Request, Response, StatusCode, Version};
-use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
-use hyper::body::{Body, Incoming};
-use hyper::service::Service;
+use bytes::{Bytes, BytesMut};
+use http::header::{HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE};
+use http::{Method, Request, Response, StatusCode};
+use hyper::body::Body;
 use tokio::net::TcpListener;
 use tracing::{debug, info};
 
 use crate::error::ServicesError;
-use crate::h1check::{self, H1Limits};
-use crate::server::Direct;
+use crate::protocol::body::{Budget, ClientBody, Held, ResBody};
+use crate::protocol::h1::check::H1Limits;
+use crate::protocol::h1::server::H1Handler;
+use crate::protocol::h2::server::H2Handler;
+use crate::protocol::interim::{H2Interim, Interim};
+use crate::protocol::Answer;
 use crate::server::{self, ListenOptions, Protocols};
 use crate::tls::{self, TlsSettings};
 
@@ -48,17 +63,58 @@ const GET_PATTERN: &[u8] = b"Hello, world!";
 const TEXT_PLAIN: HeaderValue = HeaderValue::from_static("text/plain");
 const OCTET_STREAM: HeaderValue = HeaderValue::from_static("application/octet-stream");
 const CLOSE: HeaderValue = HeaderValue::from_static("close");
+const RETRY_AFTER: HeaderName = HeaderName::from_static("retry-after");
 /// Largest HTTP/1.1 request head and request line (431 / 414 beyond): generous, since the echo
 /// backend is what benchmarks measure through, not a place to test limits.
 const MAX_HEAD: usize = 64 * 1024;
-/// Longest silence inside an HTTP/1.1 request body before the body fails and the connection
-/// closes (nginx's `client_body_timeout` default).
-const BODY_TIMEOUT: Duration = Duration::from_secs(60);
-/// A response write the client does not take within this cuts its connection (nginx's
-/// `send_timeout` default).
-const SEND_TIMEOUT: Duration = Duration::from_secs(60);
-/// An idle HTTP/1.1 keep-alive connection is closed quietly after this.
-const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The echo's timers and its HTTP/2 memory budget. Apart from [`EchoConfig`] so that existing
+/// `EchoConfig` literals stay valid; [`serve_with`] and [`run_blocking_with`] take them, and
+/// [`serve`] and [`run_blocking`] use the defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EchoLimits {
+    /// A connection with nothing in progress is closed after this (HTTP/1.x: quietly; HTTP/2:
+    /// with GOAWAY), counted from its start too: a client that never sends its first request
+    /// (or its HTTP/2 preface) is closed as one that goes idle.
+    pub idle: Duration,
+    /// Longest silence inside a request body (then 408; HTTP/2: 408 or RST_STREAM).
+    pub body: Duration,
+    /// Longest wait for a client to take the next response bytes; then its connection
+    /// (HTTP/2: its stream) is cut.
+    pub send: Duration,
+    /// Bytes of request bodies one HTTP/2 connection may hold at once, over all its streams
+    /// (never less than `max_body`); a stream that does not fit gets 503.
+    pub h2_body_budget: usize,
+}
+
+impl Default for EchoLimits {
+    /// Idle 30 s; body 60 s (nginx `client_body_timeout`); send 60 s (nginx `send_timeout`);
+    /// 64 MiB of bodies per HTTP/2 connection.
+    fn default() -> Self {
+        Self {
+            idle: Duration::from_secs(30),
+            body: Duration::from_secs(60),
+            send: Duration::from_secs(60),
+            h2_body_budget: 64 * 1024 * 1024,
+        }
+    }
+}
+
+impl EchoLimits {
+    /// Checks the limits: every timer above zero.
+    pub fn validate(&self) -> Result<(), ServicesError> {
+        for (field, value) in [
+            ("idle", self.idle),
+            ("body", self.body),
+            ("send", self.send),
+        ] {
+            if value.is_zero() {
+                return Err(ServicesError::invalid(field, "must be above zero"));
+            }
+        }
+        Ok(())
+    }
+}
 
 /// Configuration of the echo backend.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -141,30 +197,34 @@ impl EchoConfig {
     }
 
     /// Validates the configuration and builds what serving needs; nothing is bound or spawned.
-    fn prepare(&self) -> Result<(Arc<Protocols>, Echo), ServicesError> {
+    fn prepare(
+        &self,
+        limits: &EchoLimits,
+    ) -> Result<(Arc<Protocols>, Arc<EchoState>), ServicesError> {
         self.validate()?;
+        limits.validate()?;
         let tls = match &self.tls {
             Some(settings) => Some(tls::server_config(settings, self.http2)?),
             None => None,
         };
-        let protocols = Protocols::new(&ListenOptions {
-            http2: self.http2,
-            h2_max_streams: self.h2_max_streams,
-            tls,
-            max_connections: self.max_connections,
-        })
-        .with_strict_h1(
+        let protocols = Protocols::new(
+            &ListenOptions {
+                http2: self.http2,
+                h2_max_streams: self.h2_max_streams,
+                tls,
+                max_connections: self.max_connections,
+            },
             H1Limits {
                 max_request_line: MAX_HEAD,
                 max_head: MAX_HEAD,
                 max_body: self.max_body as u64,
                 head_timeout: self.header_timeout,
-                body_timeout: BODY_TIMEOUT,
-                send_timeout: SEND_TIMEOUT,
+                body_timeout: limits.body,
+                send_timeout: limits.send,
             },
-            IDLE_TIMEOUT,
+            limits.idle,
         );
-        Ok((Arc::new(protocols), Echo::new(self)))
+        Ok((Arc::new(protocols), EchoState::new(self, limits)))
     }
 
     /// Logs what is being served; `threads` is `None` on the caller's runtime.
@@ -194,9 +254,19 @@ pub async fn serve(
     config: EchoConfig,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServicesError> {
-    let (protocols, echo) = config.prepare()?;
+    serve_with(listener, config, EchoLimits::default(), shutdown).await
+}
+
+/// [`serve`] with the timers and budget of `limits`.
+pub async fn serve_with(
+    listener: TcpListener,
+    config: EchoConfig,
+    limits: EchoLimits,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ServicesError> {
+    let (protocols, state) = config.prepare(&limits)?;
     config.log_start(listener.local_addr().ok(), None);
-    server::serve(listener, protocols, echo, shutdown).await;
+    server::serve(listener, protocols, move |_| state.connection(), shutdown).await;
     Ok(())
 }
 
@@ -212,9 +282,20 @@ pub fn run_blocking(
     config: EchoConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServicesError> {
-    let (protocols, echo) = config.prepare()?;
+    run_blocking_with(listener, config, EchoLimits::default(), shutdown)
+}
+
+/// [`run_blocking`] with the timers and budget of `limits`.
+pub fn run_blocking_with(
+    listener: std::net::TcpListener,
+    config: EchoConfig,
+    limits: EchoLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServicesError> {
+    let (protocols, state) = config.prepare(&limits)?;
     config.log_start(listener.local_addr().ok(), Some(config.threads));
-    server::run_blocking(listener, config.threads, protocols, echo, shutdown)
+    let make = move |_| state.connection();
+    server::run_blocking(listener, config.threads, protocols, make, shutdown)
 }
 
 /// What every connection of an echo backend shares.
@@ -227,16 +308,12 @@ struct EchoState {
     get_len: HeaderValue,
     delay: Duration,
     max_body: usize,
+    /// Bytes of bodies one connection may hold at once.
+    budget: usize,
 }
 
-/// The echo backend as a hyper service; cloned per connection (an `Arc` clone).
-#[derive(Debug, Clone)]
-struct Echo {
-    state: Arc<EchoState>,
-}
-
-impl Echo {
-    fn new(config: &EchoConfig) -> Self {
+impl EchoState {
+    fn new(config: &EchoConfig, limits: &EchoLimits) -> Arc<Self> {
         let get_body: Bytes = GET_PATTERN
             .iter()
             .copied()
@@ -244,131 +321,172 @@ impl Echo {
             .take(config.get_size)
             .collect::<Vec<u8>>()
             .into();
-        Self {
-            state: Arc::new(EchoState {
-                get_len: HeaderValue::from(get_body.len()),
-                get_body,
-                delay: config.delay,
-                max_body: config.max_body,
-            }),
-        }
+        Arc::new(EchoState {
+            get_len: HeaderValue::from(get_body.len()),
+            get_body,
+            delay: config.delay,
+            max_body: config.max_body,
+            budget: limits.h2_body_budget.max(config.max_body),
+        })
+    }
+
+    /// The handler of one new connection.
+    fn connection(self: &Arc<Self>) -> Arc<Echo> {
+        Arc::new(Echo {
+            state: self.clone(),
+            held: Budget::new(self.budget),
+        })
     }
 }
 
-type EchoResponse = Response<Full<Bytes>>;
+/// The echo backend as one connection's handler.
+#[derive(Debug)]
+struct Echo {
+    state: Arc<EchoState>,
+    /// What this connection's bodies hold, against [`EchoState::budget`].
+    held: Arc<Budget>,
+}
 
-/// The echo backend sends no interim responses: hyper serves its HTTP/2 connections.
-impl Direct for Echo {}
-
-impl Service<Request<Incoming>> for Echo {
-    type Response = EchoResponse;
-    type Error = Infallible;
-    type Future = EchoFuture;
-
-    fn call(&self, req: Request<Incoming>) -> Self::Future {
+impl Echo {
+    fn answer(&self, req: Request<ClientBody>, http1: bool) -> Answer {
         let state = &self.state;
-        let is_health = req.uri().path() == "/health";
         let head = req.method() == Method::HEAD;
+        if req.uri().path() == "/health" && (req.method() == Method::GET || head) {
+            return Answer::Ready(Some(health(head)));
+        }
         let has_body = matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH)
             || !req.body().is_end_stream();
-        if req.version() <= Version::HTTP_11 {
-            // A head `h1check` refused (408, 400, 431, …) arrives as a synthetic request.
-            if let Some(status) = h1check::rejection(&req) {
-                return EchoFuture::Ready(Some(refuse(status, true)));
-            }
-            if malformed_http1(&req) {
-                return EchoFuture::Ready(Some(refuse(StatusCode::BAD_REQUEST, true)));
-            }
-        }
-        if is_health && (req.method() == Method::GET || head) {
-            return EchoFuture::Ready(Some(health(head)));
-        }
         if !has_body {
             let response = fixed(state, head);
             if state.delay.is_zero() {
                 // The hot path of a GET benchmark: no allocation for the future, no timer.
-                return EchoFuture::Ready(Some(response));
+                return Answer::Ready(Some(response));
             }
             let delay = state.delay;
-            return EchoFuture::Boxed(Box::pin(async move {
+            return Answer::boxed(async move {
                 tokio::time::sleep(delay).await;
-                Ok(response)
-            }));
+                response
+            });
         }
-        EchoFuture::Boxed(Box::pin(echo(state.clone(), req)))
+        Answer::boxed(echo(
+            state.clone(),
+            Held::new(self.held.clone()),
+            req,
+            http1,
+        ))
     }
 }
 
-/// The Host rules of RFC 9112 §3.2, which hyper leaves to the application: 400 for an HTTP/1.1
-/// request without Host, and for any request with more than one Host or an invalid one.
-/// `h1check` applies them already; kept as the service's own guard.
-fn malformed_http1(req: &Request<Incoming>) -> bool {
-    let headers = req.headers();
-    let mut hosts = headers.get_all(HOST).iter();
-    match (hosts.next(), hosts.next()) {
-        (None, _) if req.version() == Version::HTTP_11 => return true,
-        (None, _) => {}
-        (Some(host), None) => {
-            // An empty Host is allowed when the target has no authority (RFC 9112 §3.2).
-            if !host.is_empty() && Authority::try_from(host.as_bytes()).is_err() {
-                return true;
-            }
-        }
-        (Some(_), Some(_)) => return true,
+impl H1Handler for Echo {
+    fn call_h1(&self, req: Request<ClientBody>, _: Option<Interim>) -> Answer {
+        self.answer(req, true)
     }
-    false
+
+    /// A head `h1::check` refused (408, 400, 413, 431, …): the status, then a close.
+    fn refuse(&self, status: StatusCode) -> Response<ResBody> {
+        refuse(status, true)
+    }
+}
+
+impl H2Handler for Echo {
+    fn call_h2(&self, req: Request<ClientBody>, _: H2Interim) -> Answer {
+        self.answer(req, false)
+    }
 }
 
 /// The answer to a request without a body: `get_size` bytes of text (headers only for HEAD).
-fn fixed(state: &EchoState, head: bool) -> EchoResponse {
+fn fixed(state: &EchoState, head: bool) -> Response<ResBody> {
     let mut response = if head {
         // An explicit length, since the body that defines it is not sent (RFC 9110 §9.3.2).
-        let mut response = Response::new(Full::new(Bytes::new()));
+        let mut response = Response::new(ResBody::Local(None));
         response
             .headers_mut()
             .insert(CONTENT_LENGTH, state.get_len.clone());
         response
     } else {
-        Response::new(Full::new(state.get_body.clone()))
+        Response::new(ResBody::Local(Some(state.get_body.clone())))
     };
     response.headers_mut().insert(CONTENT_TYPE, TEXT_PLAIN);
     response
 }
 
-fn health(head: bool) -> EchoResponse {
+fn health(head: bool) -> Response<ResBody> {
     let body = Bytes::from_static(b"ok");
     let mut response = if head {
-        let mut response = Response::new(Full::new(Bytes::new()));
+        let mut response = Response::new(ResBody::Local(None));
         response
             .headers_mut()
             .insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
         response
     } else {
-        Response::new(Full::new(body))
+        Response::new(ResBody::Local(Some(body)))
     };
     response.headers_mut().insert(CONTENT_TYPE, TEXT_PLAIN);
     response
 }
 
-/// Reads the whole body (at most `max_body` bytes), waits the delay, and sends it back.
-async fn echo(state: Arc<EchoState>, req: Request<Incoming>) -> Result<EchoResponse, Infallible> {
-    let (parts, body) = req.into_parts();
-    let http1 = parts.version <= Version::HTTP_11;
+/// Reads the whole body (at most `max_body` bytes, within the connection's budget), waits the
+/// delay, and sends it back.
+async fn echo(
+    state: Arc<EchoState>,
+    mut held: Held,
+    req: Request<ClientBody>,
+    http1: bool,
+) -> Response<ResBody> {
+    let (parts, mut body) = req.into_parts();
+    let hint = body.size_hint();
     // A declared length over the limit is refused before a byte of the body is read.
-    if body.size_hint().lower() > state.max_body as u64 {
-        return Ok(refuse(StatusCode::PAYLOAD_TOO_LARGE, http1));
+    if hint.lower() > state.max_body as u64 {
+        return refuse(StatusCode::PAYLOAD_TOO_LARGE, http1);
     }
-    let body = match Limited::new(body, state.max_body).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(error) if error.is::<LengthLimitError>() => {
-            return Ok(refuse(StatusCode::PAYLOAD_TOO_LARGE, http1));
+    // A declared length is held whole at once: a stream that got in can finish.
+    let declared = hint.exact().map(|n| n as usize);
+    if let Some(n) = declared {
+        if !held.take(n) {
+            return over_budget(&held);
         }
-        Err(error) => {
-            // Usually the client went away mid-body; if it is still there, it sent a body the
-            // codec could not frame.
-            debug!(%error, "failed to read a request body");
-            return Ok(refuse(StatusCode::BAD_REQUEST, http1));
+    }
+    let mut first: Option<Bytes> = None;
+    let mut rest = BytesMut::new();
+    let mut len = 0usize;
+    loop {
+        let frame = std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await;
+        let data = match frame {
+            None => break,
+            Some(Ok(frame)) => match frame.into_data() {
+                Ok(data) => data,
+                // Trailers are not echoed.
+                Err(_) => continue,
+            },
+            Some(Err(error)) => {
+                // Usually the client went away mid-body; if it is still there, it stalled
+                // (408) or sent a body that could not be framed (400).
+                debug!(%error, "failed to read a request body");
+                return refuse(error.downstream_failure().status(), http1);
+            }
+        };
+        len += data.len();
+        if len > state.max_body {
+            return refuse(StatusCode::PAYLOAD_TOO_LARGE, http1);
         }
+        if len > held.bytes() && !held.take(len - held.bytes()) {
+            return over_budget(&held);
+        }
+        match &first {
+            None => first = Some(data),
+            Some(piece) => {
+                if rest.is_empty() {
+                    rest.reserve(declared.unwrap_or(0).max(len));
+                    rest.extend_from_slice(piece);
+                }
+                rest.extend_from_slice(&data);
+            }
+        }
+    }
+    let body = if rest.is_empty() {
+        first.unwrap_or_default()
+    } else {
+        rest.freeze()
     };
     let content_type = parts
         .headers
@@ -376,54 +494,46 @@ async fn echo(state: Arc<EchoState>, req: Request<Incoming>) -> Result<EchoRespo
         .cloned()
         .unwrap_or(OCTET_STREAM);
     let mut response = if parts.method == Method::HEAD {
-        let mut response = Response::new(Full::new(Bytes::new()));
+        let mut response = Response::new(ResBody::Local(None));
         response
             .headers_mut()
             .insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
         response
     } else {
-        Response::new(Full::new(body))
+        Response::new(ResBody::Held(Some(body), held))
     };
     response.headers_mut().insert(CONTENT_TYPE, content_type);
     if !state.delay.is_zero() {
         tokio::time::sleep(state.delay).await;
     }
-    Ok(response)
+    response
+}
+
+/// The answer to a stream whose body does not fit the connection's budget.
+fn over_budget(held: &Held) -> Response<ResBody> {
+    debug!(
+        holding = held.bytes(),
+        "request body over the connection's budget: 503"
+    );
+    let mut response = refuse(StatusCode::SERVICE_UNAVAILABLE, false);
+    response
+        .headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+    response
 }
 
 /// An error answer. On HTTP/1 the connection is closed after it: the rest of an oversized or
 /// unframeable body is not worth reading (nginx does the same for 413). HTTP/2 resets only the
 /// stream, and connection-specific headers are forbidden there (RFC 9113 §8.2.2).
-fn refuse(status: StatusCode, http1: bool) -> EchoResponse {
+fn refuse(status: StatusCode, http1: bool) -> Response<ResBody> {
     let reason = status.canonical_reason().unwrap_or("error");
-    let mut response = Response::new(Full::new(Bytes::from_static(reason.as_bytes())));
+    let mut response = Response::new(ResBody::Local(Some(Bytes::from_static(reason.as_bytes()))));
     *response.status_mut() = status;
     response.headers_mut().insert(CONTENT_TYPE, TEXT_PLAIN);
     if http1 {
         response.headers_mut().insert(CONNECTION, CLOSE);
     }
     response
-}
-
-/// The echo service's future: ready at once on the hot path, boxed otherwise.
-enum EchoFuture {
-    /// The response is already built (taken on first poll).
-    Ready(Option<EchoResponse>),
-    /// The response needs a body read or a delay.
-    Boxed(Pin<Box<dyn Future<Output = Result<EchoResponse, Infallible>> + Send>>),
-}
-
-impl Future for EchoFuture {
-    type Output = Result<EchoResponse, Infallible>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.get_mut() {
-            EchoFuture::Ready(response) => Poll::Ready(Ok(response
-                .take()
-                .expect("EchoFuture polled after completion"))),
-            EchoFuture::Boxed(future) => future.as_mut().poll(cx),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -433,12 +543,15 @@ mod tests {
     #[test]
     fn get_body_has_exactly_get_size_bytes() {
         for size in [0, 1, 13, 14, 1000] {
-            let echo = Echo::new(&EchoConfig {
-                get_size: size,
-                ..EchoConfig::default()
-            });
-            assert_eq!(echo.state.get_body.len(), size);
-            assert!(GET_PATTERN.starts_with(&echo.state.get_body[..size.min(13)]));
+            let state = EchoState::new(
+                &EchoConfig {
+                    get_size: size,
+                    ..EchoConfig::default()
+                },
+                &EchoLimits::default(),
+            );
+            assert_eq!(state.get_body.len(), size);
+            assert!(GET_PATTERN.starts_with(&state.get_body[..size.min(13)]));
         }
     }
 
@@ -448,7 +561,7 @@ mod tests {
             threads: 0,
             ..EchoConfig::default()
         };
-        let Err(err) = config.prepare() else {
+        let Err(err) = config.prepare(&EchoLimits::default()) else {
             panic!("zero threads accepted");
         };
         assert_eq!(

@@ -6,7 +6,6 @@
 //! transform's conversion) reports through this module, which depends on no other module of the
 //! crate: it is the bottom of the request path, not a part of the proxy.
 
-use std::error::Error as StdError;
 use std::fmt;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
@@ -209,10 +208,7 @@ pub(crate) enum BodyError {
     /// The client's body went past the configured limit (413).
     #[error("request body is larger than the limit of {0} bytes")]
     TooLarge(u64),
-    /// The client's body could not be read: broken framing, a stall, or the client left.
-    #[error("reading the request body failed")]
-    Downstream(#[source] hyper::Error),
-    /// The client's HTTP/1.x body could not be read (`h1server`): broken framing
+    /// The client's HTTP/1.x body could not be read (`h1::server`): broken framing
     /// (`InvalidData`), a stall (`TimedOut`), or the client left.
     #[error("reading the request body failed")]
     DownstreamH1(#[source] std::io::Error),
@@ -238,24 +234,12 @@ pub(crate) enum BodyError {
     UpstreamIo(#[source] std::io::Error),
 }
 
-fn find_io<'a>(error: &'a (dyn StdError + 'static)) -> Option<&'a std::io::Error> {
-    let mut source: Option<&(dyn StdError + 'static)> = Some(error);
-    while let Some(cause) = source {
-        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
-            return Some(io);
-        }
-        source = cause.source();
-    }
-    None
-}
-
 impl BodyError {
     /// The failure a client's body error is for the forwarded request: over the limit (413),
     /// stalled (408) or broken (400).
     pub(crate) fn downstream_failure(&self) -> Failure {
         match self {
             BodyError::TooLarge(_) => Failure::RequestTooLarge,
-            BodyError::Downstream(e) if timed_out(e) => Failure::RequestBodyTimeout,
             BodyError::DownstreamStalled(_) => Failure::RequestBodyTimeout,
             BodyError::DownstreamH1(e) if e.kind() == std::io::ErrorKind::TimedOut => {
                 Failure::RequestBodyTimeout
@@ -263,11 +247,6 @@ impl BodyError {
             _ => Failure::RequestBodyInvalid,
         }
     }
-}
-
-/// True when a client body failed because it stalled past the body timeout.
-pub(crate) fn timed_out(error: &hyper::Error) -> bool {
-    find_io(error).is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-pub use crate::h1client::fuzz::{
+pub use crate::protocol::h1::client::fuzz::{
     response as h1client_response, H1ClientResponse, MAX_PIECE as H1CLIENT_MAX_PIECE,
     MAX_PIECES as H1CLIENT_MAX_PIECES,
 };
@@ -23,11 +23,11 @@ pub use crate::h1client::fuzz::{
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 
-use crate::h1check::{H1Limits, StrictH1};
-use crate::h1server::{self, H1Handler};
-use crate::h2server::H2Future;
-use crate::interim::Interim;
-use crate::proxy::body::{ClientBody, ResBody};
+use crate::protocol::body::{ClientBody, ResBody};
+use crate::protocol::h1::check::{H1Limits, StrictH1};
+use crate::protocol::h1::server::{self as h1server, H1Handler};
+use crate::protocol::interim::Interim;
+use crate::protocol::Answer;
 
 /// What the checker passed on to hyper, and how its stream ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -211,7 +211,7 @@ pub fn h1server(pieces: &[&[u8]], limits: H1CheckLimits) -> H1ServerRun {
 struct Recorder(Arc<std::sync::Mutex<H1ServerRun>>);
 
 impl H1Handler for Recorder {
-    fn call_h1(&self, req: Request<ClientBody>, _: Option<Interim>) -> H2Future {
+    fn call_h1(&self, req: Request<ClientBody>, _: Option<Interim>) -> Answer {
         let (parts, mut body) = req.into_parts();
         let mut seen = H1ServerRequest {
             method: parts.method.to_string(),
@@ -220,7 +220,7 @@ impl H1Handler for Recorder {
             complete: true,
         };
         let run = self.0.clone();
-        Box::pin(async move {
+        Answer::boxed(async move {
             use hyper::body::Body;
             loop {
                 let frame = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await;

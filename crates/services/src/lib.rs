@@ -9,6 +9,7 @@
 //! that the service calls before serving and a front end may call before it binds.
 //!
 //! # Layout
+//! Two floors: the services above, the protocol layer below (it imports no service).
 //! - [`echo`]: the echo backend (seed 004's Netty echo, made correct): echoes request bodies,
 //!   serves fixed bytes to GET, optional delay, HTTP/1.1, TLS and HTTP/2.
 //! - [`proxy`]: the passthrough reverse proxy (every seed-004 protocol pair), and the request
@@ -19,43 +20,30 @@
 //! - [`json_xml`]: the JSON → XML converter.
 //! - `balancer` (private): upstream selection for every intermediary: round robin, active
 //!   health checks, passive ejection.
-//! - `failure` (private): what can fail on the request path, its status and side, the
-//!   rate-limited failure log; below everything that forwards.
+//! - `server` (private): the accept loop, TLS handshakes, per-connection protocol selection,
+//!   the connection cap and graceful drain that every service shares; a service hands it one
+//!   handler per connection.
+//! - `protocol` (private): the HTTP machinery, cut by version × side, knowing nothing of
+//!   what is answered: `h1` (`server`, its connection `conn`, the request rules `check`, the
+//!   upstream `client`), `h2` (`server` over the h2 crate, the control-frame `flood` limit),
+//!   `body` (the bodies both sides move), `interim` (1xx responses), `deadline` (the one
+//!   re-armable timer of the hand-written readers), `drain` (the graceful drain).
 //! - `upstream` (private): upstream targets, TLS client configuration, connections and pools.
-//! - `h1client` (private): the lean HTTP/1.1 client of upstream connections.
-//! - `h1check` (private): strict HTTP/1.1 request framing (request smuggling, limits, the
-//!   slowloris deadline): the rules of the intermediaries' server, and a front to hyper's for
-//!   the echo.
-//! - `h1server` (private): the intermediaries' HTTP/1.x server: one parse per head, bodies
-//!   streamed, keep-alive, pipelining, interim responses; `h1conn` (private) is its connection
-//!   (reads, writes, the request body's reader).
-//! - `interim` (private): interim (1xx) responses on their way to the client's connection.
-//! - `h2server` (private): HTTP/2 client connections of the intermediaries, served with the h2
-//!   crate so that interim (1xx) responses reach HTTP/2 clients.
-//! - `deadline` (private): the one re-armable timer of the hand-written readers; `drain`
-//!   (private): the graceful drain every server shares.
+//! - `failure` (private): what can fail on the request path, its status and side, the
+//!   rate-limited failure log; a leaf, below the protocol layer and everything that forwards.
 //! - [`tls`]: TLS settings shared by every service: certificate loading, self-signed generation.
 //! - [`error`]: [`ServicesError`], the one error type of this crate.
-//! - `server` (private): the accept loop, per-connection protocol selection and graceful drain
-//!   that every service shares.
 
 pub mod balance;
 mod balancer;
-mod deadline;
-mod drain;
 pub mod echo;
 pub mod error;
 mod failure;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzz;
-mod h1check;
-mod h1client;
-mod h1conn;
-mod h1server;
-mod h2server;
-mod interim;
 pub mod json_xml;
+mod protocol;
 pub mod proxy;
 mod server;
 pub mod tls;
@@ -63,7 +51,7 @@ pub mod transform;
 mod upstream;
 
 pub use balance::{BalanceConfig, EjectionConfig, HealthConfig};
-pub use echo::EchoConfig;
+pub use echo::{EchoConfig, EchoLimits};
 pub use error::ServicesError;
 pub use proxy::{ProxyConfig, Timeouts, UpstreamTls};
 pub use tls::{SelfSignedCert, TlsSettings};

@@ -2,19 +2,17 @@
 //! back-off when file descriptors run out), TLS handshakes, the choice between HTTP/1.1 and
 //! HTTP/2 per connection, graceful drain on shutdown, and the two ways of running on threads.
 //!
-//! What a service answers is not decided here: a service hands in a hyper `Service` and this
-//! module only moves connections to it. A service whose [`Direct`] gives handlers (the
-//! intermediaries) has its HTTP/1.x connections served by `h1server` and its HTTP/2 connections
-//! by `h2server` instead of hyper, so that it can send interim responses (and, on HTTP/1.x,
-//! parse each head once and hold no buffer between requests); on a cleartext port that also
-//! serves HTTP/1.1, the connection preface tells the two apart first. Limits that are hard-coded below (drain timeout,
-//! handshake deadline, header deadline, accept back-off) follow docs/behaviour.md and the anchors it
-//! names; they are constants rather than options because no benchmark has needed to change them.
+//! What a service answers is not decided here: a service hands in a handler per connection
+//! ([`Handler`]) and this module only moves connections to it. HTTP/1.x connections are served
+//! by `h1::server`, HTTP/2 connections by `h2::server`; on a cleartext port that serves both, the
+//! connection preface tells the two apart first. Limits that are hard-coded below (drain
+//! timeout, TLS handshake deadline, accept back-off) follow docs/behaviour.md and the anchors
+//! it names; they are constants rather than options because no benchmark has needed to change
+//! them.
 //! The cap on concurrent client connections is an option (`max_connections`): past it, the
 //! accept loops stop accepting until a connection ends, so new clients wait in the kernel's
 //! accept queue (HAProxy's `maxconn`) rather than take descriptors the served ones need.
 
-use std::error::Error as StdError;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
@@ -25,12 +23,6 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 
-use http::{Request, Response};
-use hyper::body::{Body, Incoming};
-use hyper::server::conn::{http1, http2};
-use hyper::service::Service;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
@@ -38,11 +30,11 @@ use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
-use crate::drain::{draining, Drain};
 use crate::error::ServicesError;
-use crate::h1check::{H1Limits, StrictH1};
-use crate::h1server::{self, H1Handler};
-use crate::h2server::{self, H2Handler, H2Limits};
+use crate::protocol::drain::{draining, Drain};
+use crate::protocol::h1::check::H1Limits;
+use crate::protocol::h1::server::{self as h1server, H1Handler};
+use crate::protocol::h2::server::{self as h2server, H2Handler, H2Limits};
 
 /// How long in-flight requests get to finish once shutdown starts.
 pub(crate) const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
@@ -64,14 +56,8 @@ pub(crate) fn check_threads(threads: usize) -> Result<(), ServicesError> {
     Ok(())
 }
 
-/// Body and send timeouts of HTTP/2 connections on a listener without strict HTTP/1.1 limits
-/// (nginx's `client_body_timeout` and `send_timeout` defaults).
-const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(60);
 /// Deadline for a whole TLS handshake, so a silent client cannot hold a connection forever.
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Deadline for receiving a complete HTTP/1 request head (slowloris); the connection closes on
-/// expiry.
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// Pause after the accept queue fails for lack of descriptors or memory (nginx disables accept
 /// for 500 ms in the same situation: retrying at once would spin a core at 100 %).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(500);
@@ -86,45 +72,11 @@ content-length: 46\r\n\
 connection: close\r\n\r\n\
 this port speaks TLS: plain HTTP was sent to it";
 
-/// Runs a hyper connection future to completion; when the drain starts, asks it to finish
-/// gracefully (HTTP/1: close after the response in flight; HTTP/2: GOAWAY) and keeps polling.
-///
-/// The connection is boxed at its own size: each connection's task holds the state of every
-/// way a connection can be served, and with the connections inline that was the largest of
-/// them (TLS, HTTP/2) for every plain HTTP/1.1 connection too, about 19 KiB each.
-macro_rules! drive {
-    ($conn:expr, $drain:ident) => {{
-        let mut conn = Box::pin($conn);
-        let result = tokio::select! {
-            biased;
-            result = conn.as_mut() => result,
-            () = draining(&mut $drain) => {
-                conn.as_mut().graceful_shutdown();
-                conn.await
-            }
-        };
-        if let Err(error) = result {
-            // Clients that reset or vanish are ordinary under load: debug, not warn.
-            debug!(%error, "connection ended with an error");
-        }
-    }};
-}
+/// A service this module runs, as one connection's handler of both protocols: `h1::server`
+/// serves its HTTP/1.x connections and `h2::server` its HTTP/2 ones.
+pub(crate) trait Handler: H1Handler + H2Handler {}
 
-/// Implemented by every service this module runs: a service that returns handlers gets its
-/// HTTP/1.x connections served by `h1server` and its HTTP/2 connections by `h2server` (both
-/// with the strict checks on, as the intermediaries have them); the defaults leave both to
-/// hyper.
-pub(crate) trait Direct {
-    /// The handler for this connection's HTTP/1.x requests, if `h1server` should serve them.
-    fn direct_h1(&self) -> Option<Arc<dyn H1Handler>> {
-        None
-    }
-
-    /// The handler for this connection's HTTP/2 requests, if `h2server` should serve them.
-    fn direct_h2(&self) -> Option<Arc<dyn H2Handler>> {
-        None
-    }
-}
+impl<T: H1Handler + H2Handler> Handler for T {}
 
 /// Protocol options of one listener.
 #[derive(Debug, Clone)]
@@ -186,53 +138,30 @@ pub(crate) struct ConnInfo {
     pub peer: SocketAddr,
 }
 
-/// Per-listener connection builders, shared by every connection of the listener.
+/// What every connection of one listener shares.
 pub(crate) struct Protocols {
-    h1: http1::Builder,
-    h2: http2::Builder<TokioExecutor>,
-    auto: auto::Builder<TokioExecutor>,
     http2: bool,
     h2_max_streams: u32,
     tls: Option<TlsAcceptor>,
     /// How long a connection may stay silent before its first request (and between
-    /// requests); hyper's header read timeout says the same for HTTP/1.
+    /// requests; HTTP/2: with no open stream).
     idle_timeout: Duration,
-    /// Strict HTTP/1.1 request checks in front of hyper (`h1check`); `None` leaves requests to
-    /// hyper alone (the echo backend).
-    strict_h1: Option<Arc<H1Limits>>,
+    /// The HTTP/1.x request rules and the body and send timeouts of both protocols.
+    limits: Arc<H1Limits>,
     /// One permit per client connection being served, shared by every thread's accept loop.
     connections: Arc<tokio::sync::Semaphore>,
 }
 
 impl Protocols {
-    /// Builds the connection builders for `options`.
-    pub(crate) fn new(options: &ListenOptions) -> Self {
-        let mut h1 = http1::Builder::new();
-        h1.timer(TokioTimer::new())
-            .header_read_timeout(HEADER_READ_TIMEOUT)
-            // Not `pipeline_flush(true)`: with it, hyper 1.12 never flushes the 400 it writes
-            // for an unparsable request head, and the client sees a bare close.
-            .keep_alive(true);
-        let mut h2 = http2::Builder::new(TokioExecutor::new());
-        h2.timer(TokioTimer::new())
-            .max_concurrent_streams(options.h2_max_streams);
-        let mut auto = auto::Builder::new(TokioExecutor::new());
-        auto.http1()
-            .timer(TokioTimer::new())
-            .header_read_timeout(HEADER_READ_TIMEOUT)
-            .keep_alive(true);
-        auto.http2()
-            .timer(TokioTimer::new())
-            .max_concurrent_streams(options.h2_max_streams);
+    /// The listener's protocols: `options`, HTTP/1.x requests checked against `limits`, and
+    /// connections with nothing in progress closed after `idle_timeout`.
+    pub(crate) fn new(options: &ListenOptions, limits: H1Limits, idle_timeout: Duration) -> Self {
         Self {
-            h1,
-            h2,
-            auto,
             http2: options.http2,
             h2_max_streams: options.h2_max_streams,
             tls: options.tls.clone().map(TlsAcceptor::from),
-            idle_timeout: HEADER_READ_TIMEOUT,
-            strict_h1: None,
+            idle_timeout,
+            limits: Arc::new(limits),
             connections: Arc::new(tokio::sync::Semaphore::new(
                 options
                     .max_connections
@@ -243,83 +172,27 @@ impl Protocols {
 
     /// The timers of this listener's HTTP/2 connections served by [`h2server`].
     fn h2_limits(&self) -> H2Limits {
-        let (body_timeout, send_timeout) = self
-            .strict_h1
-            .as_ref()
-            .map_or((DEFAULT_BODY_TIMEOUT, DEFAULT_BODY_TIMEOUT), |l| {
-                (l.body_timeout, l.send_timeout)
-            });
         H2Limits {
             max_streams: self.h2_max_streams,
             idle_timeout: self.idle_timeout,
-            body_timeout,
-            send_timeout,
+            body_timeout: self.limits.body_timeout,
+            send_timeout: self.limits.send_timeout,
         }
     }
 
-    /// Puts [`StrictH1`] in front of every HTTP/1 connection, and makes hyper's header read
-    /// timer the keep-alive idle timeout: hyper starts it when it waits for the next head and,
-    /// since the checker hands over a head only once it is complete, it then measures the idle
-    /// time (plus the head's own time, which the checker bounds more tightly with a 408).
-    pub(crate) fn with_strict_h1(mut self, limits: H1Limits, idle_timeout: Duration) -> Self {
-        self.h1.header_read_timeout(idle_timeout);
-        self.auto.http1().header_read_timeout(idle_timeout);
-        self.idle_timeout = idle_timeout;
-        self.strict_h1 = Some(Arc::new(limits));
-        self
-    }
-
     /// Serves one accepted connection to the end (or until the drain ends it).
-    async fn serve<S, B>(
+    async fn serve<H: Handler>(
         self: Arc<Self>,
         stream: TcpStream,
-        service: S,
-        drain: watch::Receiver<bool>,
-    ) where
-        S: Service<Request<Incoming>, Response = Response<B>> + Direct + Clone + Send + 'static,
-        S::Future: Send + 'static,
-        S::Error: Into<Box<dyn StdError + Send + Sync>>,
-        B: Body + Send + 'static,
-        B::Data: Send,
-        B::Error: Into<Box<dyn StdError + Send + Sync>>,
-    {
-        let mut drain = drain;
-        let direct = service.direct_h2();
-        let direct_h1 = service.direct_h1();
+        handler: Arc<H>,
+        mut drain: watch::Receiver<bool>,
+    ) {
         let Some(acceptor) = &self.tls else {
-            match (&self.strict_h1, self.http2) {
-                (Some(limits), true) if direct.is_some() => {
-                    let handler = direct.expect("checked by the guard");
-                    Box::pin(self.serve_h2c_or_h1(stream, limits, service, handler, drain)).await;
-                }
-                (Some(limits), false) if direct_h1.is_some() => {
-                    let handler = direct_h1.expect("checked by the guard");
-                    Box::pin(h1server::serve(
-                        stream,
-                        limits.clone(),
-                        self.idle_timeout,
-                        handler,
-                        &mut drain,
-                    ))
-                    .await;
-                }
-                (Some(limits), http2) => {
-                    let io = TokioIo::new(StrictH1::new(stream, limits.clone(), http2));
-                    if http2 {
-                        drive!(self.auto.serve_connection(io, service), drain);
-                    } else {
-                        drive!(self.h1.serve_connection(io, service), drain);
-                    }
-                }
+            if self.http2 {
                 // HTTP/1.1 or h2c by prior knowledge, told apart by the connection preface.
-                (None, true) => drive!(
-                    self.auto.serve_connection(TokioIo::new(stream), service),
-                    drain
-                ),
-                (None, false) => drive!(
-                    self.h1.serve_connection(TokioIo::new(stream), service),
-                    drain
-                ),
+                Box::pin(self.serve_h2c_or_h1(stream, handler, drain)).await;
+            } else {
+                Box::pin(self.serve_h1(stream, handler, &mut drain)).await;
             }
             return;
         };
@@ -331,59 +204,37 @@ impl Protocols {
             },
             () = draining(&mut drain) => return,
         };
-        let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
-        match (&self.strict_h1, h2) {
-            (_, true) => match direct {
-                Some(handler) => {
-                    Box::pin(h2server::serve(tls, self.h2_limits(), handler, &mut drain)).await;
-                }
-                None => drive!(self.h2.serve_connection(TokioIo::new(tls), service), drain),
-            },
-            (Some(limits), false) if direct_h1.is_some() => {
-                let handler = direct_h1.expect("checked by the guard");
-                Box::pin(h1server::serve(
-                    tls,
-                    limits.clone(),
-                    self.idle_timeout,
-                    handler,
-                    &mut drain,
-                ))
-                .await;
-            }
-            (Some(limits), false) => {
-                let io = TokioIo::new(StrictH1::new(tls, limits.clone(), false));
-                drive!(self.h1.serve_connection(io, service), drain);
-            }
-            (None, false) => drive!(self.h1.serve_connection(TokioIo::new(tls), service), drain),
+        if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
+            Box::pin(h2server::serve(tls, self.h2_limits(), handler, &mut drain)).await;
+        } else {
+            Box::pin(self.serve_h1(tls, handler, &mut drain)).await;
         }
     }
-}
 
-impl Protocols {
-    /// A cleartext port serving both HTTP/1.1 (strictly checked) and h2c by prior knowledge,
-    /// with HTTP/2 served by [`h2server`]: the first bytes tell which (the connection preface,
-    /// RFC 9113 §3.4), and are then replayed to whichever side takes the connection.
-    async fn serve_h2c_or_h1<S, B>(
+    /// Serves one HTTP/1.x connection with [`h1server`].
+    async fn serve_h1<S, H>(&self, io: S, handler: Arc<H>, drain: &mut watch::Receiver<bool>)
+    where
+        S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+        H: Handler,
+    {
+        h1server::serve(io, self.limits.clone(), self.idle_timeout, handler, drain).await;
+    }
+
+    /// A cleartext port serving both HTTP/1.1 and h2c by prior knowledge: the first bytes tell
+    /// which (the connection preface, RFC 9113 §3.4), and are then replayed to whichever side
+    /// takes the connection.
+    async fn serve_h2c_or_h1<H: Handler>(
         &self,
         mut stream: TcpStream,
-        limits: &Arc<H1Limits>,
-        service: S,
-        handler: Arc<dyn H2Handler>,
+        handler: Arc<H>,
         mut drain: watch::Receiver<bool>,
-    ) where
-        S: Service<Request<Incoming>, Response = Response<B>> + Direct + Clone + Send + 'static,
-        S::Future: Send + 'static,
-        S::Error: Into<Box<dyn StdError + Send + Sync>>,
-        B: Body + Send + 'static,
-        B::Data: Send,
-        B::Error: Into<Box<dyn StdError + Send + Sync>>,
-    {
+    ) {
         let sniffed = tokio::select! {
             biased;
             sniffed = tokio::time::timeout(self.idle_timeout, sniff_preface(&mut stream)) => {
                 match sniffed {
                     Ok(Ok(sniffed)) => sniffed,
-                    // Silent past the idle timeout, or gone: closed quietly, as hyper does.
+                    // Silent past the idle timeout, or gone: closed quietly.
                     Ok(Err(_)) | Err(_) => return,
                 }
             }
@@ -393,18 +244,8 @@ impl Protocols {
         let io = Rewind::new(first, stream);
         if h2 {
             Box::pin(h2server::serve(io, self.h2_limits(), handler, &mut drain)).await;
-        } else if let Some(h1) = service.direct_h1() {
-            Box::pin(h1server::serve(
-                io,
-                limits.clone(),
-                self.idle_timeout,
-                h1,
-                &mut drain,
-            ))
-            .await;
         } else {
-            let io = TokioIo::new(StrictH1::new(io, limits.clone(), false));
-            drive!(self.h1.serve_connection(io, service), drain);
+            self.serve_h1(io, handler, &mut drain).await;
         }
     }
 }
@@ -537,19 +378,14 @@ async fn reject_plain_http(mut stream: TcpStream) {
 
 /// Accepts connections until the drain starts, spawning one task per connection on the
 /// current runtime; `make` builds each connection's service.
-pub(crate) async fn accept_loop<M, S, B>(
+pub(crate) async fn accept_loop<M, H>(
     listener: TcpListener,
     protocols: Arc<Protocols>,
     make: M,
     mut drain: watch::Receiver<bool>,
 ) where
-    M: Fn(ConnInfo) -> S,
-    S: Service<Request<Incoming>, Response = Response<B>> + Direct + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<Box<dyn StdError + Send + Sync>>,
-    B: Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn StdError + Send + Sync>>,
+    M: Fn(ConnInfo) -> Arc<H>,
+    H: Handler,
 {
     let mut backing_off = false;
     let mut full = false;
@@ -586,8 +422,8 @@ pub(crate) async fn accept_loop<M, S, B>(
                 if let Err(error) = stream.set_nodelay(true) {
                     debug!(%error, "failed to set TCP_NODELAY");
                 }
-                let service = make(ConnInfo { peer });
-                let serving = protocols.clone().serve(stream, service, drain.clone());
+                let handler = make(ConnInfo { peer });
+                let serving = protocols.clone().serve(stream, handler, drain.clone());
                 tokio::spawn(async move {
                     serving.await;
                     drop(permit);
@@ -635,37 +471,16 @@ fn is_connection_error(error: &io::Error) -> bool {
     )
 }
 
-/// Serves on the caller's runtime until `shutdown` resolves, then drains.
-pub(crate) async fn serve<S, B>(
-    listener: TcpListener,
-    protocols: Arc<Protocols>,
-    service: S,
-    shutdown: impl Future<Output = ()>,
-) where
-    S: Service<Request<Incoming>, Response = Response<B>> + Direct + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<Box<dyn StdError + Send + Sync>>,
-    B: Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn StdError + Send + Sync>>,
-{
-    serve_with(listener, protocols, move |_| service.clone(), shutdown).await;
-}
-
-/// [`serve`] with a service built per connection by `make`.
-pub(crate) async fn serve_with<M, S, B>(
+/// Serves on the caller's runtime until `shutdown` resolves, then drains; `make` builds each
+/// connection's handler.
+pub(crate) async fn serve<M, H>(
     listener: TcpListener,
     protocols: Arc<Protocols>,
     make: M,
     shutdown: impl Future<Output = ()>,
 ) where
-    M: Fn(ConnInfo) -> S + Send + 'static,
-    S: Service<Request<Incoming>, Response = Response<B>> + Direct + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<Box<dyn StdError + Send + Sync>>,
-    B: Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn StdError + Send + Sync>>,
+    M: Fn(ConnInfo) -> Arc<H> + Send + 'static,
+    H: Handler,
 {
     let drain = Drain::new();
     let accept = tokio::spawn(accept_loop(listener, protocols, make, drain.watcher()));
@@ -676,7 +491,8 @@ pub(crate) async fn serve_with<M, S, B>(
     let _ = accept.await;
 }
 
-/// Runs a service on `threads` threads until `shutdown` resolves, then drains: thread per core.
+/// Runs a service on `threads` threads until `shutdown` resolves, then drains: thread per core;
+/// `make` builds each connection's handler.
 ///
 /// Each thread runs its own current-thread tokio runtime and its own accept loop on a clone of
 /// the listening socket, so the kernel hands each new connection to whichever thread gets to
@@ -686,32 +502,7 @@ pub(crate) async fn serve_with<M, S, B>(
 /// Measured against one multi-threaded runtime (work stealing, one accept loop) with
 /// `benches/echo_wrk.rs` on a 2-core machine: as fast or faster in every round, up to 1.5x with
 /// two threads; see that file for the numbers.
-pub(crate) fn run_blocking<S, B>(
-    listener: std::net::TcpListener,
-    threads: usize,
-    protocols: Arc<Protocols>,
-    service: S,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> Result<(), ServicesError>
-where
-    S: Service<Request<Incoming>, Response = Response<B>> + Direct + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<Box<dyn StdError + Send + Sync>>,
-    B: Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn StdError + Send + Sync>>,
-{
-    run_blocking_with(
-        listener,
-        threads,
-        protocols,
-        move |_| service.clone(),
-        shutdown,
-    )
-}
-
-/// [`run_blocking`] with a service built per connection by `make`.
-pub(crate) fn run_blocking_with<M, S, B>(
+pub(crate) fn run_blocking<M, H>(
     listener: std::net::TcpListener,
     threads: usize,
     protocols: Arc<Protocols>,
@@ -719,13 +510,8 @@ pub(crate) fn run_blocking_with<M, S, B>(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServicesError>
 where
-    M: Fn(ConnInfo) -> S + Clone + Send + 'static,
-    S: Service<Request<Incoming>, Response = Response<B>> + Direct + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<Box<dyn StdError + Send + Sync>>,
-    B: Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn StdError + Send + Sync>>,
+    M: Fn(ConnInfo) -> Arc<H> + Clone + Send + 'static,
+    H: Handler,
 {
     listener
         .set_nonblocking(true)

@@ -8,7 +8,7 @@
 //! malformed one is closed, never pooled), and which failures were connect failures; and the
 //! pool is sharded per thread, so that with thread-per-core serving a connection is checked out
 //! on the thread whose runtime drives it. HTTP/1.1 connections are spoken to by
-//! [`crate::h1client`] (an idle one is just its socket); HTTP/2 ones by the h2 crate's client
+//! [`crate::protocol::h1::client`] (an idle one is just its socket); HTTP/2 ones by the h2 crate's client
 //! (not hyper's, which drops interim 1xx responses), one shared connection per upstream and
 //! thread.
 //!
@@ -123,7 +123,7 @@ impl Target {
 
 /// A ready-to-use upstream connection.
 pub(crate) enum Sender {
-    /// HTTP/1.1, spoken by [`crate::h1client`].
+    /// HTTP/1.1, spoken by [`crate::protocol::h1::client`].
     H1(H1Conn),
     /// HTTP/2, spoken by h2's client (its connection runs as a task of its own).
     H2(H2Upstream),

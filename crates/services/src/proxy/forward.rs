@@ -33,10 +33,10 @@ use tokio::sync::oneshot;
 use tracing::debug;
 
 use crate::failure::{log_failure, BodyError, Failure, Side};
-use crate::h1client::{self, H1Error};
-use crate::h2server;
-use crate::interim::{InterimSink, InterimTarget};
-use crate::proxy::body::{H2Recv, ResBody, UpBody, UpstreamBody};
+use crate::protocol::body::{H2Recv, ResBody, UpBody, UpstreamBody};
+use crate::protocol::h1::client::{self as h1client, H1Error};
+use crate::protocol::h2::server as h2server;
+use crate::protocol::interim::{InterimSink, InterimTarget};
 use crate::proxy::{headers, Shared};
 use crate::upstream::{ConnectError, H2Upstream, Sender, Target};
 

@@ -9,7 +9,7 @@
 //!   cannot have them removed. The Via pseudonym is `gatebench-` and eight random hex digits,
 //!   drawn per service instance, so two gatebench hops in a chain tell each other apart while a
 //!   request that comes back to the same instance is recognised as a loop.
-//! - HTTP/1.1 upstream responses are stripped as their head is parsed (`h1client`); this module
+//! - HTTP/1.1 upstream responses are stripped as their head is parsed (`h1::client`); this module
 //!   strips requests and HTTP/2 responses.
 
 use std::hash::{BuildHasher, Hasher};

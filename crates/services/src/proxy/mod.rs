@@ -1,8 +1,8 @@
 //! The passthrough reverse proxy (seed 004's passthrough scenarios: h1c→h1c, h1→h1, h2→h2,
 //! h2→h1, h2→h1c and the downgrade), and the request path the balancer and the transform share.
 //!
-//! One request goes: the client's connection served by `h1server` (HTTP/1.x, heads and body
-//! framing checked by `h1check`'s rules) or `h2server` (HTTP/2, framing checked by h2) → the
+//! One request goes: the client's connection served by `h1::server` (HTTP/1.x, heads and body
+//! framing checked by `h1::check`'s rules) or `h2::server` (HTTP/2, framing checked by h2) → the
 //! proxy's own answers (health endpoint, refused heads, loops) → hop-by-hop fields removed, `Via` and `X-Forwarded-For` added
 //! (`headers`, RFC 9110 §7.6) → upstream chosen, connection taken from the pool or made, request
 //! sent, retried where docs/behaviour.md allows (`forward`) → response checked, stripped, streamed
@@ -14,47 +14,44 @@
 //!
 //! Interim (1xx) responses of the upstream reach the client before the final response (RFC
 //! 9110 §15.2): an HTTP/1.1 client through its connection's `interim::Interim` queue, which
-//! `h1server` writes between responses, an HTTP/2 client as 1xx HEADERS on the request's stream
-//! (`h2server`); hyper's servers cannot send them. They are read
-//! from HTTP/1.1 upstreams by `h1client` and from HTTP/2 upstreams by h2's client (`forward`),
+//! `h1::server` writes between responses, an HTTP/2 client as 1xx HEADERS on the request's stream
+//! (`h2::server`); hyper's servers cannot send them. They are read
+//! from HTTP/1.1 upstreams by `h1::client` and from HTTP/2 upstreams by h2's client (`forward`),
 //! which, unlike hyper's, surfaces them. `Expect: 100-continue` from an HTTP/1.1 client is
-//! answered by the proxy itself (`h1server`, as the body is first read) and not forwarded.
+//! answered by the proxy itself (`h1::server`, as the body is first read) and not forwarded.
 //!
 //! What it does not do: caching, header rewriting beyond the intermediary rules, WebSocket or
 //! CONNECT tunnels (Upgrade is stripped, CONNECT gets 405), h2c upstreams (cleartext upstreams
 //! get HTTP/1.1), retries of requests with a body once any of it was sent.
 
-pub(crate) mod body;
 pub(crate) mod forward;
 pub(crate) mod headers;
 mod to_xml;
 
-use std::convert::Infallible;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::header::{HeaderName, HeaderValue, CONNECTION, CONTENT_TYPE};
 use http::{Method, Request, Response, StatusCode, Version};
-use hyper::body::{Body, Incoming};
-use hyper::service::Service;
+use hyper::body::Body;
 use tokio::net::TcpListener;
 use tracing::info;
 
 use crate::balancer::{Balancer, EjectionConfig, HealthConfig};
 use crate::error::ServicesError;
 use crate::failure::{log_failure, Failure};
-use crate::h1check::H1Limits;
-use crate::h1server::H1Handler;
-use crate::h2server::{H2Future, H2Handler};
-use crate::interim::{H2Interim, Interim, InterimTarget};
 use crate::json_xml::JsonXmlLimits;
-use crate::proxy::body::{ClientBody, ResBody, UpBody};
+use crate::protocol::body::{ClientBody, ResBody, UpBody};
+use crate::protocol::h1::check::H1Limits;
+use crate::protocol::h1::server::H1Handler;
+use crate::protocol::h2::server::H2Handler;
+use crate::protocol::interim::{H2Interim, Interim, InterimTarget};
+use crate::protocol::Answer;
 use crate::proxy::forward::{error_response, Outgoing};
 use crate::proxy::headers::Via;
-use crate::server::{self, ConnInfo, Direct, ListenOptions, Protocols};
+use crate::server::{self, ConnInfo, ListenOptions, Protocols};
 use crate::tls::{self, TlsSettings};
 use crate::upstream::{Connector, Pool, Target};
 
@@ -329,8 +326,8 @@ pub(crate) async fn serve_kind(
                 .run_health_checks(shared.connector.clone(), health),
         )
     });
-    let make = move |conn: ConnInfo| Proxy::new(shared.clone(), conn);
-    server::serve_with(listener, protocols, make, shutdown).await;
+    let make = move |conn: ConnInfo| Arc::new(Proxy::new(shared.clone(), conn));
+    server::serve(listener, protocols, make, shutdown).await;
     if let Some(checks) = checks {
         checks.abort();
     }
@@ -369,8 +366,8 @@ pub(crate) fn run_blocking_kind(
             None => shutdown.await,
         }
     };
-    let make = move |conn: ConnInfo| Proxy::new(shared.clone(), conn);
-    server::run_blocking_with(listener, config.threads, protocols, make, shutdown)
+    let make = move |conn: ConnInfo| Arc::new(Proxy::new(shared.clone(), conn));
+    server::run_blocking(listener, config.threads, protocols, make, shutdown)
 }
 
 fn log_start(
@@ -444,13 +441,13 @@ fn prepare(
         Some(settings) => Some(tls::server_config(settings, config.http2)?),
         None => None,
     };
-    let protocols = Protocols::new(&ListenOptions {
-        http2: config.http2,
-        h2_max_streams: config.h2_max_streams,
-        tls,
-        max_connections: config.max_connections,
-    })
-    .with_strict_h1(
+    let protocols = Protocols::new(
+        &ListenOptions {
+            http2: config.http2,
+            h2_max_streams: config.h2_max_streams,
+            tls,
+            max_connections: config.max_connections,
+        },
         H1Limits {
             max_request_line: config.max_request_line,
             max_head: config.max_head,
@@ -502,40 +499,11 @@ impl Proxy {
     }
 }
 
-type ProxyFuture = Pin<Box<dyn Future<Output = Result<Response<ResBody>, Infallible>> + Send>>;
-
-/// `server` runs services through hyper's `Service`; every connection of the intermediaries
-/// is served by `h1server` or `h2server` instead ([`Direct`]), so hyper never calls this. It
-/// answers as `call_h1` would, without interim responses.
-impl Service<Request<Incoming>> for Proxy {
-    type Response = Response<ResBody>;
-    type Error = Infallible;
-    type Future = ProxyFuture;
-
-    fn call(&self, req: Request<Incoming>) -> Self::Future {
-        let (shared, client) = (self.shared.clone(), self.client.clone());
-        let req = req.map(ClientBody::Hyper);
-        Box::pin(async move { Ok(handle(&shared, &client, req, None).await) })
-    }
-}
-
-/// HTTP/1.x connections are served by `h1server`, HTTP/2 connections by `h2server`: both can
-/// send interim responses, and neither parses a head twice.
-impl Direct for Proxy {
-    fn direct_h1(&self) -> Option<Arc<dyn H1Handler>> {
-        Some(Arc::new(self.clone()))
-    }
-
-    fn direct_h2(&self) -> Option<Arc<dyn H2Handler>> {
-        Some(Arc::new(self.clone()))
-    }
-}
-
 impl H1Handler for Proxy {
-    fn call_h1(&self, req: Request<ClientBody>, interim: Option<Interim>) -> H2Future {
+    fn call_h1(&self, req: Request<ClientBody>, interim: Option<Interim>) -> Answer {
         let (shared, client) = (self.shared.clone(), self.client.clone());
         let interim = interim.map(InterimTarget::H1);
-        Box::pin(async move { handle(&shared, &client, req, interim.as_ref()).await })
+        Answer::boxed(async move { handle(&shared, &client, req, interim.as_ref()).await })
     }
 
     fn refuse(&self, status: StatusCode) -> Response<ResBody> {
@@ -544,10 +512,10 @@ impl H1Handler for Proxy {
 }
 
 impl H2Handler for Proxy {
-    fn call_h2(&self, req: Request<ClientBody>, interim: H2Interim) -> H2Future {
+    fn call_h2(&self, req: Request<ClientBody>, interim: H2Interim) -> Answer {
         let (shared, client) = (self.shared.clone(), self.client.clone());
         let interim = InterimTarget::H2(interim);
-        Box::pin(async move { handle(&shared, &client, req, Some(&interim)).await })
+        Answer::boxed(async move { handle(&shared, &client, req, Some(&interim)).await })
     }
 }
 
@@ -622,7 +590,7 @@ async fn handle(
     forward::forward(shared, out, http1, interim).await
 }
 
-/// The answer for a head `h1check` refused: the status, and the connection closes.
+/// The answer for a head `h1::check` refused: the status, and the connection closes.
 fn refusal(status: StatusCode) -> Response<ResBody> {
     let reason = status.canonical_reason().unwrap_or("refused");
     let mut response = Response::new(ResBody::local(Bytes::from_static(reason.as_bytes())));

@@ -13,7 +13,7 @@ use hyper::body::Body;
 
 use crate::failure::{BodyError, Failure};
 use crate::json_xml::{json_to_xml, JsonXmlError, JsonXmlLimits};
-use crate::proxy::body::{ClientBody, UpBody};
+use crate::protocol::body::{ClientBody, UpBody};
 
 const APPLICATION_XML: HeaderValue = HeaderValue::from_static("application/xml");
 

@@ -135,7 +135,7 @@ fn literal(block: &mut Vec<u8>, bytes: &[u8]) {
 /// indexed name `:status` (indices 8 to 14), its value plain or Huffman-coded (digits only,
 /// Appendix B); a header block that starts with anything else reads as 0, which no assertion
 /// expects.
-fn status(block: &[u8]) -> u16 {
+pub fn status(block: &[u8]) -> u16 {
     match block.first() {
         Some(0x88) => 200,
         Some(0x89) => 204,

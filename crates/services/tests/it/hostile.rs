@@ -529,3 +529,281 @@ async fn balancer_and_transform_have_the_idle_deadline_and_the_cap() {
         service.stop().await;
     }
 }
+
+/// The echo backend is served by the same HTTP/2 server as the intermediaries, so it has the
+/// same timers (set through `EchoLimits`), and a budget for the bodies one connection holds.
+mod echo {
+    use gatebench_services::echo::EchoLimits;
+    use gatebench_services::EchoConfig;
+
+    use super::*;
+    use crate::h2raw::HEADERS;
+    use crate::support::echo_config;
+
+    const WINDOW_UPDATE: u8 = 0x8;
+
+    fn h2c(limits: EchoLimits, config: EchoConfig) -> (EchoConfig, EchoLimits) {
+        (
+            EchoConfig {
+                http2: true,
+                ..config
+            },
+            limits,
+        )
+    }
+
+    fn post(len: usize) -> [(&'static str, String); 5] {
+        [
+            (":method", "POST".into()),
+            (":scheme", "http".into()),
+            (":path", "/".into()),
+            (":authority", "localhost".into()),
+            ("content-length", len.to_string()),
+        ]
+    }
+
+    async fn headers(h2: &mut RawH2<TcpStream>, stream: u32, fields: &[(&str, String)]) {
+        let fields: Vec<(&str, &str)> = fields.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        h2.headers(stream, &fields, false).await;
+    }
+
+    #[tokio::test]
+    async fn h2c_preface_without_settings_is_closed_after_the_idle_timeout() {
+        let (config, limits) = h2c(
+            EchoLimits {
+                idle: SHORT,
+                ..EchoLimits::default()
+            },
+            echo_config(),
+        );
+        let echo = Running::echo_with(config, limits).await;
+        let mut stream = TcpStream::connect(echo.addr).await.unwrap();
+        let started = Instant::now();
+        stream
+            .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+            .await
+            .unwrap();
+        let (closed, goaway) = h2_closed_within(&mut stream, PATIENCE).await;
+        let took = started.elapsed();
+        assert!(closed, "still open after {PATIENCE:?}");
+        assert!(took >= SHORT && took < Duration::from_secs(5), "{took:?}");
+        assert_eq!(goaway, Some(NO_ERROR));
+        echo.stop().await;
+    }
+
+    #[tokio::test]
+    async fn h2c_connection_that_sends_nothing_is_closed_after_the_idle_timeout() {
+        let (config, limits) = h2c(
+            EchoLimits {
+                idle: SHORT,
+                ..EchoLimits::default()
+            },
+            echo_config(),
+        );
+        let echo = Running::echo_with(config, limits).await;
+        let mut stream = TcpStream::connect(echo.addr).await.unwrap();
+        let started = Instant::now();
+        let (closed, _) = h2_closed_within(&mut stream, PATIENCE).await;
+        let took = started.elapsed();
+        assert!(closed, "still open after {PATIENCE:?}");
+        assert!(took >= SHORT && took < Duration::from_secs(5), "{took:?}");
+        echo.stop().await;
+    }
+
+    #[tokio::test]
+    async fn h2_client_that_never_opens_its_window_gets_rst_stream_after_the_send_timeout() {
+        let (config, limits) = h2c(
+            EchoLimits {
+                send: SHORT,
+                ..EchoLimits::default()
+            },
+            EchoConfig {
+                get_size: 256 * 1024,
+                ..echo_config()
+            },
+        );
+        let echo = Running::echo_with(config, limits).await;
+        let mut h2 = RawH2::start(TcpStream::connect(echo.addr).await.unwrap()).await;
+        h2.headers(1, &GET_H2, true).await;
+        assert_eq!(h2.outcome(1).await, Outcome::Status(200));
+        let started = Instant::now();
+        let mut data = 0usize;
+        let reset = loop {
+            let frame = h2
+                .read_frame()
+                .await
+                .expect("a RST_STREAM before the close");
+            match frame.kind {
+                DATA => data += frame.payload.len(),
+                RST_STREAM if frame.stream == 1 => {
+                    break u32::from_be_bytes(frame.payload[..4].try_into().unwrap())
+                }
+                _ => {}
+            }
+        };
+        let took = started.elapsed();
+        assert_eq!(reset, CANCEL);
+        assert_eq!(data, 65_535, "the whole initial window was sent first");
+        assert!(
+            took >= SHORT / 2 && took < Duration::from_secs(5),
+            "{took:?}"
+        );
+        echo.stop().await;
+    }
+
+    #[tokio::test]
+    async fn stalled_h2_request_body_gets_408_after_the_body_timeout() {
+        let (config, limits) = h2c(
+            EchoLimits {
+                body: SHORT,
+                ..EchoLimits::default()
+            },
+            echo_config(),
+        );
+        let echo = Running::echo_with(config, limits).await;
+        let mut h2 = RawH2::start(TcpStream::connect(echo.addr).await.unwrap()).await;
+        headers(&mut h2, 1, &post(100)).await;
+        h2.frame(DATA, 0, 1, &[b'x'; 10]).await;
+        let started = Instant::now();
+        assert_eq!(h2.outcome(1).await, Outcome::Status(408));
+        let took = started.elapsed();
+        assert!(took >= SHORT && took < Duration::from_secs(5), "{took:?}");
+        echo.stop().await;
+    }
+
+    /// Five streams each declaring a body of `max_body` on a connection whose budget is two
+    /// bodies: two are taken (and echoed once their bodies come), three get 503 before sending
+    /// a byte of body; once the two are echoed, the budget is back for the next stream. Before
+    /// the budget, the connection held every body at once (`h2_max_streams` × `max_body`).
+    #[tokio::test]
+    async fn streams_past_the_connection_s_body_budget_get_503_and_the_budget_comes_back() {
+        const BODY: usize = 30_000;
+        let (config, limits) = h2c(
+            EchoLimits {
+                h2_body_budget: 2 * BODY,
+                ..EchoLimits::default()
+            },
+            EchoConfig {
+                max_body: BODY,
+                ..echo_config()
+            },
+        );
+        let echo = Running::echo_with(config, limits).await;
+        let mut h2 = RawH2::start(TcpStream::connect(echo.addr).await.unwrap()).await;
+        // Room on the connection for every echo (each stream's own 65,535 is enough).
+        h2.frame(WINDOW_UPDATE, 0, 0, &(1u32 << 20).to_be_bytes())
+            .await;
+        let streams = [1, 3, 5, 7, 9];
+        for stream in streams {
+            headers(&mut h2, stream, &post(BODY)).await;
+            h2.frame(DATA, 0, stream, &[b'a'; 1000]).await;
+        }
+        // The refused ones are answered at once (503, whose text tells it apart whatever HPACK
+        // table the status was coded with); the taken ones wait for their bodies.
+        let mut refused = Vec::new();
+        while refused.len() < 3 {
+            let frame = h2.read_frame().await.expect("three answers");
+            if frame.kind == DATA {
+                assert_eq!(
+                    frame.payload, b"Service Unavailable",
+                    "stream {}",
+                    frame.stream
+                );
+                refused.push(frame.stream);
+            }
+        }
+        let taken: Vec<u32> = streams
+            .iter()
+            .copied()
+            .filter(|s| !refused.contains(s))
+            .collect();
+        assert_eq!(taken.len(), 2, "{refused:?}");
+        for &stream in &taken {
+            send_body(&mut h2, stream, BODY - 1000).await;
+        }
+        let echoed = read_echoes(&mut h2, &taken).await;
+        assert_eq!(echoed, vec![(200, BODY); 2]);
+        // Both echoes sent: the budget is whole again.
+        headers(&mut h2, 11, &post(BODY)).await;
+        send_body(&mut h2, 11, BODY).await;
+        assert_eq!(read_echoes(&mut h2, &[11]).await, vec![(200, BODY)]);
+        drop(h2);
+        echo.stop().await;
+    }
+
+    /// A client that sends its preface and SETTINGS, then a thousand PINGs without reading a
+    /// byte, gets GOAWAY(ENHANCE_YOUR_CALM) and a close (within the 1 s the GOAWAY is given to
+    /// leave), while a client beside it on the same server is served.
+    #[tokio::test]
+    async fn ping_flood_gets_goaway_and_a_close_while_a_normal_client_is_served() {
+        let (config, limits) = h2c(EchoLimits::default(), echo_config());
+        let echo = Running::echo_with(config, limits).await;
+        let mut flood = TcpStream::connect(echo.addr).await.unwrap();
+        let mut bytes = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+        bytes.extend_from_slice(&[0, 0, 0, 0x4, 0, 0, 0, 0, 0]);
+        for i in 0..1000u64 {
+            bytes.extend_from_slice(&[0, 0, 8, 0x6, 0, 0, 0, 0, 0]);
+            bytes.extend_from_slice(&i.to_be_bytes());
+        }
+        let started = Instant::now();
+        flood.write_all(&bytes).await.unwrap();
+        let mut normal = RawH2::start(TcpStream::connect(echo.addr).await.unwrap()).await;
+        normal.headers(1, &GET_H2, true).await;
+        assert_eq!(normal.outcome(1).await, Outcome::Status(200));
+        // Only now does the flooding client read: the server's SETTINGS, some PING ACKs, the
+        // GOAWAY, then the end.
+        let (closed, goaway) = h2_closed_within(&mut flood, PATIENCE).await;
+        let took = started.elapsed();
+        assert!(closed, "still open after {PATIENCE:?}");
+        assert_eq!(goaway, Some(ENHANCE_YOUR_CALM));
+        assert!(took < Duration::from_secs(5), "{took:?}");
+        normal.headers(3, &GET_H2, true).await;
+        assert_eq!(normal.outcome(3).await, Outcome::Status(200));
+        drop(normal);
+        echo.stop().await;
+    }
+
+    /// `len` bytes of body on `stream` in DATA frames of the default largest size, the last
+    /// with END_STREAM.
+    async fn send_body(h2: &mut RawH2<TcpStream>, stream: u32, mut len: usize) {
+        while len > 0 {
+            let piece = len.min(16_384);
+            len -= piece;
+            let flags = if len == 0 { END_STREAM } else { 0 };
+            h2.frame(DATA, flags, stream, &vec![b'b'; piece]).await;
+        }
+    }
+
+    /// The status and the DATA bytes of each of `streams`, read until every one ended.
+    async fn read_echoes(h2: &mut RawH2<TcpStream>, streams: &[u32]) -> Vec<(u16, usize)> {
+        let mut got = vec![(0u16, 0usize); streams.len()];
+        let mut ended = vec![false; streams.len()];
+        while ended.contains(&false) {
+            let frame = h2.read_frame().await.expect("the echoes");
+            let Some(i) = streams.iter().position(|&s| s == frame.stream) else {
+                continue;
+            };
+            match frame.kind {
+                HEADERS => got[i].0 = h2_status(&frame.payload),
+                DATA => got[i].1 += frame.payload.len(),
+                RST_STREAM => panic!("stream {} reset", frame.stream),
+                _ => {}
+            }
+            if frame.flags & END_STREAM != 0 {
+                ended[i] = true;
+            }
+        }
+        got
+    }
+
+    fn h2_status(block: &[u8]) -> u16 {
+        crate::h2raw::status(block)
+    }
+
+    const GET_H2: [(&str, &str); 4] = [
+        (":method", "GET"),
+        (":scheme", "http"),
+        (":path", "/"),
+        (":authority", "localhost"),
+    ];
+}

@@ -64,6 +64,10 @@ impl Running {
         Self::spawn(|l, s| echo::serve(l, config, s)).await
     }
 
+    pub async fn echo_with(config: EchoConfig, limits: echo::EchoLimits) -> Self {
+        Self::spawn(|l, s| echo::serve_with(l, config, limits, s)).await
+    }
+
     pub async fn proxy(config: ProxyConfig) -> Self {
         Self::spawn(|l, s| proxy::serve(l, config, s)).await
     }

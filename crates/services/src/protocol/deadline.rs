@@ -1,5 +1,5 @@
 //! A re-armable deadline for hand-written `poll` readers (the strict HTTP/1 checker, the
-//! intermediaries' HTTP/1 server, upstream HTTP/2 bodies): armed when a read has to wait,
+//! services' HTTP/1 server, HTTP/2 request and upstream bodies): armed when a read has to wait,
 //! disarmed when it makes progress, and allocated only the first time a wait happens, so a
 //! connection whose reads never wait carries no timer.
 //!

@@ -1,27 +1,29 @@
-//! The bodies the intermediaries move: requests going upstream ([`UpBody`]) and responses going
-//! back to the client ([`ResBody`]). Both stream frame by frame; nothing is collected except by
-//! the transform, which must parse the whole JSON document.
+//! The bodies the services move: client request bodies ([`ClientBody`]), requests going
+//! upstream ([`UpBody`]) and responses going back to the client ([`ResBody`]). Rule: every body
+//! streams frame by frame and nothing here collects one (the transform and the echo collect
+//! above this layer, the echo within a [`Budget`]).
 //!
 //! An HTTP/1.1 upstream's body ([`H1Body`]) owns its connection: the connection goes back to
 //! the pool only when the body ended cleanly. A body that breaks (the upstream resets,
 //! truncates or stalls) closes its connection, and the error reaches the client connection's
-//! server (`h1server`, or `h2server`), which truncates the client's message (HTTP/1: close before the end;
-//! HTTP/2: RST_STREAM) — a failure is never turned into a complete-looking response
+//! server (`h1::server`, or `h2::server`), which truncates the client's message (HTTP/1: close
+//! before the end; HTTP/2: RST_STREAM) — a failure is never turned into a complete-looking response
 //! (docs/behaviour.md, "as an intermediary").
 
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::body::{Body, Frame, SizeHint};
 use tokio::time::Instant;
 
-use crate::deadline::Deadline;
 use crate::failure::{log_failure, BodyError, Failure};
-use crate::h1client::H1Body;
-use crate::h1conn::H1Recv;
+use crate::protocol::deadline::Deadline;
+use crate::protocol::h1::client::H1Body;
+use crate::protocol::h1::conn::H1Recv;
 
 /// A request body on its way upstream.
 #[derive(Debug)]
@@ -193,12 +195,10 @@ impl H2Recv {
     }
 }
 
-/// A client's request body: from an HTTP/1.x connection served by `h1server`, from an HTTP/2
-/// stream served with the h2 crate (`h2server`), or from hyper.
+/// A client's request body: from an HTTP/1.x connection served by `h1::server`, or from an
+/// HTTP/2 stream served with the h2 crate (`h2::server`).
 #[derive(Debug)]
 pub(crate) enum ClientBody {
-    /// Read by hyper.
-    Hyper(Incoming),
     /// Read from an HTTP/1.x connection as it is asked for.
     H1(H1Recv),
     /// An HTTP/2 stream's DATA and trailers.
@@ -214,9 +214,6 @@ impl Body for ClientBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         match self.get_mut() {
-            ClientBody::Hyper(inner) => Pin::new(inner)
-                .poll_frame(cx)
-                .map_err(BodyError::Downstream),
             ClientBody::H1(inner) => inner.poll_frame(cx),
             ClientBody::H2(inner) => inner.poll_client(cx),
         }
@@ -224,7 +221,6 @@ impl Body for ClientBody {
 
     fn is_end_stream(&self) -> bool {
         match self {
-            ClientBody::Hyper(inner) => inner.is_end_stream(),
             ClientBody::H1(inner) => inner.is_end_stream(),
             ClientBody::H2(inner) => inner.is_end_stream(),
         }
@@ -232,7 +228,6 @@ impl Body for ClientBody {
 
     fn size_hint(&self) -> SizeHint {
         match self {
-            ClientBody::Hyper(inner) => inner.size_hint(),
             ClientBody::H1(inner) => inner.size_hint(),
             ClientBody::H2(inner) => inner.size_hint(),
         }
@@ -244,6 +239,9 @@ impl Body for ClientBody {
 pub(crate) enum ResBody {
     /// An answer of the proxy's own (errors, health).
     Local(Option<Bytes>),
+    /// An answer of the service's own whose bytes count against its connection's [`Budget`]
+    /// until the body is dropped (the echo's echoes). The [`Held`] is kept for its drop.
+    Held(Option<Bytes>, #[allow(dead_code)] Held),
     /// An HTTP/1.1 upstream's body, read straight from its connection.
     H1(H1Body),
     /// An HTTP/2 upstream's body, streamed from h2's client.
@@ -265,7 +263,7 @@ pub(crate) struct UpstreamBody {
     stall: Deadline,
     /// Which upstream, for the log line if the body breaks.
     upstream: Arc<str>,
-    /// An error held back for one poll so hyper flushes what it has first (see `H1Body`).
+    /// An error held back for one poll so the server writes what it has first (see `H1Body`).
     failed: Option<BodyError>,
 }
 
@@ -290,7 +288,9 @@ impl Body for ResBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BodyError>>> {
         let body = match self.get_mut() {
-            ResBody::Local(data) => return Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
+            ResBody::Local(data) | ResBody::Held(data, _) => {
+                return Poll::Ready(data.take().map(|d| Ok(Frame::data(d))))
+            }
             ResBody::H1(body) => return Pin::new(body).poll_frame(cx),
             ResBody::Upstream(body) => body,
         };
@@ -325,7 +325,7 @@ impl Body for ResBody {
 
     fn is_end_stream(&self) -> bool {
         match self {
-            ResBody::Local(data) => data.is_none(),
+            ResBody::Local(data) | ResBody::Held(data, _) => data.is_none(),
             ResBody::H1(body) => body.is_end_stream(),
             ResBody::Upstream(body) => body.inner.is_end_stream(),
         }
@@ -333,11 +333,98 @@ impl Body for ResBody {
 
     fn size_hint(&self) -> SizeHint {
         match self {
-            ResBody::Local(data) => {
+            ResBody::Local(data) | ResBody::Held(data, _) => {
                 SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
             }
             ResBody::H1(body) => body.size_hint(),
             ResBody::Upstream(body) => body.inner.size_hint(),
         }
+    }
+}
+
+/// Bytes a connection's requests may hold at once (the echo's bodies on one HTTP/2
+/// connection), shared by its streams; each holds its part through a [`Held`].
+#[derive(Debug)]
+pub(crate) struct Budget {
+    limit: usize,
+    used: AtomicUsize,
+}
+
+impl Budget {
+    pub(crate) fn new(limit: usize) -> Arc<Self> {
+        Arc::new(Self {
+            limit,
+            used: AtomicUsize::new(0),
+        })
+    }
+
+    /// Bytes held now.
+    #[cfg(test)]
+    pub(crate) fn used(&self) -> usize {
+        self.used.load(Ordering::Acquire)
+    }
+}
+
+/// One request's part of a [`Budget`], given back when dropped.
+#[derive(Debug)]
+pub(crate) struct Held {
+    budget: Arc<Budget>,
+    bytes: usize,
+}
+
+impl Held {
+    /// Holds nothing yet.
+    pub(crate) fn new(budget: Arc<Budget>) -> Self {
+        Self { budget, bytes: 0 }
+    }
+
+    /// Takes `n` more bytes of the budget; false (and nothing taken) when they do not fit.
+    pub(crate) fn take(&mut self, n: usize) -> bool {
+        let limit = self.budget.limit;
+        let taken = self
+            .budget
+            .used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                used.checked_add(n).filter(|&after| after <= limit)
+            })
+            .is_ok();
+        if taken {
+            self.bytes += n;
+        }
+        taken
+    }
+
+    /// Bytes this request holds.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.budget.used.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_budget_is_shared_and_given_back() {
+        let budget = Budget::new(100);
+        let mut a = Held::new(budget.clone());
+        let mut b = Held::new(budget.clone());
+        assert!(a.take(60));
+        assert!(!b.take(41), "60 + 41 is over 100");
+        assert!(b.take(40));
+        assert_eq!(budget.used(), 100);
+        assert!(!a.take(1));
+        drop(a);
+        assert_eq!(budget.used(), 40);
+        assert!(b.take(60));
+        assert_eq!(b.bytes(), 100);
+        drop(b);
+        assert_eq!(budget.used(), 0);
     }
 }

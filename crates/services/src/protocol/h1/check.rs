@@ -51,7 +51,7 @@ use tokio::time::Instant;
 
 use gatebench_h1::{crlf_only, trim_ows, BodyLength, Chunked, Fields};
 
-use crate::deadline::Deadline;
+use crate::protocol::deadline::Deadline;
 
 /// The method of the synthetic request that stands for a refused head. hyper parses it like any
 /// extension method; a client that sends it is refused with 400 itself, so the service sees it
@@ -1109,22 +1109,24 @@ mod tests {
         }
     }
 
-    /// The direct HTTP/1 server (`h1server`) over the same trickle: linear too.
+    /// The direct HTTP/1 server (`h1::server`) over the same trickle: linear too.
     #[tokio::test(flavor = "current_thread")]
     async fn the_server_parses_a_trickled_head_in_linear_work() {
         use bytes::Bytes;
         use http::Response;
 
-        use crate::h1server::H1Handler;
-        use crate::h2server::H2Future;
-        use crate::interim::Interim;
-        use crate::proxy::body::{ClientBody, ResBody};
+        use crate::protocol::body::{ClientBody, ResBody};
+        use crate::protocol::h1::server::H1Handler;
+        use crate::protocol::interim::Interim;
+        use crate::protocol::Answer;
 
         struct Seen(Arc<std::sync::Mutex<Vec<String>>>);
         impl H1Handler for Seen {
-            fn call_h1(&self, req: Request<ClientBody>, _: Option<Interim>) -> H2Future {
+            fn call_h1(&self, req: Request<ClientBody>, _: Option<Interim>) -> Answer {
                 self.0.lock().unwrap().push(req.uri().to_string());
-                Box::pin(async { Response::new(ResBody::Local(Some(Bytes::from_static(b"ok")))) })
+                Answer::Ready(Some(Response::new(ResBody::Local(Some(
+                    Bytes::from_static(b"ok"),
+                )))))
             }
             fn refuse(&self, status: StatusCode) -> Response<ResBody> {
                 self.0.lock().unwrap().push(status.to_string());
@@ -1142,7 +1144,7 @@ mod tests {
             let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
             let (_stop, mut drain) = tokio::sync::watch::channel(false);
             take_work();
-            crate::h1server::serve(
+            crate::protocol::h1::server::serve(
                 Trickle {
                     data: head.clone(),
                     piece,

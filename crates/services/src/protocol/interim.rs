@@ -2,8 +2,8 @@
 //! (RFC 9110 §15.2: a proxy forwards the 1xx responses it did not ask for itself).
 //!
 //! Neither of hyper's servers can send them, so each protocol has its own channel: on HTTP/1.1
-//! an [`Interim`] queue of serialized heads that the connection's loop (`h1server`) writes
-//! between responses; on HTTP/2 an [`H2Interim`] sender whose heads `h2server` sends as 1xx
+//! an [`Interim`] queue of serialized heads that the connection's loop (`h1::server`) writes
+//! between responses; on HTTP/2 an [`H2Interim`] sender whose heads `h2::server` sends as 1xx
 //! HEADERS on the request's stream (RFC 9113 §8.1). [`InterimTarget`] is either of them, as the
 //! forwarding code sees it. This module only carries heads; what goes into them (hop-by-hop
 //! fields removed, Via added) is the forwarding code's business.
@@ -17,7 +17,7 @@ use http::Response;
 use tokio::sync::mpsc;
 
 /// Interim (1xx) responses on their way from a request's handler to its HTTP/1.1 connection:
-/// one per connection, shared by the service and the connection's loop (`h1server`).
+/// one per connection, shared by the service and the connection's loop (`h1::server`).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Interim(Arc<Mutex<InterimQueue>>);
 
@@ -108,7 +108,7 @@ impl Interim {
 pub(crate) struct H2Interim(mpsc::UnboundedSender<Response<()>>);
 
 impl H2Interim {
-    /// The handler's end of a stream's channel; `h2server` reads the other.
+    /// The handler's end of a stream's channel; `h2::server` reads the other.
     pub(crate) fn new(sender: mpsc::UnboundedSender<Response<()>>) -> Self {
         Self(sender)
     }
@@ -124,9 +124,9 @@ impl H2Interim {
 /// The client connection interim (1xx) responses go to.
 #[derive(Debug, Clone)]
 pub(crate) enum InterimTarget {
-    /// An HTTP/1.1 client: serialized heads, written by its connection's loop (`h1server`).
+    /// An HTTP/1.1 client: serialized heads, written by its connection's loop (`h1::server`).
     H1(Interim),
-    /// An HTTP/2 client's stream: HEADERS frames sent by `h2server` (RFC 9113 §8.1).
+    /// An HTTP/2 client's stream: HEADERS frames sent by `h2::server` (RFC 9113 §8.1).
     H2(H2Interim),
 }
 

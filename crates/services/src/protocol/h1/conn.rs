@@ -1,4 +1,4 @@
-//! The read side of an HTTP/1.x client connection served by `h1server`: the connection and the
+//! The read side of an HTTP/1.x client connection served by `h1::server`: the connection and the
 //! bytes read from it, shared by the connection's loop (which parses heads and writes answers)
 //! and the body of the request in flight ([`H1Recv`], which the intermediary reads as it
 //! forwards): Content-Length or the chunked coding decoded by `gatebench-h1`, trailers checked
@@ -19,8 +19,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant;
 use tracing::debug;
 
-use crate::deadline::Deadline;
 use crate::failure::BodyError;
+use crate::protocol::deadline::Deadline;
 
 /// Bytes read from the client at once for a head (a buffer grows for a larger one): a request
 /// in flight keeps its head's buffer until it is forwarded.

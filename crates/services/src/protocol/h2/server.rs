@@ -1,4 +1,4 @@
-//! HTTP/2 client connections of the intermediaries, served with the h2 crate directly rather
+//! HTTP/2 client connections of every service, served with the h2 crate directly rather
 //! than through hyper: hyper 1's server has no way to send an interim (1xx) response on
 //! HTTP/2, and a proxy must forward the ones its upstream sends (RFC 9110 §15.2; RFC 9113 §8.1:
 //! one or more 1xx HEADERS may precede the final response's HEADERS). h2's
@@ -10,8 +10,7 @@
 //! removed (RFC 9113 §8.2.2), `Date` and an exact `Content-Length` added when missing, response
 //! bodies written as the client's window allows, a broken response body ended with RST_STREAM
 //! (never a complete-looking message), a client's RST_STREAM cancelling the request's work, and
-//! GOAWAY when the drain starts. The echo backend stays on hyper: it sends no interim
-//! responses. Not done: CONNECT (extended or not) and server push, which the intermediaries
+//! GOAWAY when the drain starts. Not done: CONNECT (extended or not) and server push, which the intermediaries
 //! never offered.
 //!
 //! Slow and hostile peers (docs/proxy.md, "Timers and limits"), each with its timer or limit as
@@ -26,7 +25,10 @@
 //! - a client that resets streams after they were accepted (CVE-2023-44487, "rapid reset")
 //!   gets GOAWAY(ENHANCE_YOUR_CALM) once it reset more than [`MAX_CLIENT_RESETS`] streams and
 //!   more streams than it let finish; h2 itself bounds resets before accept
-//!   (`max_pending_accept_reset_streams`, 20) and the server's own resets (below).
+//!   (`max_pending_accept_reset_streams`, 20) and the server's own resets (below);
+//! - a client that floods PING or SETTINGS frames (CVE-2019-9512, CVE-2019-9515) gets
+//!   GOAWAY(ENHANCE_YOUR_CALM) once it sent more than `h2::flood::CONTROL_CREDIT` of them beyond
+//!   the HEADERS and DATA frames it sent (`h2::flood`, which counts the frames below h2).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -46,9 +48,11 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tracing::debug;
 
-use crate::drain::draining;
-use crate::interim::H2Interim;
-use crate::proxy::body::{ClientBody, H2Recv, ResBody};
+use crate::protocol::body::{ClientBody, H2Recv, ResBody};
+use crate::protocol::drain::draining;
+use crate::protocol::h2::flood::FloodRead;
+use crate::protocol::interim::H2Interim;
+use crate::protocol::Answer;
 
 /// hyper's HTTP/2 server defaults, kept so that moving off hyper changes no behaviour a client
 /// can measure: 1 MiB stream and connection windows, 16 KiB frames, 400 KiB buffered per
@@ -106,13 +110,10 @@ impl Drop for OpenStream {
     }
 }
 
-/// The future answering one HTTP/2 request.
-pub(crate) type H2Future = Pin<Box<dyn Future<Output = Response<ResBody>> + Send>>;
-
 /// A service that answers HTTP/2 requests served by this module.
 pub(crate) trait H2Handler: Send + Sync + 'static {
     /// Answers `req`; interim responses go through `interim`.
-    fn call_h2(&self, req: Request<ClientBody>, interim: H2Interim) -> H2Future;
+    fn call_h2(&self, req: Request<ClientBody>, interim: H2Interim) -> Answer;
 }
 
 /// Serves one HTTP/2 connection (after TLS with ALPN h2, or h2c by prior knowledge) until it
@@ -125,6 +126,7 @@ pub(crate) async fn serve<T>(
 ) where
     T: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let (io, flooded) = FloodRead::new(io);
     let mut builder = h2::server::Builder::new();
     builder
         .initial_window_size(STREAM_WINDOW)
@@ -137,9 +139,13 @@ pub(crate) async fn serve<T>(
     // The preface is part of the first idle period: a client that never sends it is closed
     // after the idle timeout like one that sends nothing after it.
     let idle_deadline = Instant::now() + limits.idle_timeout;
-    let handshake = builder.handshake::<T, Bytes>(io);
+    let handshake = builder.handshake::<FloodRead<T>, Bytes>(io);
     let mut conn = tokio::select! {
         biased;
+        () = flooded.wait() => {
+            debug!("client flooded control frames before its handshake ended: closing");
+            return;
+        }
         conn = tokio::time::timeout_at(idle_deadline, handshake) => match conn {
             Ok(Ok(conn)) => conn,
             Ok(Err(error)) => {
@@ -164,6 +170,11 @@ pub(crate) async fn serve<T>(
             let idle_at = idle_since.map(|since| since + limits.idle_timeout);
             tokio::select! {
                 biased;
+                () = flooded.wait() => {
+                    debug!("client flooded control frames: GOAWAY");
+                    close(&mut conn, Reason::ENHANCE_YOUR_CALM).await;
+                    return;
+                }
                 next = conn.accept() => next,
                 () = draining(drain) => {
                     // GOAWAY; accept keeps driving the connection until its streams end.
@@ -275,7 +286,7 @@ async fn stream(
             if let Poll::Ready(Some(interim)) = rx.poll_recv(cx) {
                 return Poll::Ready(Step::Interim(interim));
             }
-            if let Poll::Ready(response) = answer.as_mut().poll(cx) {
+            if let Poll::Ready(response) = Pin::new(&mut answer).poll(cx) {
                 return Poll::Ready(Step::Final(response));
             }
             // A client's RST_STREAM cancels the request: dropping the handler drops its
@@ -431,7 +442,7 @@ pub(crate) async fn write_data(
     Ok(())
 }
 
-/// Checks what the h2 crate leaves to the server, as `h1check` does for HTTP/1.1:
+/// Checks what the h2 crate leaves to the server, as `h1::check` does for HTTP/1.1:
 /// - `:authority` without userinfo (RFC 9113 §8.3.1: it "MUST NOT include the deprecated
 ///   userinfo subcomponent"), since it becomes an HTTP/1.1 upstream's Host;
 /// - Content-Length repeated with one value is folded into one field (RFC 9110 §8.6 lets a

@@ -6,7 +6,7 @@
 //! proxy put that machinery at about a quarter of its user-space time. Here the exchange is a
 //! plain future in the request's task: the head and the first body chunk leave in one
 //! `writev`, the response head is read into a buffer allocated for the exchange, and the body
-//! is read by [`H1Body`], which hyper's server polls directly — the upstream socket wakes the
+//! is read by [`H1Body`], which the client connection's server polls directly — the upstream socket wakes the
 //! client connection's task, nobody else. An idle pooled connection is just its socket.
 //!
 //! It is strict the way docs/behaviour.md wants an intermediary to be about what comes back (the
@@ -42,7 +42,7 @@ pub(crate) use self::body::H1Body;
 pub(crate) use self::error::H1Error;
 use self::head::{read_head, ResponseHead};
 use crate::failure::{BodyError, Failure};
-use crate::interim::InterimSink;
+use crate::protocol::interim::InterimSink;
 use crate::upstream::{H1Conn, Pool};
 
 mod body;
@@ -366,7 +366,7 @@ pub(crate) async fn health_status(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::proxy::body::UpBody;
+    use crate::protocol::body::UpBody;
 
     #[test]
     fn chunk_lines() {

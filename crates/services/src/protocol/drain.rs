@@ -1,6 +1,6 @@
 //! The drain at shutdown: connections are told that it has begun, finish what they are doing,
 //! and the service waits for them, up to a deadline. Shared by the accept loops (`server`) and
-//! the servers of the intermediaries' connections (`h1server`, `h2server`).
+//! the servers of the services' connections (`h1::server`, `h2::server`).
 
 use std::time::Duration;
 

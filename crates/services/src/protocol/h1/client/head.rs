@@ -15,14 +15,14 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::error::{head_too_large, protocol, H1Error};
 use crate::failure::Failure;
-use crate::interim::{InterimSink, InterimTarget};
+use crate::protocol::interim::{InterimSink, InterimTarget};
 
 /// First allocation for a response (head and, usually, the whole body of a small one); it
 /// grows for larger heads and bodies. Held for the whole exchange by a busy connection.
 /// (`fuzz/corpus/h1client/regress-head-past-first-buffer`, a head longer than this buffer,
 /// once looked like a body forwarded short: the fuzz harness's packet socket had dropped the
 /// tail of a piece read into a nearly full buffer. The harness is a stream now, and the
-/// `h1client` target fuzzes heads up to the 64 KiB production limit.)
+/// `h1::client` target fuzzes heads up to the 64 KiB production limit.)
 pub(super) const READ_CHUNK: usize = 2048;
 
 /// A response head as read, with what its framing fields said.

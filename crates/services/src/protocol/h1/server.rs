@@ -1,10 +1,10 @@
-//! HTTP/1.x client connections of the intermediaries, served without hyper: one task per
-//! connection reads each request head, checks it with `h1check`'s rules, hands the request to
-//! the intermediary, and writes the response it gets back. The read side, which the request's
-//! body shares, is `h1conn`.
+//! HTTP/1.x client connections of every service (the echo and the intermediaries), served
+//! without hyper: one task per connection reads each request head, checks it with `h1::check`'s
+//! rules, hands the request to the service, and writes the response it gets back. The read
+//! side, which the request's body shares, is `h1::conn`.
 //!
-//! Why not hyper's server, which the echo backend keeps: the intermediaries' request path had
-//! every head parsed twice (`h1check` before hyper, then hyper), interim responses smuggled
+//! Why not hyper's server, which served every service once: the intermediaries' request path had
+//! every head parsed twice (`h1::check` before hyper, then hyper), interim responses smuggled
 //! through the stream wrapper because hyper's server cannot send them, and each connection
 //! holding hyper's two buffers (8 KiB to read, reallocated for every request because the
 //! parsed header values still point into the old one, and 8 KiB to write). Here a connection
@@ -24,12 +24,13 @@
 //!   client sees a truncated message, never a complete-looking one;
 //! - interim (1xx) responses queued by the intermediary (`interim::Interim`) written before the
 //!   final response of their request (RFC 9110 §15.2), never to an HTTP/1.0 client;
-//! - a refused head (`h1check`: 400, 408, 413, 414, 431, 501, 405 for CONNECT) answered by the
+//! - a refused head (`h1::check`: 400, 408, 413, 414, 431, 501, 405 for CONNECT) answered by the
 //!   intermediary's refusal and the connection closed with a linger; a client that goes away
 //!   while its request is in flight cancels the request (the intermediary's future is dropped);
 //! - idle keep-alive connections closed quietly after the idle timeout; once the drain starts,
 //!   idle connections close and busy ones close after their response.
 
+use std::future::Future;
 use std::io::{self, IoSlice};
 use std::mem::MaybeUninit;
 use std::pin::Pin;
@@ -48,13 +49,13 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::debug;
 
-use crate::deadline::Deadline;
-use crate::drain::draining;
-use crate::h1check::{self, Framing, H1Limits, HeadScan, LINGER};
-use crate::h1conn::{lock, BodyState, Conn, H1Recv, Io, Shared, CONTINUE};
-use crate::h2server::H2Future;
-use crate::interim::Interim;
-use crate::proxy::body::{ClientBody, ResBody};
+use crate::protocol::body::{ClientBody, ResBody};
+use crate::protocol::deadline::Deadline;
+use crate::protocol::drain::draining;
+use crate::protocol::h1::check::{self as h1check, Framing, H1Limits, HeadScan, LINGER};
+use crate::protocol::h1::conn::{lock, BodyState, Conn, H1Recv, Io, Shared, CONTINUE};
+use crate::protocol::interim::Interim;
+use crate::protocol::Answer;
 
 /// Most of an unread request body read and dropped to keep its connection (hyper drains
 /// without a limit; nginx discards whole bodies too).
@@ -99,8 +100,8 @@ impl Drop for Scratch {
 /// A service whose HTTP/1.x connections this module serves.
 pub(crate) trait H1Handler: Send + Sync + 'static {
     /// Answers `req`; interim responses go through `interim` (`None` for HTTP/1.0 clients).
-    fn call_h1(&self, req: Request<ClientBody>, interim: Option<Interim>) -> H2Future;
-    /// The answer to a head `h1check` refused with `status`; the connection closes after it.
+    fn call_h1(&self, req: Request<ClientBody>, interim: Option<Interim>) -> Answer;
+    /// The answer to a head `h1::check` refused with `status`; the connection closes after it.
     fn refuse(&self, status: StatusCode) -> Response<ResBody>;
 }
 
@@ -410,14 +411,14 @@ fn parse(conn: &Shared, c: &mut Conn, limits: &H1Limits) -> Result<Option<Next>,
 /// cancels the request upstream).
 async fn run(
     conn: &Shared,
-    mut answer: H2Future,
+    mut answer: Answer,
     interim: &Interim,
     limits: &H1Limits,
 ) -> Option<Response<ResBody>> {
     let mut pending = BytesMut::new();
     let mut taken = 0u64;
     std::future::poll_fn(|cx| loop {
-        if let Poll::Ready(response) = answer.as_mut().poll(cx) {
+        if let Poll::Ready(response) = Pin::new(&mut answer).poll(cx) {
             return Poll::Ready(Some(response));
         }
         let mut c = lock(conn);

@@ -1,5 +1,5 @@
 //! An upstream's response body ([`H1Body`]), read straight from its connection as hyper's
-//! server (or `h2server`) polls it: Content-Length, chunked coding decoded in place by
+//! server (or `h2::server`) polls it: Content-Length, chunked coding decoded in place by
 //! `gatebench-h1` (strict sizes, CRLF after data, trailers checked and dropped), or until the
 //! upstream closes. The connection goes back to the pool only after a clean end with nothing
 //! left over; a body that breaks or stalls closes it and ends the client's message as
