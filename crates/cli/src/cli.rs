@@ -135,17 +135,18 @@ pub struct ServeArgs {
     /// (slowloris). Every service, the echo backend too.
     #[arg(long, visible_alias = "header-timeout", value_name = "DURATION", default_value = "10s", value_parser = parse_duration, allow_hyphen_values = true)]
     pub client_header_timeout: std::time::Duration,
-    /// Longest silence inside a client's request body; 408 beyond.
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Intermediaries")]
-    pub client_body_timeout: std::time::Duration,
+    /// Longest silence inside a client's request body; 408 beyond (HTTP/2: 408 or RST_STREAM).
+    /// Every service [default: 60s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub client_body_timeout: Option<std::time::Duration>,
     /// Client connections with no request in progress (HTTP/2: no open stream, or no preface
-    /// yet) are closed after this.
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Intermediaries")]
-    pub idle_timeout: std::time::Duration,
+    /// yet) are closed after this. Every service [default: 60s; echo: 30s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub idle_timeout: Option<std::time::Duration>,
     /// A client that takes no response bytes for this long is cut (HTTP/2: its stream is
-    /// reset), and its upstream connection let go.
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Intermediaries")]
-    pub send_timeout: std::time::Duration,
+    /// reset), and an intermediary's upstream connection let go. Every service [default: 60s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true)]
+    pub send_timeout: Option<std::time::Duration>,
     /// Most client connections served at once; more wait in the accept queue until one ends
     /// [default: 10000, or half the open-files limit if lower]. Every service.
     #[arg(long, value_name = "N")]

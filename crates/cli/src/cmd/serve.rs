@@ -9,7 +9,7 @@ use std::net::TcpListener;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context, Result};
-use gatebench_services::echo::EchoConfig;
+use gatebench_services::echo::{EchoConfig, EchoLimits};
 use gatebench_services::json_xml::JsonXmlLimits;
 use gatebench_services::tls::{generate_self_signed, TlsSettings};
 use gatebench_services::{
@@ -27,6 +27,10 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
         Service::Proxy | Service::Balance | Service::Transform => intermediary(args),
     }
 }
+
+/// The intermediaries' client body, idle and send timeouts when none is given (nginx's
+/// `client_body_timeout` and `send_timeout`).
+const INTERMEDIARY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 fn echo(args: ServeArgs) -> Result<ExitCode> {
     if !args.upstreams.is_empty() {
@@ -79,8 +83,20 @@ fn echo(args: ServeArgs) -> Result<ExitCode> {
             ", HTTP/1.1"
         }
     );
-    gatebench_services::echo::run_blocking(listener, config, signal::shutdown_signal())
-        .context("echo backend failed")?;
+    let defaults = EchoLimits::default();
+    let limits = EchoLimits {
+        idle: args.idle_timeout.unwrap_or(defaults.idle),
+        body: args.client_body_timeout.unwrap_or(defaults.body),
+        send: args.send_timeout.unwrap_or(defaults.send),
+        ..defaults
+    };
+    gatebench_services::echo::run_blocking_with(
+        listener,
+        config,
+        limits,
+        signal::shutdown_signal(),
+    )
+    .context("echo backend failed")?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -109,9 +125,9 @@ fn intermediary(args: ServeArgs) -> Result<ExitCode> {
             response: args.response_timeout,
             upstream_read: args.upstream_read_timeout,
             client_header: args.client_header_timeout,
-            client_body: args.client_body_timeout,
-            client_idle: args.idle_timeout,
-            client_send: args.send_timeout,
+            client_body: args.client_body_timeout.unwrap_or(INTERMEDIARY_TIMEOUT),
+            client_idle: args.idle_timeout.unwrap_or(INTERMEDIARY_TIMEOUT),
+            client_send: args.send_timeout.unwrap_or(INTERMEDIARY_TIMEOUT),
         },
         max_body: args.max_body as u64,
         max_head: args.max_head,

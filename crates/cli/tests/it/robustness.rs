@@ -952,3 +952,22 @@ fn bad_capacity_and_cost_settings_in_a_suite_are_one_line_and_exit_2() {
         assert!(!out.exists(), "nothing is written for a bad suite");
     }
 }
+
+/// The client timers reach the echo as they reach the intermediaries: an idle connection to
+/// `serve echo --idle-timeout 1s` is closed after that second, not after the echo's default
+/// 30 s.
+#[test]
+fn the_echo_takes_the_client_timers_from_the_command_line() {
+    let echo = crate::support::EchoChild::start(&["--idle-timeout", "1s"]);
+    let addr = echo.url.trim_start_matches("http://").trim_end_matches('/');
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(25))).unwrap();
+    let t = Instant::now();
+    let mut b = [0u8; 1];
+    assert_eq!(s.read(&mut b).unwrap(), 0, "closed quietly, nothing sent");
+    let waited = t.elapsed();
+    assert!(
+        waited >= Duration::from_millis(900) && waited < Duration::from_secs(10),
+        "{waited:?}"
+    );
+}
