@@ -328,6 +328,7 @@ fn record(spec: &RunSpec, rng: &mut SplitMix64, point: &Point<'_>) -> Result<Cel
             valid: true,
             shard: None,
             merged: None,
+            thresholds: Vec::new(),
         }),
         sut_warmup: None,
         sut_measurement: Some(ResourceSummary {

@@ -20,6 +20,7 @@ use crate::error::LoadgenError;
 use crate::request::{RequestBody, RequestTemplate};
 use crate::target::is_token_byte;
 pub use crate::target::Target;
+use crate::threshold::{Threshold, MAX_THRESHOLDS};
 use crate::tls::TlsOptions;
 
 /// The arrival model: when requests are sent.
@@ -140,6 +141,8 @@ pub struct LoadSpec {
     pub streams: u32,
     /// TLS settings, used when the URL is `https://`.
     pub tls: TlsOptions,
+    /// Pass/fail conditions judged while the run goes and at its end (`--threshold`).
+    pub thresholds: Vec<Threshold>,
 }
 
 impl LoadSpec {
@@ -167,6 +170,7 @@ impl LoadSpec {
             protocol: Protocol::Http1,
             streams: 1,
             tls: TlsOptions::default(),
+            thresholds: Vec::new(),
         }
     }
 }
@@ -202,6 +206,8 @@ pub struct LoadConfig {
     pub streams: u32,
     /// TLS settings (used for `https://`).
     pub tls: TlsOptions,
+    /// Pass/fail conditions judged while the run goes and at its end.
+    pub thresholds: Vec<Threshold>,
     /// The spec's header lines, for the record.
     headers: Vec<String>,
     /// The spec's method, for the record.
@@ -376,6 +382,19 @@ impl LoadConfig {
             }
         }
         .with_expected_status(spec.expect_status);
+        if spec.thresholds.len() > MAX_THRESHOLDS {
+            return Err(cfg(
+                "--threshold",
+                format!(
+                    "given {} times; at most {MAX_THRESHOLDS}",
+                    spec.thresholds.len()
+                ),
+            ));
+        }
+        for t in &spec.thresholds {
+            t.check_against(spec.arrival != Arrival::Closed, spec.stop.duration)
+                .map_err(|e| LoadgenError::config(e.to_string()))?;
+        }
         Ok(LoadConfig {
             target,
             requests,
@@ -392,6 +411,7 @@ impl LoadConfig {
             connect_timeout: spec.connect_timeout,
             keepalive: spec.keepalive,
             verify: spec.verify,
+            thresholds: spec.thresholds,
             headers: spec.headers,
         })
     }

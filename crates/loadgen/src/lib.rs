@@ -69,6 +69,7 @@ mod schedule;
 pub mod start;
 pub mod stats;
 mod target;
+pub mod threshold;
 mod throttle;
 pub mod tls;
 mod worker;

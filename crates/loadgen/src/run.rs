@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -23,6 +23,7 @@ use crate::stats::{
     longer_than_all, new_sparse_histogram, summarize, summarize_censored, ClassStats,
     IntervalStats, LatencyHistogram, PhaseStats,
 };
+use crate::threshold::Watch;
 use crate::throttle::{self, Throttled};
 use crate::worker::{self, Stalls, WorkerMsg, WorkerPlan, WorkerResult, STALL_COUNTED};
 
@@ -228,6 +229,8 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
         config.warmup,
         timeline_curve,
         fixed_rate,
+        Watch::new(config.thresholds.clone()),
+        stop.clone(),
         &mut opts,
     );
     let mut results: Vec<Option<WorkerResult>> = (0..threads).map(|_| None).collect();
@@ -280,6 +283,7 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
     }
     collector.flush_all()?;
     let timeline = collector.timeline.take();
+    let watch = std::mem::replace(&mut collector.watch, Watch::new(Vec::new()));
     let throttled = quota.since();
     let mut out = build(
         &config,
@@ -291,6 +295,7 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
         throttled,
     );
     out.report.timeline = timeline;
+    out.report.thresholds = watch.finish(&out.report);
     if config.requests.is_multi() {
         let open = config.arrival.is_open();
         out.report.classes = Some(
@@ -501,6 +506,10 @@ struct Collector<'o, 'a> {
     timeline: Option<Vec<SecondRecord>>,
     /// Each second of the timeline carries its latency histogram.
     second_histograms: bool,
+    /// The run's thresholds, judged as each second of the measurement comes in.
+    watch: Watch,
+    /// What the workers watch to stop scheduling: set when an `abort` threshold breaches.
+    stop: Arc<AtomicBool>,
     opts: &'o mut RunOptions<'a>,
 }
 
@@ -510,9 +519,13 @@ impl<'o, 'a> Collector<'o, 'a> {
         warmup: Duration,
         curve: Option<Arc<Curve>>,
         fixed_rate: Option<f64>,
+        watch: Watch,
+        stop: Arc<AtomicBool>,
         opts: &'o mut RunOptions<'a>,
     ) -> Self {
         Collector {
+            watch,
+            stop,
             timeline: (curve.is_some() || opts.timeline).then(Vec::new),
             second_histograms: opts.timeline,
             curve,
@@ -612,6 +625,20 @@ impl<'o, 'a> Collector<'o, 'a> {
         }
         self.total_responses += iv.responses();
         self.total_errors += iv.errors();
+        if !self.watch.is_empty() && start >= self.warmup {
+            let censored_min = (!iv.censored.is_empty()).then(|| iv.censored.min());
+            let stop = self.watch.second(
+                iv.all_latency(),
+                censored_min,
+                iv.outcomes,
+                length,
+                target_rate.or(self.fixed_rate),
+            );
+            if let Some(why) = stop {
+                tracing::warn!("{why}: stopping the run");
+                self.stop.store(true, Ordering::Relaxed);
+            }
+        }
         if let Some(cb) = self.opts.on_interval.as_deref_mut() {
             let view = IntervalView {
                 index: iv.index,
@@ -775,6 +802,7 @@ fn build(
         valid,
         shard: None,
         merged: None,
+        thresholds: Vec::new(),
     };
     RunOutput {
         report,

@@ -35,7 +35,7 @@ pub use load::redact_header;
 pub use load::{
     ArrivalRecord, ClassReport, ConnectionStats, LoadConfigRecord, LoadReport, MergeInfo,
     MergedShard, Model, PhaseHistograms, PhaseReport, RequestsFrom, SecondRecord, SelfCheck,
-    ShardInfo, ToolInfo,
+    ShardInfo, ThresholdResult, ToolInfo,
 };
 pub use outcome::{Outcome, OutcomeCounts};
 pub use suite::{

@@ -388,6 +388,31 @@ pub struct LoadReport {
     /// Set when this record merges the records of a run's shards (`gatebench merge`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<MergeInfo>,
+    /// The run's thresholds (`--threshold`) and how each ended; empty without any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<ThresholdResult>,
+}
+
+/// A threshold of a run (`--threshold`) and its verdict.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ThresholdResult {
+    /// As given: `p99<50ms over 10s abort`.
+    pub threshold: String,
+    /// It held: over every full window (with `over`) and over the whole measurement.
+    pub passed: bool,
+    /// Its metric over the whole measurement, in words: `p99 12.345 ms`, `errors 0.000%`,
+    /// `rate 4990.2/s (0.998 × target 5000.0)`.
+    pub observed: String,
+    /// When the first breach was seen, seconds into the measurement (the end of the window
+    /// that breached it); absent when none was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breached_at_s: Option<f64>,
+    /// The metric in the window that first breached it, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breach: Option<String>,
+    /// Its breach stopped the run early (`abort`).
+    #[serde(default)]
+    pub aborted: bool,
 }
 
 /// Fragments of a header's name that mark its value as a credential (compared in lower case).

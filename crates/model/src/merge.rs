@@ -295,6 +295,7 @@ pub fn merge(records: &[LoadReport]) -> Result<LoadReport, MergeError> {
         classes: None,
         valid: shards.iter().all(|r| r.valid),
         shard: None,
+        thresholds: Vec::new(),
         merged: Some(MergeInfo {
             count,
             start_skew_ms: (latest - earliest) as f64 / 1e3,
@@ -646,6 +647,7 @@ mod tests {
                 start_at_unix_ms: Some(1_000),
             }),
             merged: None,
+            thresholds: Vec::new(),
         }
     }
 

@@ -134,7 +134,33 @@ pub fn render(r: &LoadReport) -> String {
     for w in &r.target_warnings {
         let _ = writeln!(out, "TARGET: {w}");
     }
+    thresholds(&mut out, r);
     out
+}
+
+/// `Thresholds`: each one's verdict, its metric over the measurement, and where a window first
+/// breached it.
+fn thresholds(out: &mut String, r: &LoadReport) {
+    if r.thresholds.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nThresholds");
+    for t in &r.thresholds {
+        let _ = write!(
+            out,
+            "  {} {:<32} {}",
+            if t.passed { "PASS" } else { "FAIL" },
+            t.threshold,
+            t.observed
+        );
+        if let (Some(at), Some(b)) = (t.breached_at_s, &t.breach) {
+            let _ = write!(out, "; breached at {at:.0} s ({b})");
+        }
+        if t.aborted {
+            out.push_str("; stopped the run");
+        }
+        out.push('\n');
+    }
 }
 
 fn secs(s: f64) -> String {

@@ -91,6 +91,7 @@ pub fn load_report(
         valid,
         shard: None,
         merged: None,
+        thresholds: Vec::new(),
     }
 }
 

@@ -109,7 +109,15 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
     if let Some(bar) = spinner {
         bar.finish_and_clear();
     }
-    let interrupted = stop.load(Ordering::Relaxed);
+    // An `abort` threshold stops the run through the same flag as Ctrl-C: it is not one.
+    let aborted = output.report.thresholds.iter().any(|t| t.aborted);
+    let interrupted = stop.load(Ordering::Relaxed) && !aborted;
+    let failed = output
+        .report
+        .thresholds
+        .iter()
+        .filter(|t| !t.passed)
+        .count();
     let text = gatebench_report::load_text::render(&output.report);
     if text_to_stderr {
         eprint!("{text}");
@@ -118,6 +126,21 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
     }
     if interrupted {
         eprintln!("gatebench: interrupted; the report covers what was measured until then");
+    }
+    if let Some(t) = output.report.thresholds.iter().find(|t| t.aborted) {
+        eprintln!(
+            "gatebench: stopped early: threshold '{}' breached {:.0} s into the measurement ({}); \
+             the report covers what was measured until then",
+            t.threshold,
+            t.breached_at_s.unwrap_or(0.0),
+            t.breach.as_deref().unwrap_or(&t.observed)
+        );
+    }
+    if failed > 0 {
+        eprintln!(
+            "gatebench: {failed} of {} thresholds failed",
+            output.report.thresholds.len()
+        );
     }
     if let Some(out) = json_out.as_mut() {
         let json =
@@ -129,10 +152,15 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
     }
     Ok(if interrupted {
         ExitCode::from(130)
+    } else if failed > 0 {
+        ExitCode::from(THRESHOLD_FAILED)
     } else {
         ExitCode::SUCCESS
     })
 }
+
+/// The exit status of a run with a failed threshold (k6's).
+pub const THRESHOLD_FAILED: u8 = 99;
 
 /// Waits until the wall clock reaches `at` (`--start-at`), or Ctrl-C; returns the moment the
 /// load starts from. Refuses an instant that has passed by more than the tolerance by now (a
@@ -273,6 +301,7 @@ pub(crate) fn spec(args: &LoadArgs) -> Result<LoadSpec> {
     s.keepalive = !args.no_keepalive;
     s.verify = args.verify;
     s.expect_status = args.expect_status;
+    s.thresholds = args.thresholds.clone();
     let https = args
         .url
         .trim_start()

@@ -45,6 +45,30 @@ fn bad_arguments_exit_2_with_one_line_before_any_load() {
             "--streams needs HTTP/2",
         ),
         (
+            vec!["load", "http://127.0.0.1:1/", "--threshold", "latency<5ms"],
+            "threshold 'latency<5ms': unknown metric 'latency'",
+        ),
+        (
+            vec![
+                "load",
+                "http://127.0.0.1:1/",
+                "--threshold",
+                "rate>=0.9*target",
+            ],
+            "the closed model has no target rate",
+        ),
+        (
+            vec![
+                "load",
+                "http://127.0.0.1:1/",
+                "-d",
+                "5s",
+                "--threshold",
+                "p99<5ms over 10s",
+            ],
+            "the window is longer than the measurement",
+        ),
+        (
             vec![
                 "load",
                 "http://127.0.0.1:1/",
@@ -327,6 +351,96 @@ fn ctrl_c_in_the_open_model_ends_the_schedule_where_it_was_pressed() {
     assert!(
         requests.abs_diff(scheduled) <= 2,
         "{requests} requests in {secs} s at 20 req/s: {m}"
+    );
+}
+
+/// Thresholds as a CI job uses them: all held is exit 0 with each verdict in the record; one
+/// that fails is exit 99; an `abort` one stops a 20 s run at its first breached window and
+/// keeps what was measured.
+#[test]
+fn thresholds_pass_fail_and_abort_the_run() {
+    let _shared = support::shared();
+    let echo = EchoChild::start(&["--delay", "20ms"]);
+    let record = |o: &std::process::Output| -> serde_json::Value {
+        serde_json::from_slice(&o.stdout).expect("stdout is the JSON record")
+    };
+    let o = gatebench(&[
+        "load",
+        &echo.url,
+        "-c",
+        "4",
+        "-R",
+        "100",
+        "-d",
+        "2s",
+        "--json",
+        "-",
+        "--threshold",
+        "p99<2s",
+        "--threshold",
+        "errors<1%",
+        "--threshold",
+        "rate>=0.9*target",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = record(&o);
+    let t = v["thresholds"].as_array().unwrap();
+    assert_eq!(t.len(), 3, "{t:?}");
+    assert!(
+        t.iter()
+            .all(|t| t["passed"] == true && t["aborted"] == false),
+        "{t:?}"
+    );
+    assert_eq!(t[1]["observed"], "errors 0.000%");
+
+    // Every answer takes 20 ms: p50 < 5 ms fails over the first full second and stops the run.
+    let o = gatebench(&[
+        "load",
+        &echo.url,
+        "-c",
+        "4",
+        "-R",
+        "100",
+        "-d",
+        "20s",
+        "--json",
+        "-",
+        "--threshold",
+        "p50<5ms over 1s abort",
+        "--threshold",
+        "p99<2s",
+    ]);
+    assert_eq!(o.status.code(), Some(99), "{}", stderr(&o));
+    let v = record(&o);
+    let t = v["thresholds"].as_array().unwrap();
+    assert_eq!(
+        (&t[0]["passed"], &t[0]["aborted"], &t[0]["breached_at_s"]),
+        (
+            &serde_json::json!(false),
+            &serde_json::json!(true),
+            &serde_json::json!(1.0)
+        ),
+        "{t:?}"
+    );
+    assert_eq!(
+        (&t[1]["passed"], &t[1]["aborted"]),
+        (&serde_json::json!(true), &serde_json::json!(false))
+    );
+    let secs = v["measurement"]["duration_s"].as_f64().unwrap();
+    assert!(
+        (0.9..5.0).contains(&secs),
+        "stopped at the breach, not at 20 s: {secs} s"
+    );
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "stopped early: threshold 'p50<5ms over 1s abort' breached 1 s into the measurement"
+        ),
+        "{err}"
+    );
+    assert!(
+        !err.contains("interrupted"),
+        "an abort is not a Ctrl-C: {err}"
     );
 }
 

@@ -293,6 +293,7 @@ pub fn report(config: &LoadConfig) -> LoadReport {
         valid: true,
         shard: None,
         merged: None,
+        thresholds: Vec::new(),
     }
 }
 

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 // Every duration option goes through the one parser suite files use as well.
 use gatebench_loadgen::bounds::parse_duration;
+use gatebench_loadgen::threshold::Threshold;
 
 /// `gatebench load URL`.
 #[derive(Debug, Args)]
@@ -15,7 +16,7 @@ arrives. Open model (-R): requests are sent at a target rate and latency is meas
 request's intended send time, so a stalled target shows in the tail (coordinated-omission \
 correction, as in wrk2).\n\nDurations are a number of seconds or e.g. 250ms, 30s, 2m, 1h; at most 100 days each. \
 Out-of-range values are refused before anything is sent.\n\nExit status: 0 done, 1 the correctness probe failed, 2 bad arguments \
-or another error."
+or another error, 99 a --threshold failed, 130 interrupted."
 )]
 pub struct LoadArgs {
     /// Target URL, e.g. http://127.0.0.1:8688/
@@ -161,6 +162,13 @@ pub struct LoadArgs {
     /// an SVG file.
     #[arg(long, value_name = "FILE", requires = "find_max")]
     pub svg: Option<PathBuf>,
+    /// A pass/fail condition on the run, k6-style: `METRIC OP LIMIT [over DURATION] [abort]`,
+    /// e.g. 'p99<50ms', 'errors<0.1%', 'rate>=0.99*target over 10s', 'p99<100ms over 5s abort'.
+    /// Judged on the whole measurement at the end and, with `over`, on every full window while
+    /// the run goes; `abort` stops the run at a breach and keeps what was measured. Repeatable;
+    /// any failed threshold makes the exit status 99.
+    #[arg(long = "threshold", value_name = "THRESHOLD", value_parser = parse_threshold)]
+    pub thresholds: Vec<Threshold>,
     /// Run shard I of N (0-based: 0/2 and 1/2 make one run): this process takes its share of
     /// -c, -R and -n, and its record says so, for `gatebench merge`.
     #[arg(long, value_name = "I/N", value_parser = parse_shard, help_heading = "Shards")]
@@ -239,6 +247,10 @@ pub enum ArrivalSpacing {
 pub const START_AT_TOLERANCE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Parses `I/N` (0-based index, shard count): `0/2`, `1/2`.
+fn parse_threshold(s: &str) -> Result<Threshold, String> {
+    s.parse::<Threshold>().map_err(|e| e.to_string())
+}
+
 pub fn parse_shard(s: &str) -> Result<(u32, u32), String> {
     let bad = || format!("`{s}` is not a shard; write I/N, e.g. 0/2 (I counts from 0)");
     let (i, n) = s.split_once('/').ok_or_else(bad)?;
