@@ -766,6 +766,28 @@ $servers        keepalive $keepalive;
 EOF
 }
 
+# gb_nginx_file_origin DIR CORE BYTES PORT… — an origin as a user would set one up: one nginx
+# worker pinned to CORE with a listener on each PORT (the first also serves stub_status), each
+# serving the same fixed BYTES-byte file at /1k (a POST gets the same file: the static module
+# answers it 405, which `error_page 405 =200 $uri` turns into a GET of the file). The file is
+# DIR/www/1k. Sets GB_NGINX_PID and GB_NGINX_WORKERS (gb_nginx_start).
+gb_nginx_file_origin() {
+  local dir=$1 core=$2 bytes=$3 p
+  shift 3
+  mkdir -p "$dir/www"
+  head -c "$bytes" /dev/zero | tr '\0' 'x' >"$dir/www/1k"
+  gb_nginx_hello_conf "$dir" "$1" 1
+  for p in "${@:2}"; do gb_nginx_add_listen "$dir" "$p"; done
+  cat >>"$dir/extra.conf" <<EOT
+location = /1k {
+    root $dir/www;
+    default_type application/octet-stream;
+    error_page 405 =200 \$uri;
+}
+EOT
+  gb_nginx_start "$dir" "$core" "$1"
+}
+
 # gb_haproxy_conf FILE PORT MAXCONN HOST:PORT... — write an HAProxy config: one thread,
 # HTTP mode, keep-alive to clients and servers (http-reuse always), frontend on
 # 127.0.0.1:PORT, one backend with the given servers, `balance roundrobin`; global maxconn

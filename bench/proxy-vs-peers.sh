@@ -190,22 +190,10 @@ if [[ $ORIGIN == echo ]]; then
     echo_pids+=("$GB_SERVE_PID")
   done
 else
-  # One nginx worker with a listener per backend, each serving the same PAYLOAD-byte file at /1k
-  # (a POST too: the static module answers it 405, which error_page turns into a GET of the file).
+  # One nginx worker with a listener per backend, each serving the same PAYLOAD-byte file at /1k.
   origin="$GB_TMP/origin"
-  mkdir -p "$origin/www"
-  head -c "$PAYLOAD" /dev/zero | tr '\0' 'x' >"$origin/www/1k"
   for ((i = 1; i <= n_back; i++)); do echo_ports+=("$(gb_free_port)"); done
-  gb_nginx_hello_conf "$origin" "${echo_ports[0]}" 1
-  for ((i = 1; i < n_back; i++)); do gb_nginx_add_listen "$origin" "${echo_ports[i]}"; done
-  cat >>"$origin/extra.conf" <<EOT
-location = /1k {
-    root $origin/www;
-    default_type application/octet-stream;
-    error_page 405 =200 \$uri;
-}
-EOT
-  gb_nginx_start "$origin" "$GEN_CORE" "${echo_ports[0]}"
+  gb_nginx_file_origin "$origin" "$GEN_CORE" "$PAYLOAD" "${echo_ports[@]}"
   echo_pids=("$GB_NGINX_PID" "${GB_NGINX_WORKERS[@]}")
   url_path=/1k
 fi
