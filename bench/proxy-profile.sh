@@ -3,15 +3,13 @@
 # nginx's, each alone on one core, under wrk GETs of a 1 KiB file from an nginx origin.
 #
 #   bench/proxy-profile.sh                        # both proxies, ~1 min
-#   ORIGIN=echo bench/proxy-profile.sh            # gatebench's echo as the origin instead
 #
 # Per proxy, while `wrk -t1 -cCONNS` runs on GEN_CORE against it:
 #   - perf: `perf record -g -p PID` for PERF_S seconds; the top symbols by self time
 #     (`perf report --no-children --sort dso,symbol`), and the shares by DSO (kernel, binary, libc);
 #   - strace: `strace -c -f -p PID` for STRACE_S seconds; the calls of each system call, divided
-#     by the requests the origin served in the same window (nginx origin: stub_status; echo
-#     origin: the generator's count is not split by window, so the origin must be nginx for the
-#     per-request figures). strace slows the proxy many times over; the counts per request stay
+#     by the requests the origin served in the same window (its stub_status count; this is why
+#     the origin is nginx here). strace slows the proxy many times over; the counts per request stay
 #     meaningful (each request makes the same calls), the req/s under strace do not.
 #   - CPU per request: the proxy's CPU seconds (/proc) ÷ the requests in the perf window.
 # Layout as proxy-vs-peers.sh: the proxy on PROXY_CORE, wrk and the origin on GEN_CORE; nginx
@@ -20,7 +18,10 @@
 # Environment: CONNS (100), PAYLOAD (1024), PERF_S (4), STRACE_S (3), WARM_S (2), TOOLS
 # ("gatebench nginx"), PROXY_CORE (0), GEN_CORE (1), GATEBENCH, NICE, KEEP_TMP.
 # Output: bench/results/proxy-profile-<date>.md (tables) and bench/results/proxy-profile-<date>/
-# (each proxy's perf report and strace summary as text; the perf.data files are not kept).
+# (each proxy's perf report and strace summary as text, wrk's report, and windows.tsv: proxy,
+# requests and seconds of the perf window, the proxy's CPU-s in it, requests and seconds of the
+# strace window; the perf.data files are not kept). Kernel and user-space CPU per request: the
+# CPU per request split by perf's share of samples in [kernel.kallsyms].
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -108,98 +109,19 @@ profile() {
   perf report -i "$GB_TMP/$t.perf.data" --no-children --sort dso --stdio -g none \
     2>/dev/null | grep -v '^$' >"$outdir/$t-perf-dso.txt" || true
   printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$((n1 - n0))" "$PERF_S" "$(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.2f", b - a }')" \
-    "$((n3 - n2))" "$STRACE_S" >>"$GB_TMP/windows.tsv"
+    "$((n3 - n2))" "$STRACE_S" >>"$outdir/windows.tsv"
 }
 
-: >"$GB_TMP/windows.tsv"
+: >"$outdir/windows.tsv"
 for t in "${tools[@]}"; do
   gb_log "profiling $t (pid ${pid[$t]})"
   profile "$t"
 done
 
-# The summary: windows, syscalls per request, DSO shares, top symbols.
-python3 - "$GB_TMP/windows.tsv" "$outdir" "$CONNS" "$PAYLOAD" "$("$GATEBENCH" --version | head -n1)" \
-  "$("$GB_NGINX" -v 2>&1 | sed 's|.*: ||')" "${GATEBENCH_SRC#"$GB_ROOT"/}" >"${results%.tsv}.md" <<'PY'
-import os, re, sys, time
-
-wins, outdir, conns, payload, gbver, ngver, gbsrc = sys.argv[1:8]
-rows = [l.rstrip("\n").split("\t") for l in open(wins) if l.strip()]
-name = os.path.basename(outdir)
-
-def strace(tool):
-    calls = {}
-    path = os.path.join(outdir, f"{tool}-strace.txt")
-    for line in open(path):
-        f = line.split()
-        # "% time seconds usecs/call calls [errors] syscall"
-        if len(f) >= 5 and re.match(r"^[0-9.]+$", f[0]) and f[3].isdigit():
-            calls[f[-1]] = calls.get(f[-1], 0) + int(f[3])
-    return calls
-
-def perf_rows(tool, limit):
-    out = []
-    for line in open(os.path.join(outdir, f"{tool}-perf.txt")):
-        m = re.match(r"^\s+([0-9.]+)%\s+(\S+)\s+\[(.)\]\s+(.*)$", line)
-        if m:
-            # perf pads the symbol column and may add empty "-  -" columns after it.
-            sym = re.sub(r"(\s+-)+\s*$", "", m.group(4)).strip()
-            out.append((float(m.group(1)), m.group(2), m.group(3), sym))
-    return out[:limit]
-
-def dso_rows(tool):
-    out = []
-    for line in open(os.path.join(outdir, f"{tool}-perf-dso.txt")):
-        m = re.match(r"^\s+([0-9.]+)%\s+(\S+)\s*$", line)
-        if m:
-            out.append((float(m.group(1)), m.group(2)))
-    return out
-
-print(f"## Proxy profile: wrk -t1 -c{conns} GET of a {payload}-byte file from an nginx origin, through each proxy")
-print()
-print(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, each proxy alone on its core (one worker/thread; nginx upstream keepalive 128),")
-print(f"wrk and the nginx origin on the other core. gatebench: {gbver} ({gbsrc}); nginx: {ngver}.")
-print()
-print("### Windows")
-print()
-print("| proxy | requests in the perf window | req/s under perf | proxy CPU-s per 100k req | requests under strace |")
-print("|---|---:|---:|---:|---:|")
-for t, n, ps, cpu, ns, ss in rows:
-    n, ps, cpu = int(n), float(ps), float(cpu)
-    print(f"| {t} | {n:,} | {n / ps:,.0f} | {cpu / n * 1e5 if n else float('nan'):.3f} | {int(ns):,} |")
-print()
-print("### System calls per request (strace -c -f, calls ÷ requests the origin served in the window)")
-print()
-sc = {t: strace(t) for t, *_ in rows}
-names = sorted({k for c in sc.values() for k in c if k != "total"},
-               key=lambda k: -max(sc[t].get(k, 0) / max(1, int(r[4])) for t, *r in rows))
-tools = [t for t, *_ in rows]
-print("| system call | " + " | ".join(tools) + " |")
-print("|---|" + "---:|" * len(tools))
-reqs = {t: max(1, int(r[3])) for t, *r in rows}
-shown = [k for k in names if any(sc[t].get(k, 0) / reqs[t] >= 0.01 for t in tools)]
-for k in shown:
-    print(f"| {k} | " + " | ".join(f"{sc[t].get(k, 0) / reqs[t]:.2f}" for t in tools) + " |")
-print("| **all** | " + " | ".join(f"{sum(v for k, v in sc[t].items() if k != 'total') / reqs[t]:.2f}" for t in tools) + " |")
-print()
-print("### Where the CPU goes, by DSO (perf, self time)")
-print()
-print("| proxy | DSO | % of samples |")
-print("|---|---|---:|")
-for t in tools:
-    for pct, dso in dso_rows(t)[:5]:
-        print(f"| {t} | {dso} | {pct:.1f} |")
-for t in tools:
-    print()
-    print(f"### Top symbols: {t} (perf, self time, % of samples)")
-    print()
-    print("| % | DSO | symbol |")
-    print("|---:|---|---|")
-    for pct, dso, kind, sym in perf_rows(t, 20):
-        sym = sym.replace("|", "\\|")
-        if len(sym) > 110:
-            sym = sym[:107] + "..."
-        print(f"| {pct:.2f} | {dso} | `{sym}` |")
-print()
-print(f"Raw: bench/results/{name}/ (perf reports and strace summaries as text).")
-PY
+# The summary: windows, syscalls per request, DSO shares, top symbols; from the run's directory
+# alone (bench/proxy_profile_summary.py), so bench/figures.py --check can print it again.
+printf '%s\t%s\n' conns "$CONNS" payload "$PAYLOAD" at "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+  gatebench "$("$GATEBENCH" --version | head -n1) (${GATEBENCH_SRC#"$GB_ROOT"/})" \
+  nginx "$("$GB_NGINX" -v 2>&1 | sed 's|.*: ||')" >"$outdir/meta.tsv"
+python3 "$here/proxy_profile_summary.py" "$outdir" >"${results%.tsv}.md"
 cat "${results%.tsv}.md"
