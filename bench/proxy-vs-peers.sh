@@ -470,7 +470,7 @@ Compare proxies by anon or PSS beside RSS: a binary's resident pages follow its 
 TCP connects per run: system-wide connect()s during the run (/proc/net/snmp ActiveOpens): the generator's
 connections (+1 for its probe) and any upstream connections the proxy opened (or closed and reopened).
 proxy CPU-s per 100k req = the proxy's user+sys CPU ÷ responses × 100,000. process CPU = CPU-s ÷ wall s
-(the generator + backend column adds the generator's and the echo backends' CPU on the other core).
+(the generator + backend column adds the generator's and the origins' CPU on the other core).
 core busy with the benchmark = core busy (/proc/stat) − other load; ≈ 1.00 on the proxy core: the proxy
 was the limit. other load = core busy − measured processes − (soft)irq: other people's work.
 EOT
