@@ -9,7 +9,7 @@
 #     (`perf report --no-children --sort dso,symbol`), and the shares by DSO (kernel, binary, libc);
 #   - strace: `strace -c -f -p PID` for STRACE_S seconds; the calls of each system call, divided
 #     by the requests the origin served in the same window (its stub_status count; this is why
-#     the origin is nginx here). strace slows the proxy many times over; the counts per request stay
+#     the origin is nginx here). strace slows the proxy; the counts per request stay
 #     meaningful (each request makes the same calls), the req/s under strace do not.
 #   - CPU per request: the proxy's CPU seconds (/proc) ÷ the requests in the perf window.
 # Layout as proxy-vs-peers.sh: the proxy on PROXY_CORE, wrk and the origin on GEN_CORE; nginx
