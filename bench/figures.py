@@ -18,6 +18,9 @@ bench/results/ (NAME.md, the summary a bench script wrote from its raw NAME.tsv)
                            a line citing NAME.tsv and NAME.md with the time it was measured
     paired NAME [SECTION]  only the bullet lines (the paired per-run ratios)
     soak NAME              the checks of a bench/soak.sh summary (NAME.md), and its citation
+    settings NAME…         proxy-vs-peers runs of gatebench and nginx in different settings
+                           (ORIGIN, GEN, METHOD, NGINX_KEEPALIVE): one row per run, the paired
+                           req/s ratio and CPU per request, from each NAME.tsv
     excerpt DIR ROWS       README.md's summary excerpt: the opening line and the first ROWS
                            rows of the measurement table of one real run's summary.md, kept
                            under bench/results/DIR/ (copied from a `gatebench run` results
@@ -35,7 +38,8 @@ Usage:
                                multi_generator_summary.py prints from its .tsv and
                                directory; a seed 000 steadiness summary: what
                                steadiness_summary.py prints from its .tsv; a history scale
-                               summary: what history_scale_summary.py prints from its .tsv), or the prose cites a bench/results file (by path or as
+                               summary: what history_scale_summary.py prints from its .tsv; a proxy
+                               profile: what proxy_profile_summary.py prints from its directory), or the prose cites a bench/results file (by path or as
                                `…THHMMSS`) that does not exist
 
 Only the Python standard library and bash (for bench/lib.sh's summarizers); run from anywhere
@@ -47,6 +51,7 @@ import difflib
 import io
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -226,7 +231,46 @@ def gen_ab(args):
     return out + ["", f"Printed by `bench/figures.py` from `bench/results/{name}.tsv` and the results files it lists (written by the bench scripts)."]
 
 
-GENERATORS = {"table": gen_table, "paired": gen_paired, "soak": gen_soak, "excerpt": gen_excerpt, "ab": gen_ab}
+def gen_settings(args):
+    """proxy-vs-peers runs of gatebench and nginx in different settings (ORIGIN, GEN, METHOD,
+    NGINX_KEEPALIVE), one row per run: gatebench's req/s and CPU per request against nginx's,
+    from the raw per-run rows of each NAME.tsv (the setting from its origin/gen/method columns
+    and its summary's `Setting:` line)."""
+    if not args:
+        raise FigureError("settings takes NAME...")
+    out = ["| origin | generator | method | nginx keepalive | gatebench req/s ÷ nginx, paired per run: median (range) "
+           "| proxy CPU-s per 100k req: gatebench / nginx (medians) | CPU per request ÷ nginx | other load on the proxy core (median) | runs |",
+           "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for name in args:
+        lines = read_result(name)
+        keep = next((m.group(1) for l in lines for m in [re.search(r"NGINX_KEEPALIVE=(\d+)", l)] if m), None)
+        tsv = os.path.join(RESULTS, name + ".tsv")
+        if not os.path.isfile(tsv):
+            raise FigureError(f"bench/results/{name}.tsv (the raw runs) is missing")
+        with open(tsv, encoding="utf-8", newline="") as f:
+            rows = [r for r in csv.DictReader(f, delimiter="\t") if r.get("ok") == "1" and r.get("mode") == "proxy"]
+        if not rows or "origin" not in rows[0] or keep is None:
+            raise FigureError(f"bench/results/{name} has no setting (origin, gen, method columns; a Setting: line)")
+        by_run = {}
+        for r in rows:
+            by_run.setdefault(r["run"], {})[r["tool"]] = r
+        pairs = [float(b["gatebench"]["rps"]) / float(b["nginx"]["rps"]) for b in by_run.values()
+                 if "gatebench" in b and "nginx" in b]
+        med = lambda tool, col: statistics.median(float(r[col]) for r in rows if r["tool"] == tool)
+        if not pairs:
+            raise FigureError(f"bench/results/{name}.tsv has no gatebench/nginx pair")
+        cg, cn = med("gatebench", "proxy_cpu_per_100k"), med("nginx", "proxy_cpu_per_100k")
+        other = statistics.median(float(r["proxy_core_other"]) for r in rows)
+        r0 = rows[0]
+        out.append(f"| {r0['origin']} | {r0['gen']} | {r0['method']} | {keep} "
+                   f"| {statistics.median(pairs):.3f} ({min(pairs):.3f}–{max(pairs):.3f}) "
+                   f"| {cg:.3f} / {cn:.3f} | {cg / cn:.3f} | {other:.2f} | {len(pairs)} (`…{name[-7:]}`) |")
+    return out + ["", "Printed by `bench/figures.py` from the raw runs of each session (its `.tsv` under "
+                      "`bench/results/`, named in the last column by its time; written by `bench/proxy-vs-peers.sh`)."]
+
+
+GENERATORS = {"table": gen_table, "paired": gen_paired, "soak": gen_soak, "excerpt": gen_excerpt, "ab": gen_ab,
+              "settings": gen_settings}
 
 # How each bench script turns its raw runs into its summary's tables: the lib.sh function and
 # its baselines, run per `mode` when the TSV has that column (as the scripts do).
@@ -322,6 +366,17 @@ def check_tables_against_raw(name, problems, where):
         if res.stdout.splitlines() != read_result(name):
             problems.append(f"{where}: bench/results/{name}.md differs from what "
                             f"bench/multi_generator_summary.py prints from bench/results/{name}.tsv and {name}/")
+        return
+    if name.startswith("proxy-profile-"):
+        # bench/proxy-profile.sh: the summary is what proxy_profile_summary.py prints from the
+        # committed run directory (NAME/).
+        res = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "proxy_profile_summary.py"),
+                              os.path.join(RESULTS, name)], capture_output=True, text=True, check=False)
+        if res.returncode != 0:
+            raise FigureError(f"proxy_profile_summary.py bench/results/{name} failed: {res.stderr.strip()}")
+        if res.stdout.splitlines() != read_result(name):
+            problems.append(f"{where}: bench/results/{name}.md differs from what "
+                            f"bench/proxy_profile_summary.py prints from bench/results/{name}/")
         return
     if name.startswith("seed-000-steadiness-"):
         # bench/seed-000-steadiness.sh: the summary is what steadiness_summary.py prints from

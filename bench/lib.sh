@@ -638,22 +638,23 @@ near 0 is clean, except on a side with idle time, where other work only filled t
 EOT
 }
 
-# gb_paired_ratios TSV [BASELINE] — for each tool, its ratios to BASELINE (default wrk) within
+# gb_paired_ratios TSV [BASELINE [TOOL]] — for each tool (only TOOL when given; e.g. gatebench
+# against BASELINE gatebench-before, a before/after pair), its ratios to BASELINE (default wrk) within
 # each run (same run number: the two ran back to back), then the median and range over the
 # runs, as Markdown lines. On a noisy shared machine these paired ratios move less than the
 # ratio of medians, because drift between runs cancels within a pair. Runs with ok != 1
 # are left out.
 gb_paired_ratios() {
-  python3 - "$1" "${2:-wrk}" <<'PY'
+  python3 - "$1" "${2:-wrk}" "${3:-}" <<'PY'
 import csv, statistics, sys
 
-path, base = sys.argv[1], sys.argv[2]
+path, base, only = sys.argv[1], sys.argv[2], sys.argv[3]
 with open(path) as f:
     rows = [r for r in csv.DictReader(f, delimiter="\t") if r.get("ok") == "1"]
 runs = {}
 for r in rows:
     runs.setdefault(r["run"], {})[r["tool"]] = r
-tools = [t for t in dict.fromkeys(r["tool"] for r in rows) if t != base]
+tools = [t for t in dict.fromkeys(r["tool"] for r in rows) if t != base and (not only or t == only)]
 
 def ratios(tool, col):
     out = []
@@ -763,6 +764,28 @@ $servers        keepalive $keepalive;
     }
 }
 EOF
+}
+
+# gb_nginx_file_origin DIR CORE BYTES PORT… — an origin as a user would set one up: one nginx
+# worker pinned to CORE with a listener on each PORT (the first also serves stub_status), each
+# serving the same fixed BYTES-byte file at /1k (a POST gets the same file: the static module
+# answers it 405, which `error_page 405 =200 $uri` turns into a GET of the file). The file is
+# DIR/www/1k. Sets GB_NGINX_PID and GB_NGINX_WORKERS (gb_nginx_start).
+gb_nginx_file_origin() {
+  local dir=$1 core=$2 bytes=$3 p
+  shift 3
+  mkdir -p "$dir/www"
+  head -c "$bytes" /dev/zero | tr '\0' 'x' >"$dir/www/1k"
+  gb_nginx_hello_conf "$dir" "$1" 1
+  for p in "${@:2}"; do gb_nginx_add_listen "$dir" "$p"; done
+  cat >>"$dir/extra.conf" <<EOT
+location = /1k {
+    root $dir/www;
+    default_type application/octet-stream;
+    error_page 405 =200 \$uri;
+}
+EOT
+  gb_nginx_start "$dir" "$core" "$1"
 }
 
 # gb_haproxy_conf FILE PORT MAXCONN HOST:PORT... — write an HAProxy config: one thread,
@@ -963,7 +986,8 @@ print(na(m.get("throughput_rps")), na(pct.get(50.0)), na(pct.get(99.0)),
 # rss_mib, anon_mib, tcp_connects, proxy_cpu_per_100k, proxy_util, gen_util, backend_util, proxy_core_busy,
 # gen_core_busy, proxy_core_other, gen_core_other; pss_mib in runs from 2026-11-28 on), the
 # ratios of a tool's medians to BASELINE's (req/s, p99, RSS) and to BASELINE2's RSS, then the
-# paired per-run ratios (same run number), median and range. Runs with ok != 1 are left out.
+# paired per-run ratios (same run number), median and range, and, when the TSV has both
+# gatebench and gatebench-before (BEFORE=), the after ÷ before pairs. Runs with ok != 1 are left out.
 # With a pss_mib column, PSS and the anon ratios are printed beside RSS and its ratios (older
 # files, without it, print their tables as they were published).
 gb_proxy_summarize() {
@@ -1068,5 +1092,13 @@ for t in tools:
         if has_pss:
             line += f"; anon ÷ {base2} {show(paired(t, base2, 'anon_mib'))}"
     print(line)
+# A build from before a change measured in the same rotation (BEFORE= in proxy-vs-peers.sh):
+# the after ÷ before pair, per run, is the figure that says whether the change regressed.
+if "gatebench" in tools and "gatebench-before" in tools:
+    print(f"- paired per-run ratios gatebench ÷ gatebench-before (after ÷ before), median (range): "
+          f"req/s {show(paired('gatebench', 'gatebench-before', 'rps'))}; "
+          f"p99 {show(paired('gatebench', 'gatebench-before', 'p99_ms'))}; "
+          f"proxy CPU per request {show(paired('gatebench', 'gatebench-before', 'proxy_cpu_per_100k'))}; "
+          f"anon {show(paired('gatebench', 'gatebench-before', 'anon_mib'))}")
 PY
 }

@@ -5,11 +5,15 @@
 #   bench/loadgen-vs-peers.sh                      # gatebench, wrk, oha; 5 runs × 10 s each
 #   RUNS=3 DURATION=5s bench/loadgen-vs-peers.sh
 #   TOOLS="wrk oha" bench/loadgen-vs-peers.sh      # leave a tool out
+#   BEFORE=/tmp/gatebench-old bench/loadgen-vs-peers.sh  # an older build as one more tool
 #
 # Environment: RUNS (5), DURATION (10s), WARMUP (2s, one unrecorded run per tool first; 0: none),
 # CONNS (100), TOOLS ("gatebench wrk oha"), BASELINE (wrk, the tool ratios are taken to),
 # SERVER_CORE (0), GEN_CORE (1), GATEBENCH (target/release/gatebench, built if missing),
-# NICE (0; e.g. -10 as root gives server and generators priority over other builds).
+# NICE (0; e.g. -10 as root gives server and generators priority over other builds),
+# BEFORE (unset; a second gatebench binary, e.g. a build from before a change: it runs as the tool
+# `gatebench-before`, right after gatebench in the same interleaved rotation, and the summary
+# adds the paired after ÷ before ratios).
 #
 # nginx runs pinned to SERVER_CORE, every generator to GEN_CORE; runs are interleaved
 # (A B C A B C …). Requests/s are counted by nginx's stub_status as well as taken from
@@ -27,6 +31,7 @@ DURATION=${DURATION:-10s}
 WARMUP=${WARMUP:-2s}
 CONNS=${CONNS:-100}
 TOOLS=${TOOLS:-gatebench wrk oha}
+BEFORE=${BEFORE:-}
 BASELINE=${BASELINE:-wrk}
 SERVER_CORE=${SERVER_CORE:-0}
 GEN_CORE=${GEN_CORE:-1}
@@ -38,8 +43,22 @@ warm_s=$(gb_duration_secs "$WARMUP")
 [[ $dur_s -ge 1 ]] || gb_die "DURATION must be at least 1s"
 read -r -a tools <<<"$TOOLS"
 [[ ${#tools[@]} -ge 1 ]] || gb_die "TOOLS is empty"
+if [[ -n $BEFORE && " ${tools[*]} " != *" gatebench-before "* ]]; then
+  # The older build right after gatebench, so the pair runs back to back.
+  with=()
+  for t in "${tools[@]}"; do
+    with+=("$t")
+    [[ $t == gatebench ]] && with+=(gatebench-before)
+  done
+  [[ " ${with[*]} " == *" gatebench-before "* ]] || with+=(gatebench-before)
+  tools=("${with[@]}")
+fi
 for t in "${tools[@]}"; do
-  case $t in gatebench | wrk | oha) ;; *) gb_die "unknown tool '$t' (gatebench, wrk, oha)" ;; esac
+  case $t in
+    gatebench | wrk | oha) ;;
+    gatebench-before) [[ -n $BEFORE ]] || gb_die "TOOLS has gatebench-before but BEFORE (its binary) is not set" ;;
+    *) gb_die "unknown tool '$t' (gatebench, gatebench-before, wrk, oha)" ;;
+  esac
 done
 
 gb_init
@@ -55,6 +74,12 @@ for t in "${tools[@]}"; do
     wrk) gb_need_cmd wrk wrk ;;
     oha) gb_need_cargo_bin oha oha ;;
     gatebench) gb_need_gatebench ;;
+    gatebench-before)
+      # A copy, so that a rebuild cannot swap it mid-run.
+      [[ -x $BEFORE ]] || gb_die "BEFORE=$BEFORE is not an executable"
+      BEFORE_COPY="$GB_TMP/gatebench-before"
+      cp "$BEFORE" "$BEFORE_COPY" || gb_die "cannot copy $BEFORE"
+      ;;
   esac
 done
 
@@ -63,6 +88,7 @@ tool_version() {
     wrk) wrk -v 2>&1 | head -n1 | awk '{ print $1, $2 }' ;;
     oha) oha --version 2>&1 | head -n1 ;;
     gatebench) "$GATEBENCH" --version 2>&1 | head -n1 ;;
+    gatebench-before) echo "$("$BEFORE_COPY" --version 2>&1 | head -n1) ($BEFORE, built $(date -u -r "$BEFORE" +%Y-%m-%dT%H:%M:%SZ))" ;;
   esac
 }
 
@@ -91,9 +117,11 @@ run_tool() {
         oha -c "$CONNS" -z "${secs}s" --worker-threads 1 --no-tui --output-format json "$url" \
         >"$out.out" 2>"$out.err" || rc=$?
       ;;
-    gatebench)
+    gatebench | gatebench-before)
+      local bin=$GATEBENCH
+      [[ $tool == gatebench-before ]] && bin=$BEFORE_COPY
       gb_timed "$out.time" "$GEN_CORE" "$tmo" \
-        "$GATEBENCH" load "$url" -c "$CONNS" -d "${secs}s" --threads 1 -q --json "$out.json" \
+        "$bin" load "$url" -c "$CONNS" -d "${secs}s" --threads 1 -q --json "$out.json" \
         >"$out.out" 2>"$out.err" || rc=$?
       ;;
   esac
@@ -114,7 +142,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 print(d["summary"]["requestsPerSec"], d.get("statusCodeDistribution", {}).get("200", 0))' "$out.out") || true
       ;;
-    gatebench)
+    gatebench | gatebench-before)
       read -r tool_rps tool_ok < <(gb_gatebench_json "$out.json") || true
       ;;
   esac
@@ -155,6 +183,11 @@ report() {
   for t in "${tools[@]}"; do echo "- $t: $(tool_version "$t")"; done
   echo
   gb_summarize "$results" "$BASELINE"
+  if [[ " ${tools[*]} " == *" gatebench "* && " ${tools[*]} " == *" gatebench-before "* ]]; then
+    # The before/after pair (after ÷ before): the figure that says whether a change regressed.
+    echo
+    gb_paired_ratios "$results" gatebench-before gatebench
+  fi
   echo
   echo "req/s (server-counted) = nginx stub_status requests during the run ÷ the generator's wall time."
   echo "CPU per 100k = generator user+sys CPU-s ÷ requests served × 100,000. process CPU = CPU-s ÷ wall s."
