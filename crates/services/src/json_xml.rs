@@ -827,6 +827,10 @@ fn is_name_char(c: char) -> bool {
         || matches!(c, '-' | '.' | '0'..='9' | '\u{B7}' | '\u{300}'..='\u{36F}' | '\u{203F}'..='\u{2040}')
 }
 
+/// The converter on a library JSON iterator, for the A/B measurement.
+#[doc(hidden)]
+pub mod library;
+
 /// The strict reader of the converter's output, for its tests and fuzz target.
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]

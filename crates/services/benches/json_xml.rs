@@ -1,0 +1,120 @@
+//! The JSON → XML conversion on the bodies the transform is measured with.
+//!
+//! `payload-1k`, `payload-10k`, `payload-100k`: what `gatebench load --payload-size N` sends
+//! (`crates/loadgen/src/request.rs`, `json_payload`: `{"size":"NB","payload":"abc…"}`).
+//! `records-100k`: an array of user records (numbers, booleans, null, nested objects, short
+//! strings). `escaped-100k`: nested objects whose keys are not XML names and whose strings are
+//! full of `\` escapes, `\u` escapes, XML specials and non-ASCII text.
+//!
+//! Run: `cargo bench -p gatebench-services --bench json_xml` (bench/json-xml.sh runs it and
+//! writes bench/results/json-xml-*.{tsv,md}).
+
+// `criterion_group!` defines an undocumented function.
+#![allow(missing_docs)]
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use gatebench_services::json_xml::{json_to_xml, JsonXmlLimits};
+
+/// `gatebench load --payload-size size`'s body, as crates/loadgen/src/request.rs makes it.
+fn payload(size: usize) -> Vec<u8> {
+    let head = format!("{{\"size\":\"{size}B\",\"payload\":\"");
+    let tail = "\"}";
+    let mut out = head.into_bytes();
+    let fill = size - out.len() - tail.len();
+    out.extend((0..fill).map(|i| b'a' + (i % 26) as u8));
+    out.extend_from_slice(tail.as_bytes());
+    assert_eq!(out.len(), size);
+    out
+}
+
+fn records(size: usize) -> Vec<u8> {
+    let mut out = String::from("[");
+    for i in 0.. {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&format!(
+            concat!(
+                r#"{{"id":{i},"uuid":"{u:016x}","name":"User {i}","email":"user{i}@example.com","#,
+                r#""active":{a},"score":{s}.{f},"tags":["alpha","beta","gamma"],"#,
+                r#""address":{{"street":"{s} Main St","city":"Springfield","zip":"01234","#,
+                r#""geo":{{"lat":-33.8688,"lng":151.2093}}}},"manager":null,"#,
+                r#""created-at":"2024-05-01T12:00:00Z"}}"#
+            ),
+            i = i,
+            u = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            a = i % 3 != 0,
+            s = i * 37 % 1000,
+            f = i % 100,
+        ));
+        if out.len() + 1 >= size {
+            break;
+        }
+    }
+    out.push(']');
+    out.into_bytes()
+}
+
+fn escaped(size: usize) -> Vec<u8> {
+    let mut out = String::from("[");
+    for i in 0.. {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&format!(
+            concat!(
+                r#"{{"a b {i}":{{"1st":"<p class=\"x\">Tom &amp; Jerry's</p>\n\tline\r\n","#,
+                r#""x:y":["caf\u00e9 \u65e5\u672c \ud83d\ude00","café 日本 😀 \\ \/ \"q\""],"#,
+                r#""日本":{{"k\u0065y":"\u0041\u0042\u0043 <&> '\"'","":[[{{"-":null}}]]}}}}}}"#
+            ),
+            i = i
+        ));
+        if out.len() + 1 >= size {
+            break;
+        }
+    }
+    out.push(']');
+    out.into_bytes()
+}
+
+fn conversion(c: &mut Criterion) {
+    let limits = JsonXmlLimits::default();
+    let bodies = [
+        ("payload-1k", payload(1 << 10)),
+        ("payload-10k", payload(10 << 10)),
+        ("payload-100k", payload(100 << 10)),
+        ("records-100k", records(100 << 10)),
+        ("escaped-100k", escaped(100 << 10)),
+    ];
+    for (name, body) in &bodies {
+        let scanner = json_to_xml(body, &limits).expect("valid body");
+        let library =
+            gatebench_services::json_xml::library::json_to_xml(body, &limits).expect("valid body");
+        assert_eq!(scanner, library, "{name}: the two converters disagree");
+        let mut group = c.benchmark_group(*name);
+        group.throughput(Throughput::Bytes(body.len() as u64));
+        group.bench_function("scanner", |b| {
+            b.iter(|| json_to_xml(black_box(body), &limits).expect("valid"))
+        });
+        group.bench_function("library", |b| {
+            b.iter(|| {
+                gatebench_services::json_xml::library::json_to_xml(black_box(body), &limits)
+                    .expect("valid")
+            })
+        });
+        group.finish();
+    }
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .sample_size(30)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    targets = conversion
+}
+criterion_main!(benches);
