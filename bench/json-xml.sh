@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The JSON → XML converter's throughput, A/B: the criterion bench
-# crates/services/benches/json_xml.rs (both converters in one bench process, on the transform's
-# `--payload-size` bodies of 1, 10 and 100 KiB and on 100 KiB of records and of escape-heavy
-# nested objects), run RUNS times.
+# The JSON → XML converter's throughput: the criterion bench crates/services/benches/json_xml.rs
+# (on the transform's `--payload-size` bodies of 1, 10 and 100 KiB and on 100 KiB of records and
+# of escape-heavy nested objects), run RUNS times. At commit 3aa11e4 the bench also had a
+# converter on jiter's iterator, each run timing both in one process (the A/B in docs/proxy.md).
 #
 #   bench/json-xml.sh
 #

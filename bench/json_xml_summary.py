@@ -5,7 +5,9 @@
     json_xml_summary.py NAME.tsv               the Markdown summary (the .md beside it)
 
 Per body: each converter's median over the runs of criterion's median time per conversion,
-the input MiB/s that gives, and the paired ratio (scanner time / library time, per run)."""
+the input MiB/s that gives, and, when the TSV has both converters (the A/B of 2026-11-28,
+made at commit 3aa11e4, which still had the jiter-driven one), the paired ratio (scanner time /
+library time, per run). Today's bench has the scanner alone."""
 
 import csv
 import json
@@ -22,6 +24,8 @@ def collect(run, measured):
     for body in BODIES:
         for conv in ("scanner", "library"):
             base = os.path.join(ROOT, "target", "criterion", body, conv, "new")
+            if not os.path.isdir(base):
+                continue
             with open(os.path.join(base, "estimates.json")) as f:
                 median = json.load(f)["median"]["point_estimate"]
             with open(os.path.join(base, "benchmark.json")) as f:
@@ -34,28 +38,35 @@ def summary(path):
         rows = list(csv.DictReader(f, delimiter="\t"))
     first = min(r["measured"] for r in rows)
     runs = sorted({r["run"] for r in rows})
-    print(f"# JSON → XML converter A/B, {first}")
+    convs = [c for c in ("scanner", "library") if any(r["converter"] == c for r in rows)]
+    ab = len(convs) == 2
+    label = {"scanner": "scanner", "library": "library (jiter)"}
+    print(f"# JSON → XML converter{' A/B' if ab else ''}, {first}")
     print()
     print(f"criterion's median time per conversion, median over {len(runs)} runs (range); "
-          "input MiB/s from that median; scanner/library: the paired per-run ratio of times "
-          "(below 1: the hand-written scanner is faster).")
+          "input MiB/s from that median"
+          + ("; scanner/library: the paired per-run ratio of times "
+             "(below 1: the hand-written scanner is faster)." if ab else "."))
     print()
-    print("| body | bytes | scanner µs | library (jiter) µs | scanner MiB/s | library MiB/s | scanner/library time |")
-    print("|---|---|---|---|---|---|---|")
+    head = ["body", "bytes"] + [f"{label[c]} µs" for c in convs] + [f"{c} MiB/s" for c in convs]
+    head += ["scanner/library time"] if ab else []
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
     for body in BODIES:
         mine = [r for r in rows if r["body"] == body]
         if not mine:
             continue
         nbytes = int(mine[0]["bytes"])
         t = {c: {r["run"]: float(r["median_ns"]) for r in mine if r["converter"] == c}
-             for c in ("scanner", "library")}
-        ratios = [t["scanner"][r] / t["library"][r] for r in runs]
+             for c in convs}
         cell = lambda xs: f"{statistics.median(xs) / 1000:.2f} ({min(xs) / 1000:.2f}–{max(xs) / 1000:.2f})"
         mibs = lambda xs: f"{nbytes / (statistics.median(xs) / 1e9) / (1 << 20):.0f}"
-        print(f"| {body} | {nbytes} | {cell(list(t['scanner'].values()))} | "
-              f"{cell(list(t['library'].values()))} | {mibs(list(t['scanner'].values()))} | "
-              f"{mibs(list(t['library'].values()))} | "
-              f"{statistics.median(ratios):.2f} ({min(ratios):.2f}–{max(ratios):.2f}) |")
+        cells = [body, str(nbytes)] + [cell(list(t[c].values())) for c in convs]
+        cells += [mibs(list(t[c].values())) for c in convs]
+        if ab:
+            ratios = [t["scanner"][r] / t["library"][r] for r in runs]
+            cells.append(f"{statistics.median(ratios):.2f} ({min(ratios):.2f}–{max(ratios):.2f})")
+        print("| " + " | ".join(cells) + " |")
     print()
     print(f"Raw data: `{os.path.relpath(path, ROOT)}`.")
 

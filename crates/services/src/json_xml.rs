@@ -827,10 +827,6 @@ fn is_name_char(c: char) -> bool {
         || matches!(c, '-' | '.' | '0'..='9' | '\u{B7}' | '\u{300}'..='\u{36F}' | '\u{203F}'..='\u{2040}')
 }
 
-/// The converter on a library JSON iterator, for the A/B measurement.
-#[doc(hidden)]
-pub mod library;
-
 /// The strict reader of the converter's output, for its tests and fuzz target.
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
@@ -1661,32 +1657,5 @@ mod tests {
         let (xml, rebuilt) = convert(json.as_bytes()).expect("valid document");
         assert_eq!(rebuilt, expected);
         assert!(xml.len() > json.len());
-    }
-
-    /// Run with `cargo test -p gatebench-services --release --lib json_xml::tests::throughput --
-    /// --ignored --nocapture`.
-    #[test]
-    #[ignore = "a timing loop, not a test; run in release by hand"]
-    fn throughput() {
-        for size in [1 << 10, 1 << 20] {
-            let (json, _) = realistic(size);
-            let limits = JsonXmlLimits::default();
-            let xml = json_to_xml(json.as_bytes(), &limits).expect("valid");
-            walk(&xml);
-            let (mut runs, started) = (0u32, Instant::now());
-            while started.elapsed() < Duration::from_secs(2) {
-                std::hint::black_box(
-                    json_to_xml(std::hint::black_box(json.as_bytes()), &limits).expect("valid"),
-                );
-                runs += 1;
-            }
-            let per_run = started.elapsed() / runs;
-            let mib_s = json.len() as f64 / per_run.as_secs_f64() / f64::from(1 << 20);
-            println!(
-                "{} bytes in, {} bytes out: {per_run:?} per document, {mib_s:.0} MiB/s of input",
-                json.len(),
-                xml.len()
-            );
-        }
     }
 }
