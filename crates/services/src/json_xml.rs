@@ -1658,31 +1658,4 @@ mod tests {
         assert_eq!(rebuilt, expected);
         assert!(xml.len() > json.len());
     }
-
-    /// Run with `cargo test -p gatebench-services --release --lib json_xml::tests::throughput --
-    /// --ignored --nocapture`.
-    #[test]
-    #[ignore = "a timing loop, not a test; run in release by hand"]
-    fn throughput() {
-        for size in [1 << 10, 1 << 20] {
-            let (json, _) = realistic(size);
-            let limits = JsonXmlLimits::default();
-            let xml = json_to_xml(json.as_bytes(), &limits).expect("valid");
-            walk(&xml);
-            let (mut runs, started) = (0u32, Instant::now());
-            while started.elapsed() < Duration::from_secs(2) {
-                std::hint::black_box(
-                    json_to_xml(std::hint::black_box(json.as_bytes()), &limits).expect("valid"),
-                );
-                runs += 1;
-            }
-            let per_run = started.elapsed() / runs;
-            let mib_s = json.len() as f64 / per_run.as_secs_f64() / f64::from(1 << 20);
-            println!(
-                "{} bytes in, {} bytes out: {per_run:?} per document, {mib_s:.0} MiB/s of input",
-                json.len(),
-                xml.len()
-            );
-        }
-    }
 }
