@@ -60,6 +60,7 @@ mod http1;
 mod http2;
 mod huffman;
 pub mod limits;
+pub mod metrics;
 pub mod mix;
 pub mod probe;
 pub mod replay;

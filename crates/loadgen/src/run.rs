@@ -89,6 +89,8 @@ pub struct RunOptions<'a> {
     /// Keep a per-second timeline in the record with each second's latency histogram, whatever
     /// the arrival (a shard's record, so that a merge has exact per-second figures).
     pub timeline: bool,
+    /// Live figures for Prometheus (`--metrics`), updated once a second.
+    pub metrics: Option<Arc<crate::metrics::LiveMetrics>>,
 }
 
 impl std::fmt::Debug for RunOptions<'_> {
@@ -98,6 +100,7 @@ impl std::fmt::Debug for RunOptions<'_> {
             .field("on_interval", &self.on_interval.is_some())
             .field("anchor", &self.anchor)
             .field("timeline", &self.timeline)
+            .field("metrics", &self.metrics.is_some())
             .finish()
     }
 }
@@ -296,6 +299,9 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
     );
     out.report.timeline = timeline;
     out.report.thresholds = watch.finish(&out.report);
+    if let Some(m) = &collector.opts.metrics {
+        m.finish(&out.report.measurement.outcomes);
+    }
     if config.requests.is_multi() {
         let open = config.arrival.is_open();
         out.report.classes = Some(
@@ -625,6 +631,16 @@ impl<'o, 'a> Collector<'o, 'a> {
         }
         self.total_responses += iv.responses();
         self.total_errors += iv.errors();
+        if let Some(m) = &self.opts.metrics {
+            m.second(
+                start < self.warmup,
+                iv.sent,
+                &iv.outcomes,
+                &iv.all_latency(),
+                length,
+                target_rate.or(self.fixed_rate),
+            );
+        }
         if !self.watch.is_empty() && start >= self.warmup {
             let censored_min = (!iv.censored.is_empty()).then(|| iv.censored.min());
             let stop = self.watch.second(

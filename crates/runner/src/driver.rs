@@ -117,6 +117,7 @@ impl Driver for NetDriver {
                 stop: Some(stop),
                 anchor: None,
                 timeline: true,
+                metrics: None,
             },
         )
         .map(|o| o.report)

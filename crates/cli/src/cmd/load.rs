@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
+use gatebench_loadgen::metrics::{LiveMetrics, MetricsServer};
 use gatebench_loadgen::start::Anchor;
 use gatebench_loadgen::{
     Arrival, ArrivalProgram, IntervalView, LoadConfig, LoadSpec, Mix, Protocol, RateProgram,
@@ -58,8 +59,27 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
         Some(p) => Some(create(p, "--hlog")?),
         None => None,
     };
+    // The metrics address too: one in use is an error before the probe.
+    if args.metrics_labels.len() > gatebench_loadgen::metrics::MAX_LABELS {
+        anyhow::bail!(
+            "--metrics-label: at most {} labels",
+            gatebench_loadgen::metrics::MAX_LABELS
+        );
+    }
+    let metrics = args
+        .metrics
+        .map(|addr| -> Result<_> {
+            let live = LiveMetrics::new(&args.metrics_labels);
+            let server = MetricsServer::start(addr, live.clone())
+                .with_context(|| format!("--metrics: cannot listen on {addr}"))?;
+            Ok((live, server))
+        })
+        .transpose()?;
     if !args.no_probe {
         gatebench_loadgen::probe(&config)?;
+    }
+    if let Some((_, server)) = &metrics {
+        eprintln!("Metrics: http://{}/metrics", server.addr());
     }
     let text_to_stderr = matches!(json_out, Some(Output::Stdout));
     let live = !args.quiet && std::io::stderr().is_terminal();
@@ -102,6 +122,7 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
             anchor,
             // A shard's record carries its seconds, histograms included, for the merge.
             timeline: shard.is_some(),
+            metrics: metrics.as_ref().map(|(live, _)| live.clone()),
         },
     )?;
     let mut output = output;
@@ -150,6 +171,17 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
     if let Some(mut h) = hlog_out {
         h.flush().context("writing the interval log")?;
     }
+    if metrics.is_some() && !args.metrics_linger.is_zero() && !interrupted {
+        // The final figures stay up for the scraper's next scrape; Ctrl-C ends the wait. (An
+        // abort threshold stopped the run through the same flag: the run is over, so it is
+        // cleared to watch for a real Ctrl-C.)
+        stop.store(false, Ordering::Relaxed);
+        let until = std::time::Instant::now() + args.metrics_linger;
+        while std::time::Instant::now() < until && !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    drop(metrics);
     Ok(if interrupted {
         ExitCode::from(130)
     } else if failed > 0 {

@@ -444,6 +444,104 @@ fn thresholds_pass_fail_and_abort_the_run() {
     );
 }
 
+/// `--metrics` as Prometheus scrapes it: after the run (held open by `--metrics-linger`), the
+/// exposition's counters equal the JSON record's exactly, every series carries the label.
+#[test]
+fn metrics_scraped_after_the_run_equal_the_record() {
+    let _shared = support::shared();
+    let echo = EchoChild::start(&[]);
+    let dir = support::temp_dir("metrics");
+    let json = dir.join("run.json");
+    let mut child = Command::new(BIN)
+        .args([
+            "load",
+            &echo.url,
+            "-c",
+            "4",
+            "-R",
+            "300",
+            "-d",
+            "2s",
+            "--warmup",
+            "1s",
+            "--metrics",
+            "127.0.0.1:0",
+            "--metrics-label",
+            "scenario=echo",
+            "--metrics-linger",
+            "20s",
+            "-q",
+            "--json",
+        ])
+        .arg(&json)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn gatebench load");
+    let mut url = String::new();
+    for line in BufReader::new(child.stderr.take().unwrap()).lines() {
+        let line = line.unwrap();
+        if let Some(u) = line.strip_prefix("Metrics: ") {
+            url = u.to_owned();
+            break;
+        }
+    }
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    // The record is written before the linger starts.
+    let record: serde_json::Value = loop {
+        if let Ok(text) = std::fs::read_to_string(&json) {
+            if let Ok(v) = serde_json::from_str(&text) {
+                break v;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/metrics");
+    let mut c = std::net::TcpStream::connect(addr).unwrap();
+    use std::io::{Read, Write};
+    c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut text = String::new();
+    c.read_to_string(&mut text).unwrap();
+    kill(&child, Signal::INT);
+    let _ = child.wait();
+    let value = |series: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+            .unwrap_or_else(|| panic!("no {series} in\n{text}"))
+            .parse()
+            .unwrap()
+    };
+    let m = &record["measurement"];
+    let outcome = |o: &str| {
+        value(&format!(
+            "gatebench_requests_total{{scenario=\"echo\",phase=\"measurement\",outcome=\"{o}\"}}"
+        ))
+    };
+    assert_eq!(
+        outcome("ok"),
+        m["outcomes"]["ok"].as_u64().unwrap(),
+        "{text}"
+    );
+    let all: u64 = text
+        .lines()
+        .filter(|l| l.starts_with("gatebench_requests_total{") && l.contains("\"measurement\""))
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(
+        all,
+        m["requests"].as_u64().unwrap(),
+        "every scheduled request, in one class"
+    );
+    assert_eq!(
+        value("gatebench_request_duration_seconds_count{scenario=\"echo\",phase=\"measurement\"}"),
+        m["latency"]["count"].as_u64().unwrap()
+    );
+    assert_eq!(value("gatebench_phase{scenario=\"echo\"}"), 2);
+}
+
 /// The capacity search against an echo with a hard limit: 4 connections to a backend that
 /// holds each request 10 ms carry at most 400 req/s. With `p50<30ms` the search must end
 /// between 250 and 420 req/s, bracketed within its precision and checked, and write its record

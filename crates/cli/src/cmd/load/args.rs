@@ -162,6 +162,20 @@ pub struct LoadArgs {
     /// an SVG file.
     #[arg(long, value_name = "FILE", requires = "find_max")]
     pub svg: Option<PathBuf>,
+    /// Serve the run's live figures for Prometheus on ADDRESS (e.g. 127.0.0.1:9464):
+    /// `GET /metrics`, text exposition format, updated once a second: requests sent and
+    /// finished by outcome, a latency histogram, target and achieved rate, in-flight requests,
+    /// the phase and the generator's CPU time.
+    #[arg(long, value_name = "ADDRESS", help_heading = "Live metrics")]
+    pub metrics: Option<std::net::SocketAddr>,
+    /// A label every series of --metrics carries, NAME=VALUE (e.g. scenario=proxy).
+    /// Repeatable.
+    #[arg(long = "metrics-label", value_name = "NAME=VALUE", value_parser = parse_label, requires = "metrics", help_heading = "Live metrics")]
+    pub metrics_labels: Vec<(String, String)>,
+    /// Keep serving --metrics this long after the run ends, so that a scraper's next scrape
+    /// sees the final figures.
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration, requires = "metrics", help_heading = "Live metrics")]
+    pub metrics_linger: std::time::Duration,
     /// A pass/fail condition on the run, k6-style: `METRIC OP LIMIT [over DURATION] [abort]`,
     /// e.g. 'p99<50ms', 'errors<0.1%', 'rate>=0.99*target over 10s', 'p99<100ms over 5s abort'.
     /// Judged on the whole measurement at the end and, with `over`, on every full window while
@@ -247,6 +261,14 @@ pub enum ArrivalSpacing {
 pub const START_AT_TOLERANCE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Parses `I/N` (0-based index, shard count): `0/2`, `1/2`.
+fn parse_label(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}': expected NAME=VALUE"))?;
+    gatebench_loadgen::metrics::check_label(k)?;
+    Ok((k.to_owned(), v.to_owned()))
+}
+
 fn parse_threshold(s: &str) -> Result<Threshold, String> {
     s.parse::<Threshold>().map_err(|e| e.to_string())
 }
