@@ -91,7 +91,7 @@ requests = [
     b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloGET /smuggled HTTP/1.1\r\n\r\n",
 ]
 for i, r in enumerate(requests):
-    put("h1check", bytes([(i % 8) << 1 | (1 if i == 8 else 0), i * 41 % 256]) + r)
+    put("h1server", bytes([i * 41 % 256]) + r)
 
 # ---- JSON documents ----
 docs = [

@@ -1,7 +1,6 @@
 //! Entry points for the fuzz targets under `fuzz/` (feature `fuzzing`, never in production
 //! builds): the parsers of what clients and upstreams send, reached without a listener.
 //!
-//! - [`h1check`]: the strict request checker over a scripted client connection.
 //! - [`h1client_response`]: the upstream client's response head and body parsing.
 //! - [`h1server`]: the intermediaries' HTTP/1.x server over a scripted client connection.
 //!
@@ -10,9 +9,11 @@
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 pub use crate::protocol::h1::client::fuzz::{
@@ -20,39 +21,15 @@ pub use crate::protocol::h1::client::fuzz::{
     MAX_PIECES as H1CLIENT_MAX_PIECES,
 };
 
-use bytes::Bytes;
-use http::{Request, Response, StatusCode};
-
 use crate::protocol::body::{ClientBody, ResBody};
-use crate::protocol::h1::check::{H1Limits, StrictH1};
+use crate::protocol::h1::check::H1Limits;
 use crate::protocol::h1::server::{self as h1server, H1Handler};
 use crate::protocol::interim::Interim;
 use crate::protocol::Answer;
 
-/// What the checker passed on to hyper, and how its stream ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct H1CheckRun {
-    /// Every byte hyper would have read, in order (a refused head shows as the synthetic
-    /// `X-GB-REJECT /<status>` request).
-    pub passed: Vec<u8>,
-    /// How the stream ended.
-    pub end: H1CheckEnd,
-}
-
-/// How the checked stream ended for hyper.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum H1CheckEnd {
-    /// A clean end of stream.
-    Eof,
-    /// A read error: a body broke its framing.
-    Error,
-    /// Reads wait forever: a head was refused and hyper answers it.
-    Refused,
-}
-
-/// The checker's limits (the timeouts are an hour, out of the fuzzer's way).
+/// The server's request limits (the timeouts are an hour, out of the fuzzer's way).
 #[derive(Debug, Clone, Copy)]
-pub struct H1CheckLimits {
+pub struct H1ServerLimits {
     /// Longest request line.
     pub max_request_line: usize,
     /// Largest head and trailer section.
@@ -61,7 +38,7 @@ pub struct H1CheckLimits {
     pub max_body: u64,
 }
 
-impl H1CheckLimits {
+impl H1ServerLimits {
     /// The listener limits these stand for, with hour-long timeouts.
     fn strict(self) -> Arc<H1Limits> {
         Arc::new(H1Limits {
@@ -73,43 +50,6 @@ impl H1CheckLimits {
             send_timeout: Duration::from_secs(3600),
         })
     }
-}
-
-/// Reads a client connection that sends `pieces` (one read each) and then closes, through
-/// the strict checker, with reads of `read_size` bytes as hyper would make them.
-///
-/// # Panics
-/// When the checker passes on more than it was given (a loop), or never ends.
-pub fn h1check(
-    pieces: &[&[u8]],
-    sniff_h2: bool,
-    read_size: usize,
-    limits: H1CheckLimits,
-) -> H1CheckRun {
-    let limits = limits.strict();
-    let given: usize = pieces.iter().map(|p| p.len()).sum();
-    let script = Script {
-        reads: pieces.iter().rev().map(|p| p.to_vec()).collect(),
-    };
-    let mut checker = StrictH1::new(script, limits, sniff_h2);
-    let mut cx = Context::from_waker(Waker::noop());
-    let mut passed = Vec::new();
-    let mut buf = vec![0u8; read_size.max(1)];
-    let end = loop {
-        let mut rb = ReadBuf::new(&mut buf);
-        match Pin::new(&mut checker).poll_read(&mut cx, &mut rb) {
-            Poll::Ready(Ok(())) if rb.filled().is_empty() => break H1CheckEnd::Eof,
-            Poll::Ready(Ok(())) => passed.extend_from_slice(rb.filled()),
-            Poll::Ready(Err(_)) => break H1CheckEnd::Error,
-            Poll::Pending => break H1CheckEnd::Refused,
-        }
-        assert!(
-            passed.len() <= given + 64,
-            "{} bytes passed on from {given}",
-            passed.len()
-        );
-    };
-    H1CheckRun { passed, end }
 }
 
 /// A client that sends scripted reads, then closes; it accepts every write.
@@ -176,7 +116,7 @@ pub struct H1ServerRun {
 ///
 /// # Panics
 /// When the server does not finish within a minute (a loop or a lost wake-up).
-pub fn h1server(pieces: &[&[u8]], limits: H1CheckLimits) -> H1ServerRun {
+pub fn h1server(pieces: &[&[u8]], limits: H1ServerLimits) -> H1ServerRun {
     let limits = limits.strict();
     let script = Script {
         reads: pieces.iter().rev().map(|p| p.to_vec()).collect(),

@@ -1,7 +1,7 @@
-//! A re-armable deadline for hand-written `poll` readers (the strict HTTP/1 checker, the
-//! services' HTTP/1 server, HTTP/2 request and upstream bodies): armed when a read has to wait,
-//! disarmed when it makes progress, and allocated only the first time a wait happens, so a
-//! connection whose reads never wait carries no timer.
+//! A re-armable deadline for hand-written `poll` readers (the services' HTTP/1 server, HTTP/2
+//! request and upstream bodies): armed when a read has to wait, disarmed when it makes
+//! progress, and allocated only the first time a wait happens, so a connection whose reads
+//! never wait carries no timer.
 //!
 //! Re-arming moves the registered timer in place (`Sleep::reset`) rather than registering a
 //! new one per wait.
@@ -59,11 +59,6 @@ impl Deadline {
             }
             // Fired at an earlier deadline: move on to the current one.
         }
-    }
-
-    /// Whether a wait armed the timer and it has not passed or been disarmed since.
-    pub(crate) fn is_armed(&self) -> bool {
-        self.armed.is_some()
     }
 
     /// The read made progress: the next wait arms afresh.

@@ -1,71 +1,55 @@
-//! Strict HTTP/1.1 request framing in front of hyper: a stream wrapper that reads each request
-//! head and body framing before hyper sees a byte of it, and refuses what docs/behaviour.md refuses.
+//! Strict HTTP/1.1 request rules, the ones the services' HTTP/1.x server (`h1::server`)
+//! applies to every request head it reads: the head parse ([`parse_head`]), when a head that
+//! arrives in pieces is parsed ([`HeadScan`]), how an accepted head frames its body
+//! ([`Framing`]), and the limits and deadlines of the request side ([`H1Limits`], [`LINGER`]).
+//! It refuses what docs/behaviour.md refuses.
 //!
-//! hyper's server parser is lenient where an intermediary must not be: it drops Content-Length
-//! when Transfer-Encoding is present (RFC 9112 §6.3 allows a *server* to do so, but a proxy that
-//! forwards such a request is the textbook request-smuggling vector), it accepts bare LF line
-//! ends, leaves Host to the application, has no 408 and no total head deadline. [`StrictH1`]
-//! sits between the socket and hyper and sees the same bytes in the same order. It passes on
-//! only what it has checked:
+//! A lenient server parser is not enough in an intermediary: hyper's, which served the services
+//! once, drops Content-Length when Transfer-Encoding is present (RFC 9112 §6.3 allows a *server*
+//! to do so, but a proxy that forwards such a request is the textbook request-smuggling vector),
+//! accepts bare LF line ends, leaves Host to the application, has no 408 and no total head
+//! deadline. The rules here:
 //!
-//! - a request head is held back until it is complete, parsed with httparse and checked against
-//!   RFC 9112: one Host, valid (§3.2); Content-Length only as one plain decimal (§6.3, RFC 9110
-//!   §8.6); Transfer-Encoding only as a single final `chunked`, never with Content-Length and
-//!   never in HTTP/1.0 (§6.1, §6.3); CRLF line ends only (§2.2); no obs-fold and no CR/LF/NUL
-//!   in values (§5.2, §5.5 — httparse refuses these); limits on the request line (414), the head
-//!   (431) and a total deadline for it (408);
-//! - a body is passed on as its framing says: Content-Length bytes, or chunks whose size lines
-//!   are strict hex with overflow checks, each chunk followed by CRLF (§7.1), then trailer
-//!   fields checked like header fields;
-//! - the bytes after one message are checked as the next head, so pipelined requests cannot
-//!   hide a second request in a body.
+//! - a request head is parsed only once complete (or once a limit or an invalid byte decides
+//!   it), with httparse, and checked against RFC 9112: one Host, valid (§3.2); Content-Length
+//!   only as one plain decimal (§6.3, RFC 9110 §8.6); Transfer-Encoding only as a single final
+//!   `chunked`, never with Content-Length and never in HTTP/1.0 (§6.1, §6.3); CRLF line ends
+//!   only (§2.2); no obs-fold and no CR/LF/NUL in values (§5.2, §5.5 — httparse refuses these);
+//!   limits on the request line (414), the head (431) and a total deadline for it (408);
+//! - a body is then read as its [`Framing`] says (by `h1::conn`): Content-Length bytes, or
+//!   chunks whose size lines are strict hex with overflow checks, each chunk followed by CRLF
+//!   (§7.1), then trailer fields checked like header fields;
+//! - the bytes after one message are parsed as the next head, so pipelined requests cannot hide
+//!   a second request in a body.
 //!
 //! The framing rules themselves (CRLF, Content-Length, Transfer-Encoding, the chunked coding)
 //! are `gatebench-h1`'s, the ones the upstream client and the load generator apply to
 //! responses; the request line, Host and the limits are this module's.
 //!
-//! A refused head is replaced by a short synthetic request ([`REJECT_METHOD`]) that hyper parses
-//! and the service answers with the status and `Connection: close`: the answer then leaves in
-//! order, after the answers to earlier pipelined requests. A framing error inside a body, where
-//! an answer may already be on its way, becomes an I/O error that hyper reports as a broken body;
-//! the connection closes. A connection closed while the client may still be sending lingers
-//! (reads and discards for up to [`LINGER`]) so that the close does not become a reset that
-//! destroys the answer before the client reads it (Apache's "lingering close").
-//!
-//! What it does not do: it does not decide anything else about responses, HTTP/2 (a cleartext
-//! connection that opens with the HTTP/2 preface is passed through untouched) or body sizes of
-//! chunked requests (the service counts those, on every protocol).
+//! What it does not do: read or write. The server reads, answers a refused head with its status
+//! and `Connection: close`, and lingers after a close (reads and discards for up to [`LINGER`])
+//! so that the close does not become a reset that destroys the answer before the client reads
+//! it (Apache's "lingering close"). Nor does it decide anything about responses, HTTP/2 or body
+//! sizes of chunked requests (the service counts those, on every protocol).
 
-use std::io;
 use std::mem::MaybeUninit;
-use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::{Buf, BytesMut};
-use http::{Request, StatusCode};
+use http::StatusCode;
 use memchr::memchr;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
-use tokio::time::Instant;
 
-use gatebench_h1::{crlf_only, trim_ows, BodyLength, Chunked, Fields};
+use gatebench_h1::{crlf_only, trim_ows, BodyLength, Fields};
 
-use crate::protocol::deadline::Deadline;
-
-/// The method of the synthetic request that stands for a refused head. hyper parses it like any
-/// extension method; a client that sends it is refused with 400 itself, so the service sees it
-/// only from this module.
-pub(crate) const REJECT_METHOD: &str = "X-GB-REJECT";
+/// A method refused with 400. It named the synthetic request that stood for a refused head when
+/// a stream wrapper put these rules in front of hyper, which is gone; it is still refused so
+/// that what a client sees does not change with the wrapper's removal.
+const REJECT_METHOD: &str = "X-GB-REJECT";
 /// Largest number of header fields in a request head (the shared limit, hyper's default
 /// too); more gets 431.
 pub(crate) const MAX_HEADERS: usize = gatebench_h1::MAX_FIELDS;
 /// How long a closed connection keeps reading (and discarding) what the client still sends.
 pub(crate) const LINGER: Duration = Duration::from_secs(2);
-/// Bytes read at once while a head is being assembled.
-const HEAD_READ: usize = 4096;
-/// The HTTP/2 connection preface (RFC 9113 §3.4).
-const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
 /// Limits and deadlines of the request side of one listener.
 #[derive(Debug, Clone)]
 pub(crate) struct H1Limits {
@@ -92,7 +76,7 @@ pub(crate) struct H1Limits {
 /// The rule it keeps: the outcome of a head — passed on with its length and framing, refused
 /// (and, where a limit decides, with which status), or dropped at the end of the stream — is
 /// the one a parse of the same bytes read whole gives, however they were split into reads (the
-/// `h1check` and `h1server` fuzz targets check it). A parse of a prefix that is not Partial is
+/// `h1server` fuzz target and this module's tests check it, on the server). A parse of a prefix that is not Partial is
 /// final: more bytes do not change it. So the head is parsed at every point where that result
 /// can first appear and is knowable without parsing, and at enough other points to bound how
 /// late an error inside a line is found:
@@ -174,47 +158,6 @@ impl HeadScan {
     }
 }
 
-/// The status a synthetic [`REJECT_METHOD`] request stands for, if `req` is one.
-///
-/// Only meaningful on HTTP/1 connections wrapped by [`StrictH1`]; callers check the version.
-pub(crate) fn rejection<B>(req: &Request<B>) -> Option<StatusCode> {
-    if req.method().as_str() != REJECT_METHOD {
-        return None;
-    }
-    let code = req.uri().path().trim_start_matches('/');
-    StatusCode::from_bytes(code.as_bytes()).ok()
-}
-
-/// Where the reader is in the request stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
-    /// The first bytes of a cleartext connection that also serves h2c: maybe the preface.
-    Sniff,
-    /// An HTTP/2 connection: nothing is checked.
-    Passthrough,
-    /// Between messages or inside a head.
-    Head,
-    /// Inside a Content-Length body.
-    Body { remaining: u64 },
-    /// Inside a chunked body (size lines, data, trailers).
-    Chunked(Chunked),
-    /// A refused head was replaced by the synthetic request; nothing more is read.
-    Rejected,
-    /// A body broke its framing; every read fails.
-    Failed,
-}
-
-/// What one pass over newly read bytes found.
-#[derive(Debug, PartialEq, Eq)]
-enum Step {
-    /// The first `ok` bytes are checked; the rest need more bytes.
-    Progress(usize),
-    /// The first `ok` bytes are checked; a head after them is refused with `status`.
-    Reject { ok: usize, status: StatusCode },
-    /// The first `ok` bytes are checked; a body's framing breaks after them.
-    Fail { ok: usize },
-}
-
 /// How a checked head frames its body.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Framing {
@@ -226,418 +169,11 @@ pub(crate) enum Framing {
     Chunked,
 }
 
-/// A stream that passes to hyper only checked HTTP/1.1 request bytes (see the module docs).
-#[derive(Debug)]
-pub(crate) struct StrictH1<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> {
-    /// `None` only once dropped into the lingering task.
-    inner: Option<S>,
-    limits: Arc<H1Limits>,
-    state: State,
-    /// Bytes read but not yet given to hyper; the first `ready` of them are checked.
-    held: BytesMut,
-    ready: usize,
-    /// When the first byte of the head being read arrived.
-    head_started: Option<Instant>,
-    /// When the head being read is parsed next.
-    scan: HeadScan,
-    /// Armed while a read waits: the head deadline or the body inactivity deadline.
-    timer: Deadline,
-    eof: bool,
-    /// What reads report once [`State::Failed`]: broken framing or a stalled body.
-    failure: io::ErrorKind,
-}
-
-impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> StrictH1<S> {
-    /// Wraps an accepted connection. `sniff_h2`: the port also serves HTTP/2 by prior
-    /// knowledge, so a connection opening with the preface is passed through.
-    pub(crate) fn new(inner: S, limits: Arc<H1Limits>, sniff_h2: bool) -> Self {
-        Self {
-            inner: Some(inner),
-            limits,
-            state: if sniff_h2 { State::Sniff } else { State::Head },
-            held: BytesMut::new(),
-            ready: 0,
-            head_started: None,
-            scan: HeadScan::default(),
-            timer: Deadline::default(),
-            eof: false,
-            failure: io::ErrorKind::InvalidData,
-        }
-    }
-
-    fn inner(&mut self) -> Pin<&mut S> {
-        Pin::new(
-            self.inner
-                .as_mut()
-                .expect("inner stream present until drop"),
-        )
-    }
-
-    /// Runs the state machine over `bytes`, which follow everything checked so far.
-    fn advance(&mut self, bytes: &[u8]) -> Step {
-        let mut pos = 0;
-        loop {
-            let rest = &bytes[pos..];
-            match self.state {
-                State::Sniff => {
-                    let n = rest.len().min(H2_PREFACE.len());
-                    if rest[..n] != H2_PREFACE[..n] {
-                        self.state = State::Head;
-                    } else if n == H2_PREFACE.len() {
-                        self.state = State::Passthrough;
-                    } else {
-                        if n > 0 && self.head_started.is_none() {
-                            self.head_started = Some(Instant::now());
-                        }
-                        return Step::Progress(pos);
-                    }
-                }
-                State::Passthrough => return Step::Progress(bytes.len()),
-                State::Head => {
-                    if rest.is_empty() {
-                        return Step::Progress(pos);
-                    }
-                    // At the end of the stream every head is parsed, as a whole read would be.
-                    if !self.eof && !self.scan.due(rest, &self.limits) {
-                        if self.head_started.is_none() {
-                            self.head_started = Some(Instant::now());
-                        }
-                        return Step::Progress(pos);
-                    }
-                    match check_head(rest, &self.limits) {
-                        Ok(Some((len, framing))) => {
-                            pos += len;
-                            self.head_started = None;
-                            self.scan = HeadScan::default();
-                            self.state = match framing {
-                                Framing::None | Framing::Length(0) => State::Head,
-                                Framing::Length(n) => State::Body { remaining: n },
-                                // Trailer sections are limited like heads.
-                                Framing::Chunked => {
-                                    State::Chunked(Chunked::new(self.limits.max_head))
-                                }
-                            };
-                        }
-                        Ok(None) => {
-                            if self.head_started.is_none() {
-                                self.head_started = Some(Instant::now());
-                            }
-                            return Step::Progress(pos);
-                        }
-                        Err(status) => return Step::Reject { ok: pos, status },
-                    }
-                }
-                State::Body { remaining } => {
-                    if rest.is_empty() {
-                        return Step::Progress(pos);
-                    }
-                    let n = remaining.min(rest.len() as u64);
-                    pos += n as usize;
-                    self.state = match remaining - n {
-                        0 => State::Head,
-                        remaining => State::Body { remaining },
-                    };
-                }
-                State::Chunked(mut chunked) => match chunked.step(rest) {
-                    Ok(gatebench_h1::Step::Framing(n) | gatebench_h1::Step::Data(n)) => {
-                        pos += n;
-                        self.state = State::Chunked(chunked);
-                    }
-                    Ok(gatebench_h1::Step::Done(n)) => {
-                        pos += n;
-                        self.state = State::Head;
-                    }
-                    Ok(gatebench_h1::Step::Partial) => {
-                        self.state = State::Chunked(chunked);
-                        return Step::Progress(pos);
-                    }
-                    Err(_) => return Step::Fail { ok: pos },
-                },
-                State::Rejected | State::Failed => return Step::Progress(pos),
-            }
-        }
-    }
-
-    /// Keeps the first `keep` held bytes (checked) and replaces everything after them with the
-    /// synthetic request for `status`.
-    fn reject(&mut self, keep: usize, status: StatusCode) {
-        tracing::debug!(side = "downstream", %status, "refusing a request head");
-        self.held.truncate(keep);
-        self.held.extend_from_slice(REJECT_METHOD.as_bytes());
-        self.held.extend_from_slice(b" /");
-        self.held.extend_from_slice(status.as_str().as_bytes());
-        self.held.extend_from_slice(b" HTTP/1.1\r\n\r\n");
-        self.ready = self.held.len();
-        self.state = State::Rejected;
-        self.timer.disarm();
-    }
-
-    /// Keeps the first `keep` held bytes (checked) for hyper; every read after them fails.
-    fn fail(&mut self, keep: usize) {
-        tracing::debug!(
-            side = "downstream",
-            "request body breaks its framing or stalled"
-        );
-        self.held.truncate(keep);
-        self.ready = keep;
-        self.state = State::Failed;
-        self.timer.disarm();
-    }
-
-    /// The deadline that applies while a read waits, if any: the head deadline is fixed from
-    /// the head's first byte; the body deadline counts from when the wait began.
-    fn deadline(&self) -> Option<Instant> {
-        match self.state {
-            State::Head | State::Sniff => self.head_started.map(|t| t + self.limits.head_timeout),
-            State::Body { .. } | State::Chunked(_) => {
-                Some(Instant::now() + self.limits.body_timeout)
-            }
-            State::Passthrough | State::Rejected | State::Failed => None,
-        }
-    }
-
-    /// Called when the socket has nothing: arms the deadline and reports whether it passed.
-    fn poll_deadline(&mut self, cx: &mut Context<'_>) -> bool {
-        let at = match self.timer.is_armed() {
-            true => None,
-            false => match self.deadline() {
-                Some(at) => Some(at),
-                None => return false,
-            },
-        };
-        self.timer
-            .expired(cx, || at.expect("a deadline when not armed"))
-    }
-
-    /// The status for a head whose deadline passed: what a parse of the partial head held now
-    /// refuses it with (as a parse on each read would have, earlier), else 408.
-    fn overdue_status(&self) -> StatusCode {
-        let held = &self.held[self.ready..];
-        match self.state {
-            State::Head if !held.is_empty() => check_head(held, &self.limits)
-                .err()
-                .unwrap_or(StatusCode::REQUEST_TIMEOUT),
-            _ => StatusCode::REQUEST_TIMEOUT,
-        }
-    }
-
-    /// True when a head is being read and its deadline has passed (for a client that trickles
-    /// bytes fast enough never to leave the socket empty).
-    fn head_overdue(&self) -> bool {
-        matches!(self.state, State::Head | State::Sniff)
-            && self
-                .head_started
-                .is_some_and(|t| t.elapsed() >= self.limits.head_timeout)
-    }
-}
-
-impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> AsyncRead for StrictH1<S> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        out: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        loop {
-            if this.ready > 0 {
-                let n = this.ready.min(out.remaining());
-                out.put_slice(&this.held[..n]);
-                this.held.advance(n);
-                this.ready -= n;
-                if this.held.is_empty() {
-                    // Idle connections keep no buffer of their own.
-                    this.held = BytesMut::new();
-                }
-                return Poll::Ready(Ok(()));
-            }
-            match this.state {
-                // hyper writes the refusal and closes; it needs nothing more from the client.
-                State::Rejected => return Poll::Pending,
-                State::Failed => {
-                    let why = match this.failure {
-                        io::ErrorKind::TimedOut => "request body stalled past the body timeout",
-                        _ => "request body breaks HTTP/1.1 chunked framing",
-                    };
-                    return Poll::Ready(Err(io::Error::new(this.failure, why)));
-                }
-                State::Passthrough if this.held.is_empty() => {
-                    return this.inner().poll_read(cx, out)
-                }
-                _ => {}
-            }
-            if this.eof {
-                return Poll::Ready(Ok(()));
-            }
-            if this.held.is_empty() {
-                // Fast path: read straight into hyper's buffer, keep back what is not checked.
-                let before = out.filled().len();
-                match this.inner().poll_read(cx, out) {
-                    Poll::Pending => {
-                        if this.poll_deadline(cx) {
-                            on_deadline(this);
-                            continue;
-                        }
-                        return Poll::Pending;
-                    }
-                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                    Poll::Ready(Ok(())) => {}
-                }
-                let got = out.filled().len() - before;
-                if got == 0 {
-                    this.eof = true;
-                    return Poll::Ready(Ok(()));
-                }
-                this.timer.disarm();
-                let step = this.advance(&out.filled()[before..]);
-                let ok = match step {
-                    Step::Progress(ok) => {
-                        this.held.extend_from_slice(&out.filled()[before + ok..]);
-                        ok
-                    }
-                    Step::Reject { ok, status } => {
-                        this.reject(0, status);
-                        ok
-                    }
-                    Step::Fail { ok } => {
-                        this.fail(0);
-                        ok
-                    }
-                };
-                out.set_filled(before + ok);
-                if ok > 0 {
-                    return Poll::Ready(Ok(()));
-                }
-                if this.head_overdue() {
-                    this.reject(0, this.overdue_status());
-                }
-                continue;
-            }
-            // Slow path: a head (or chunk line) arrives in pieces; gather them in `held`.
-            let mut chunk = [MaybeUninit::<u8>::uninit(); HEAD_READ];
-            let mut buf = ReadBuf::uninit(&mut chunk);
-            match this.inner().poll_read(cx, &mut buf) {
-                Poll::Pending => {
-                    if this.poll_deadline(cx) {
-                        on_deadline(this);
-                        continue;
-                    }
-                    return Poll::Pending;
-                }
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Ready(Ok(())) => {}
-            }
-            if buf.filled().is_empty() {
-                // A partial head at EOF is dropped: hyper sees a quiet close. It is parsed once
-                // more first (`advance` parses every head at the end): read whole, it would
-                // have been, and refused if the parse refuses it.
-                this.eof = true;
-                if this.state == State::Head && this.ready == 0 {
-                    let held = std::mem::take(&mut this.held);
-                    let step = this.advance(&held);
-                    this.held = held;
-                    match step {
-                        Step::Progress(ok) => this.ready = ok,
-                        Step::Reject { ok, status } => this.reject(ok, status),
-                        Step::Fail { ok } => this.fail(ok),
-                    }
-                }
-                continue;
-            }
-            this.timer.disarm();
-            this.held.extend_from_slice(buf.filled());
-            let held = std::mem::take(&mut this.held);
-            let step = this.advance(&held);
-            this.held = held;
-            match step {
-                Step::Progress(ok) => this.ready = ok,
-                Step::Reject { ok, status } => this.reject(ok, status),
-                Step::Fail { ok } => this.fail(ok),
-            }
-            if this.ready == 0 && this.head_overdue() {
-                this.reject(0, this.overdue_status());
-            }
-        }
-    }
-}
-
-/// A deadline passed while the socket was empty: 408 for a head, a failed body otherwise.
-fn on_deadline<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(this: &mut StrictH1<S>) {
-    match this.state {
-        State::Head | State::Sniff => this.reject(0, this.overdue_status()),
-        _ => {
-            this.fail(0);
-            this.failure = io::ErrorKind::TimedOut;
-        }
-    }
-}
-
-impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> AsyncWrite for StrictH1<S> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        self.get_mut().inner().poll_write(cx, buf)
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        self.get_mut().inner().poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.as_ref().is_some_and(|s| s.is_write_vectored())
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.get_mut().inner().poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.get_mut().inner().poll_shutdown(cx)
-    }
-}
-
-impl<S: AsyncRead + AsyncWrite + Unpin + Send + 'static> Drop for StrictH1<S> {
-    /// Closes with a linger when the client may still be sending (a refused head, a body cut
-    /// short): a close with unread data becomes a reset, which can destroy the answer in the
-    /// client's receive buffer before it is read.
-    fn drop(&mut self) {
-        let mid_message = !matches!(self.state, State::Head | State::Passthrough | State::Sniff)
-            || self.head_started.is_some();
-        if !mid_message || self.eof {
-            return;
-        }
-        let (Some(mut stream), Ok(runtime)) =
-            (self.inner.take(), tokio::runtime::Handle::try_current())
-        else {
-            return;
-        };
-        runtime.spawn(async move {
-            let mut sink = [0u8; 4096];
-            let linger = async {
-                stream.shutdown().await?;
-                while stream.read(&mut sink).await? > 0 {}
-                Ok::<(), io::Error>(())
-            };
-            let _ = tokio::time::timeout(LINGER, linger).await;
-        });
-    }
-}
-
 /// Checks one request head at the start of `buf`: `Ok(None)` when it is not complete yet,
-/// `Ok(Some((length, framing)))` when it is complete and acceptable, `Err(status)` when it is
-/// refused.
-fn check_head(buf: &[u8], limits: &H1Limits) -> Result<Option<(usize, Framing)>, StatusCode> {
-    parse_head(buf, limits, |_, _| ()).map(|head| head.map(|(len, framing, ())| (len, framing)))
-}
-
-/// [`check_head`] that also hands the parsed head, once accepted, to `build` with the address
-/// of `buf`'s first byte (so that the parsed pieces, which point into `buf`, can be told as
-/// offsets), and returns what it built: the one parse the direct HTTP/1 server needs.
+/// `Ok(Some((length, framing, built)))` when it is complete and acceptable, `Err(status)` when
+/// it is refused. The parsed head, once accepted, is handed to `build` with the address of
+/// `buf`'s first byte (so that the parsed pieces, which point into `buf`, can be told as
+/// offsets), and what it built is returned: the one parse the server needs.
 pub(crate) fn parse_head<T>(
     buf: &[u8],
     limits: &H1Limits,
@@ -817,8 +353,21 @@ fn host_ok(value: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use std::cell::Cell;
+    use std::io;
+    use std::pin::Pin;
+    use std::sync::{Arc, Mutex};
+    use std::task::{Context, Poll};
+
+    use bytes::Bytes;
+    use http::{Request, Response};
+    use hyper::body::Body;
+    use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
     use super::*;
+    use crate::protocol::body::{ClientBody, ResBody};
+    use crate::protocol::h1::server::{self, H1Handler};
+    use crate::protocol::interim::Interim;
+    use crate::protocol::Answer;
 
     thread_local! {
         /// Bytes of request heads examined on this thread: searched by [`HeadScan`] and handed
@@ -844,6 +393,11 @@ mod tests {
             body_timeout: Duration::from_secs(1),
             send_timeout: Duration::from_secs(1),
         }
+    }
+
+    /// [`parse_head`] without anything built: the head's length and framing, or the status.
+    fn check_head(buf: &[u8], limits: &H1Limits) -> Result<Option<(usize, Framing)>, StatusCode> {
+        parse_head(buf, limits, |_, _| ()).map(|head| head.map(|(len, framing, ())| (len, framing)))
     }
 
     fn status(raw: &[u8]) -> Result<Option<Framing>, u16> {
@@ -941,39 +495,12 @@ mod tests {
         );
     }
 
-    fn checker() -> StrictH1<tokio::io::DuplexStream> {
-        let (a, _b) = tokio::io::duplex(64);
-        StrictH1::new(a, Arc::new(limits()), false)
-    }
-
-    #[tokio::test]
-    async fn pipelined_messages_are_checked_one_by_one() {
-        let mut c = checker();
-        let first = b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX-T: 1\r\n\r\n";
-        let second = b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n";
-        let mut all = first.to_vec();
-        all.extend_from_slice(second);
-        assert_eq!(
-            c.advance(&all),
-            Step::Reject {
-                ok: first.len(),
-                status: StatusCode::BAD_REQUEST
-            }
-        );
-    }
-
-    #[tokio::test]
-    async fn a_chunked_body_cannot_hide_a_request() {
-        let mut c = checker();
-        let raw = b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloGET /smuggled HTTP/1.1\r\n\r\n";
-        let head = raw.iter().position(|&b| b == b'5').unwrap();
-        assert_eq!(c.advance(raw), Step::Fail { ok: head + 3 + 5 });
-    }
-
-    /// A client that sends `data` in reads of `piece` bytes, then closes; it takes every write.
+    /// A client that sends `data` in reads of `piece` bytes, then closes (or, with `open`, sends
+    /// nothing more and stays); it takes every write.
     struct Trickle {
         data: Vec<u8>,
         piece: usize,
+        open: bool,
     }
 
     impl AsyncRead for Trickle {
@@ -982,6 +509,9 @@ mod tests {
             _: &mut Context<'_>,
             buf: &mut ReadBuf<'_>,
         ) -> Poll<io::Result<()>> {
+            if self.data.is_empty() && self.open {
+                return Poll::Pending;
+            }
             let n = self.piece.min(self.data.len()).min(buf.remaining());
             buf.put_slice(&self.data[..n]);
             self.data.drain(..n);
@@ -1005,27 +535,142 @@ mod tests {
         }
     }
 
-    /// What the checker passes on from `data` read `piece` bytes at a time, and whether it
-    /// refused (it then waits for hyper to answer: `Pending`).
-    fn check_in_pieces(data: &[u8], piece: usize, limits: H1Limits) -> (Vec<u8>, bool) {
-        let trickle = Trickle {
-            data: data.to_vec(),
-            piece,
-        };
-        let mut checker = StrictH1::new(trickle, Arc::new(limits), false);
-        let mut cx = Context::from_waker(std::task::Waker::noop());
-        let mut passed = Vec::new();
-        // hyper's read buffer: large enough for the whole input in one read.
-        let mut buf = vec![0u8; 64 * 1024];
-        loop {
-            let mut rb = ReadBuf::new(&mut buf);
-            match Pin::new(&mut checker).poll_read(&mut cx, &mut rb) {
-                Poll::Ready(Ok(())) if rb.filled().is_empty() => return (passed, false),
-                Poll::Ready(Ok(())) => passed.extend_from_slice(rb.filled()),
-                Poll::Ready(Err(e)) => panic!("{e}"),
-                Poll::Pending => return (passed, true),
-            }
+    /// One request the server handed on, as its handler read it.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    struct Handed {
+        target: String,
+        /// The body's bytes (chunked coding decoded).
+        body: Vec<u8>,
+        /// The body ended as its framing says (false: it broke, or the client closed first).
+        complete: bool,
+    }
+
+    fn handed(target: &str, body: &[u8], complete: bool) -> Handed {
+        Handed {
+            target: target.to_owned(),
+            body: body.to_vec(),
+            complete,
         }
+    }
+
+    /// What the server did with one client connection.
+    #[derive(Debug, Clone, Default, PartialEq, Eq)]
+    struct Served {
+        /// Every request handed on, in order.
+        requests: Vec<Handed>,
+        /// The status of the refused head that ended the connection, if one did.
+        refused: Option<u16>,
+    }
+
+    /// A handler that reads every body to its end and records what it was handed, and when
+    /// it refused a head.
+    struct Recorder(Arc<Mutex<Served>>, Arc<Mutex<Option<tokio::time::Instant>>>);
+
+    impl H1Handler for Recorder {
+        fn call_h1(&self, req: Request<ClientBody>, _: Option<Interim>) -> Answer {
+            let (parts, mut body) = req.into_parts();
+            let served = self.0.clone();
+            Answer::boxed(async move {
+                let mut seen = handed(&parts.uri.to_string(), b"", true);
+                loop {
+                    match std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
+                        None => break,
+                        Some(Ok(frame)) => {
+                            if let Some(data) = frame.data_ref() {
+                                seen.body.extend_from_slice(data);
+                            }
+                        }
+                        Some(Err(_)) => {
+                            seen.complete = false;
+                            break;
+                        }
+                    }
+                }
+                served.lock().unwrap().requests.push(seen);
+                Response::new(ResBody::Local(Some(Bytes::from_static(b"ok"))))
+            })
+        }
+        fn refuse(&self, status: StatusCode) -> Response<ResBody> {
+            self.0.lock().unwrap().refused = Some(status.as_u16());
+            *self.1.lock().unwrap() = Some(tokio::time::Instant::now());
+            Response::new(ResBody::Local(None))
+        }
+    }
+
+    /// What the server (`h1::server`, with these rules) does with a client that sends `data` in
+    /// reads of `piece` bytes and then closes.
+    async fn serve_in_pieces(data: &[u8], piece: usize, limits: H1Limits) -> Served {
+        serve_client(data, piece, false, limits).await.0
+    }
+
+    /// [`serve_in_pieces`], the client staying open after `data` when `open`; with when the
+    /// head was refused, if it was.
+    async fn serve_client(
+        data: &[u8],
+        piece: usize,
+        open: bool,
+        limits: H1Limits,
+    ) -> (Served, Option<tokio::time::Instant>) {
+        let served = Arc::new(Mutex::new(Served::default()));
+        let refused_at = Arc::new(Mutex::new(None));
+        let (_stop, mut drain) = tokio::sync::watch::channel(false);
+        server::serve(
+            Trickle {
+                data: data.to_vec(),
+                piece,
+                open,
+            },
+            Arc::new(limits),
+            Duration::from_secs(30),
+            Arc::new(Recorder(served.clone(), refused_at.clone())),
+            &mut drain,
+        )
+        .await;
+        let served = served.lock().unwrap().clone();
+        let refused_at = *refused_at.lock().unwrap();
+        (served, refused_at)
+    }
+
+    /// [`serve_in_pieces`] whole, a byte at a time and in reads of 7: the same every time.
+    async fn serve_any_reads(data: &[u8], limits: H1Limits) -> Served {
+        let whole = serve_in_pieces(data, data.len().max(1), limits.clone()).await;
+        for piece in [1, 7] {
+            assert_eq!(
+                serve_in_pieces(data, piece, limits.clone()).await,
+                whole,
+                "{:?} in reads of {piece}",
+                String::from_utf8_lossy(data)
+            );
+        }
+        whole
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn pipelined_messages_are_checked_one_by_one() {
+        let first = b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX-T: 1\r\n\r\n";
+        let second =
+            b"GET /2 HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n";
+        let all = [&first[..], second].concat();
+        assert_eq!(
+            serve_any_reads(&all, limits()).await,
+            Served {
+                requests: vec![handed("/", b"hello", true)],
+                refused: Some(400),
+            }
+        );
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_chunked_body_cannot_hide_a_request() {
+        let raw = b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloGET /smuggled HTTP/1.1\r\nHost: a\r\n\r\n";
+        // The body breaks where its chunk's CRLF should be; what follows is never a request.
+        assert_eq!(
+            serve_any_reads(raw, limits()).await,
+            Served {
+                requests: vec![handed("/", b"hello", false)],
+                refused: None,
+            }
+        );
     }
 
     fn wide() -> H1Limits {
@@ -1050,27 +695,28 @@ mod tests {
         head.resize(16 * 1024 - 4, b'a');
         head.extend_from_slice(b"\r\n\r\n");
         assert_eq!(head.len(), 16 * 1024);
+        let expected = Served {
+            requests: vec![handed("/", b"", true)],
+            refused: None,
+        };
         take_work();
-        let (passed, refused) = check_in_pieces(&head, 1, wide());
+        assert_eq!(serve_in_pieces(&head, 1, wide()).await, expected);
         let trickled = take_work();
-        assert!(
-            passed == head && !refused,
-            "{} bytes passed on",
-            passed.len()
-        );
-        let (passed, _) = check_in_pieces(&head, head.len(), wide());
+        assert_eq!(serve_in_pieces(&head, head.len(), wide()).await, expected);
         let whole = take_work();
-        assert!(passed == head, "{} bytes passed on", passed.len());
-        // Whole: one search and one parse. A byte at a time: each byte searched and looked at
-        // again twice, parses of doubling lengths (under twice the head), the parse at the end.
-        assert!(whole <= 2 * head.len(), "{whole}");
+        // Whole: the server still reads it in pieces of its own read size (2 KiB), so each byte
+        // is searched once and the head parsed at lengths that double (under twice the head).
+        // A byte at a time: each byte searched and looked at again twice, parses of doubling
+        // lengths, the parse at the end.
+        assert!(whole <= 3 * head.len(), "{whole} bytes examined");
         assert!(trickled <= 7 * head.len(), "{trickled} bytes examined");
     }
 
     /// The shapes the resumed search of aeb6e5e got wrong, and their neighbours: empty lines
     /// before an invalid request line (with or without its end), an invalid byte mid-line with
-    /// no line end before the close. Read whole, a byte at a time or in threes, each ends the
-    /// same way: refused, or dropped at the close, with the same bytes passed on before.
+    /// no line end before the close. Read whole, a byte at a time or in sevens, each ends the
+    /// same way: refused (400), or dropped quietly at the close, with the same requests handed
+    /// on before.
     #[tokio::test(flavor = "current_thread")]
     async fn a_malformed_head_ends_the_same_whatever_the_reads() {
         let ok = &b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"[..];
@@ -1089,51 +735,61 @@ mod tests {
         for (shape, refused) in cases {
             for before in [&b""[..], ok] {
                 let input = [before, shape].concat();
-                let shown = String::from_utf8_lossy(&input).into_owned();
-                let whole = check_in_pieces(&input, input.len(), limits());
-                assert_eq!(whole.1, refused, "{shown:?} read whole");
-                let passed = if refused {
-                    [before, b"X-GB-REJECT /400 HTTP/1.1\r\n\r\n"].concat()
-                } else {
-                    before.to_vec()
+                let expected = Served {
+                    requests: match before.is_empty() {
+                        true => vec![],
+                        false => vec![handed("/", b"", true)],
+                    },
+                    refused: refused.then_some(400),
                 };
-                assert_eq!(whole.0, passed, "{shown:?} read whole");
-                for piece in [1, 3] {
-                    assert_eq!(
-                        check_in_pieces(&input, piece, limits()),
-                        whole,
-                        "{shown:?} in reads of {piece}"
+                assert_eq!(
+                    serve_any_reads(&input, limits()).await,
+                    expected,
+                    "{:?}",
+                    String::from_utf8_lossy(&input)
+                );
+            }
+        }
+    }
+
+    /// The refused shapes above from a client that stays open, followed by bytes that at least
+    /// double the head, with no line end that would end it and no limit crossed: the server
+    /// refuses each (400) by then, whatever the reads, not at the head deadline (the parse
+    /// when the head has doubled since the last one; without it only the deadline would).
+    #[tokio::test(flavor = "current_thread", start_paused = true)]
+    async fn a_malformed_head_is_refused_by_the_time_it_has_doubled() {
+        let ok = &b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"[..];
+        let shapes: [&[u8]; 7] = [
+            b"\r\n\r\nG\x01T / HTTP/1.1",
+            b"\r\n\r\nG\x01T / HTTP/1.1\r\n",
+            b"\r\n\r\nBAD\r\n",
+            b"\r\n\r\n\x01",
+            b"\r\r\nGET / HTTP/1.1\r\n",
+            b"GET / HTTP/1.1\r\nHo st: a",
+            b"GET / HTTP/1.1\r\nHost: a\r\nX: a\x00b",
+        ];
+        for shape in shapes {
+            for before in [&b""[..], ok] {
+                let input = [before, shape, &b"x".repeat(2 * shape.len())].concat();
+                for piece in [1, 3, input.len()] {
+                    let start = tokio::time::Instant::now();
+                    let (served, refused_at) = serve_client(&input, piece, true, wide()).await;
+                    let shown = String::from_utf8_lossy(&input);
+                    assert_eq!(served.refused, Some(400), "{shown:?} in reads of {piece}");
+                    assert_eq!(served.requests.len(), before.len().min(1), "{shown:?}");
+                    let after = refused_at.expect("refused") - start;
+                    assert!(
+                        after < wide().head_timeout,
+                        "{shown:?} in reads of {piece}: refused after {after:?}"
                     );
                 }
             }
         }
     }
 
-    /// The direct HTTP/1 server (`h1::server`) over the same trickle: linear too.
+    /// The server over another trickle: a head of many long lines, near the field limit.
     #[tokio::test(flavor = "current_thread")]
     async fn the_server_parses_a_trickled_head_in_linear_work() {
-        use bytes::Bytes;
-        use http::Response;
-
-        use crate::protocol::body::{ClientBody, ResBody};
-        use crate::protocol::h1::server::H1Handler;
-        use crate::protocol::interim::Interim;
-        use crate::protocol::Answer;
-
-        struct Seen(Arc<std::sync::Mutex<Vec<String>>>);
-        impl H1Handler for Seen {
-            fn call_h1(&self, req: Request<ClientBody>, _: Option<Interim>) -> Answer {
-                self.0.lock().unwrap().push(req.uri().to_string());
-                Answer::Ready(Some(Response::new(ResBody::Local(Some(
-                    Bytes::from_static(b"ok"),
-                )))))
-            }
-            fn refuse(&self, status: StatusCode) -> Response<ResBody> {
-                self.0.lock().unwrap().push(status.to_string());
-                Response::new(ResBody::Local(None))
-            }
-        }
-
         let mut head = b"GET /trickled HTTP/1.1\r\nHost: a\r\n".to_vec();
         for i in 0..MAX_HEADERS - 1 {
             head.extend_from_slice(format!("X-Pad-{i}: {}\r\n", "p".repeat(160)).as_bytes());
@@ -1141,22 +797,10 @@ mod tests {
         head.extend_from_slice(b"\r\n");
         assert!(head.len() > 16 * 1024, "{}", head.len());
         for piece in [1, head.len()] {
-            let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
-            let (_stop, mut drain) = tokio::sync::watch::channel(false);
             take_work();
-            crate::protocol::h1::server::serve(
-                Trickle {
-                    data: head.clone(),
-                    piece,
-                },
-                Arc::new(wide()),
-                Duration::from_secs(30),
-                Arc::new(Seen(seen.clone())),
-                &mut drain,
-            )
-            .await;
+            let served = serve_in_pieces(&head, piece, wide()).await;
             let work = take_work();
-            assert_eq!(*seen.lock().unwrap(), ["/trickled"]);
+            assert_eq!(served.requests, [handed("/trickled", b"", true)]);
             assert!(
                 work <= 7 * head.len(),
                 "{work} bytes examined, reads of {piece}"
@@ -1164,14 +808,41 @@ mod tests {
         }
     }
 
-    #[tokio::test]
+    /// A head is parsed only once it is all there; a Content-Length body is its bytes exactly,
+    /// whatever the reads, and what follows it is the next head (dropped at the close while it
+    /// is partial).
+    #[tokio::test(flavor = "current_thread")]
     async fn partial_input_is_held_back() {
-        let mut c = checker();
-        let raw = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nab";
-        assert_eq!(c.advance(&raw[..10]), Step::Progress(0));
-        assert_eq!(c.advance(raw), Step::Progress(raw.len()));
-        assert_eq!(c.state, State::Body { remaining: 1 });
-        assert_eq!(c.advance(b"cGET"), Step::Progress(1));
-        assert_eq!(c.state, State::Head);
+        let head = b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\n";
+        assert_eq!(check_head(&head[..10], &limits()), Ok(None));
+        assert_eq!(check_head(&head[..head.len() - 1], &limits()), Ok(None));
+        assert_eq!(
+            check_head(head, &limits()),
+            Ok(Some((head.len(), Framing::Length(3))))
+        );
+        let partial_next = [&head[..], b"abcGET"].concat();
+        assert_eq!(
+            serve_any_reads(&partial_next, limits()).await,
+            Served {
+                requests: vec![handed("/", b"abc", true)],
+                refused: None,
+            }
+        );
+        let next = [&head[..], b"abcGET /2 HTTP/1.1\r\nHost: a\r\n\r\n"].concat();
+        assert_eq!(
+            serve_any_reads(&next, limits()).await,
+            Served {
+                requests: vec![handed("/", b"abc", true), handed("/2", b"", true)],
+                refused: None,
+            }
+        );
+        let cut_short = [&head[..], b"ab"].concat();
+        assert_eq!(
+            serve_any_reads(&cut_short, limits()).await,
+            Served {
+                requests: vec![handed("/", b"ab", false)],
+                refused: None,
+            }
+        );
     }
 }

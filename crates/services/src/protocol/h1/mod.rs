@@ -8,11 +8,6 @@
 //!   deadline): the server's rules.
 //! - [`client`]: the lean HTTP/1.1 client of upstream connections.
 
-// `StrictH1`, the stream wrapper that put these rules in front of hyper, and its synthetic
-// rejection request serve no connection any more (every HTTP/1.x connection is `server`'s);
-// they stay, unused outside the `h1check` fuzz target, until the head-scanning work in flight
-// on this file lands, and then go with that target's move onto `parse_head`.
-#[allow(dead_code)]
 pub(crate) mod check;
 pub(crate) mod client;
 pub(crate) mod conn;
