@@ -241,7 +241,7 @@ mod tests {
         }
     }
 
-    /// The proxy's test of its chunk-size lines (from `h1check`), where the rule now lives.
+    /// The proxy's test of its chunk-size lines (from the services' `h1::check`), where the rule now lives.
     #[test]
     fn chunk_size_lines_are_strict() {
         assert_eq!(chunk_size(b"0"), Some(0));

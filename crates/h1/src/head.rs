@@ -4,7 +4,7 @@
 //! a status of three digits from 100 (RFC 9110 §15), and the framing fields checked
 //! ([`crate::fields`]).
 //!
-//! Request heads are the proxy's (`h1check`): their request line, Host and limits are rules of
+//! Request heads are the services' (`protocol::h1::check`): their request line, Host and limits are rules of
 //! a server, not of framing; they share [`crlf_only`] and [`crate::Fields`] with this module.
 
 use std::mem::MaybeUninit;

@@ -11,7 +11,7 @@
 //! used to differ and which rule was kept.
 //!
 //! What it does not do: read sockets, keep buffers, decide what a refusal answers (400, 502, a
-//! protocol error) or parse request lines and Host (the proxy's own business, `h1check`).
+//! protocol error) or parse request lines and Host (the services' own business, `protocol::h1::check`).
 //!
 //! # Layout
 //! - [`head`]: response heads: httparse without leniencies, CRLF only, the status range.

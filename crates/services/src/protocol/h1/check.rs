@@ -40,10 +40,6 @@ use memchr::memchr;
 
 use gatebench_h1::{crlf_only, trim_ows, BodyLength, Fields};
 
-/// A method refused with 400. It named the synthetic request that stood for a refused head when
-/// a stream wrapper put these rules in front of hyper, which is gone; it is still refused so
-/// that what a client sees does not change with the wrapper's removal.
-const REJECT_METHOD: &str = "X-GB-REJECT";
 /// Largest number of header fields in a request head (the shared limit, hyper's default
 /// too); more gets 431.
 pub(crate) const MAX_HEADERS: usize = gatebench_h1::MAX_FIELDS;
@@ -217,9 +213,6 @@ pub(crate) fn parse_head<T>(
     let method = req.method.unwrap_or_default();
     let target = req.path.unwrap_or_default();
     let http10 = req.version == Some(0);
-    if method == REJECT_METHOD {
-        return Err(StatusCode::BAD_REQUEST);
-    }
     if method == "CONNECT" {
         // A reverse proxy has no tunnels to offer (RFC 9110 §9.3.6).
         return Err(StatusCode::METHOD_NOT_ALLOWED);
@@ -466,7 +459,6 @@ mod tests {
             (b"GET http://a b/ HTTP/1.1\r\nHost: a\r\n\r\n", 400),
             (b"GET foo HTTP/1.1\r\nHost: a\r\n\r\n", 400),
             (b"CONNECT a:443 HTTP/1.1\r\nHost: a\r\n\r\n", 405),
-            (b"X-GB-REJECT /200 HTTP/1.1\r\nHost: a\r\n\r\n", 400),
             (b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1001\r\n\r\n", 413),
         ] {
             assert_eq!(status(raw), Err(code), "{}", String::from_utf8_lossy(raw));
