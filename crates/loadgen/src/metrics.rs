@@ -19,7 +19,10 @@
 //! - `gatebench_generator_cpu_seconds_total`: the generator process's CPU time (the self-check's
 //!   view of it).
 //!
-//! Every series carries the labels given with `--metrics-label` (e.g. `scenario="proxy"`).
+//! Every series carries the labels given with `--metrics-label` (e.g. `scenario="proxy"`). A
+//! series' `phase` is that of the second a request finished in (Prometheus counts events when
+//! they happen), where the record counts a request in the phase it was sent in: the two differ
+//! by the requests in flight across the warm-up's end, and agree exactly over both phases.
 
 use std::fmt::Write as _;
 use std::io::{self, Read, Write};

@@ -22,17 +22,22 @@ fn start_time_of(pid: &str) -> String {
     format!("sed 's/.*) //' /proc/{pid}/stat 2>/dev/null | cut -d' ' -f20")
 }
 
-/// Stops of remote processes in progress, in any thread.
+/// Processes started on remote hosts and not yet stopped, plus stops in progress, in any
+/// thread.
 static STOPPING: AtomicUsize = AtomicUsize::new(0);
 
-/// Whether remote processes are being stopped right now. gatebench's Ctrl-C handler reads it
-/// (async-signal-safe: one atomic load): a second Ctrl-C normally ends gatebench at once, but
-/// not in the middle of stopping processes on other hosts, which would be left running there.
+/// Whether processes this gatebench started on other hosts still run (or are being stopped)
+/// right now. gatebench's Ctrl-C handler reads it (async-signal-safe: one atomic load): a
+/// second Ctrl-C normally ends gatebench at once, but not while that would leave processes
+/// running on other hosts; the first Ctrl-C already winds the run down and stops them. (Only
+/// the stop itself counted once, and a second Ctrl-C that came while the interrupted load was
+/// still finishing, before the stops began, left the back-ends running on their hosts.)
 pub fn stopping_remote() -> bool {
     STOPPING.load(Ordering::SeqCst) > 0
 }
 
-/// Open while a remote stop is in progress ([`stopping_remote`]).
+/// Open while a remote process runs or a remote stop is in progress ([`stopping_remote`]).
+#[derive(Debug)]
 struct StopWindow;
 
 impl StopWindow {
@@ -241,6 +246,7 @@ impl SshHost {
             child,
             copier: Some(copier),
             stopped: None,
+            _alive: StopWindow::open(),
         })
     }
 
@@ -301,6 +307,8 @@ pub struct RemoteProcess {
     child: Child,
     copier: Option<JoinHandle<()>>,
     stopped: Option<String>,
+    /// Held from its start until it is stopped ([`stopping_remote`]).
+    _alive: StopWindow,
 }
 
 impl RemoteProcess {
@@ -500,6 +508,7 @@ pub(crate) fn spawn_with_lines(
             child,
             copier: None,
             stopped: None,
+            _alive: StopWindow::open(),
         },
         rx,
     ))
