@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The figures of docs/benchmarks.md, docs/proxy.md, docs/hosts.md, docs/seeds.md, docs/history.md
-and README.md,
+"""The figures of docs/benchmarks.md, docs/proxy.md, docs/hosts.md, docs/seeds.md, docs/history.md,
+docs/metrics.md and README.md,
 printed from bench/results/.
 
 Every table of measured figures in those documents sits between two marker comments:
@@ -39,7 +39,9 @@ Usage:
                                directory; a seed 000 steadiness summary: what
                                steadiness_summary.py prints from its .tsv; a history scale
                                summary: what history_scale_summary.py prints from its .tsv; a proxy
-                               profile: what proxy_profile_summary.py prints from its directory), or the prose cites a bench/results file (by path or as
+                               profile: what proxy_profile_summary.py prints from its directory;
+                               a Prometheus check: what prometheus_check.py prints from its
+                               directory), or the prose cites a bench/results file (by path or as
                                `…THHMMSS`) that does not exist
 
 Only the Python standard library and bash (for bench/lib.sh's summarizers); run from anywhere
@@ -59,7 +61,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "bench", "results")
 DOCS = ["docs/benchmarks.md", "docs/proxy.md", "docs/hosts.md", "docs/seeds.md", "docs/history.md",
-        "README.md"]
+        "docs/metrics.md", "README.md"]
 
 BEGIN = re.compile(r"^<!-- figures:begin (.+?) -->$")
 END = "<!-- figures:end -->"
@@ -377,6 +379,25 @@ def check_tables_against_raw(name, problems, where):
         if res.stdout.splitlines() != read_result(name):
             problems.append(f"{where}: bench/results/{name}.md differs from what "
                             f"bench/proxy_profile_summary.py prints from bench/results/{name}/")
+        return
+    if name.startswith("prometheus-check-"):
+        # bench/prometheus-check.sh: the summary and the comparisons are what
+        # prometheus_check.py prints from the committed run directory (the record and
+        # Prometheus's saved answers).
+        script = os.path.join(ROOT, "bench", "prometheus_check.py")
+        for mode, ext in (("summary", ".md"), ("tsv", ".tsv")):
+            res = subprocess.run([sys.executable, script, mode, os.path.join(RESULTS, name)],
+                                 capture_output=True, text=True, check=False)
+            if res.returncode != 0:
+                raise FigureError(f"prometheus_check.py {mode} bench/results/{name} failed: {res.stderr.strip()}")
+            path = os.path.join(RESULTS, name + ext)
+            if not os.path.isfile(path):
+                raise FigureError(f"bench/results/{name}{ext} is missing")
+            with open(path, encoding="utf-8") as f:
+                written = f.read().splitlines()
+            if res.stdout.splitlines() != written:
+                problems.append(f"{where}: bench/results/{name}{ext} differs from what "
+                                f"bench/prometheus_check.py {mode} prints from bench/results/{name}/")
         return
     if name.startswith("seed-000-steadiness-"):
         # bench/seed-000-steadiness.sh: the summary is what steadiness_summary.py prints from
