@@ -40,6 +40,9 @@ pub const BUCKETS: [f64; 14] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
 
+/// Most scrapes answered at once.
+const MAX_SCRAPES: usize = 8;
+
 /// Most labels `--metrics-label` takes.
 pub const MAX_LABELS: usize = 16;
 
@@ -321,12 +324,27 @@ impl MetricsServer {
         let thread = std::thread::Builder::new()
             .name("gatebench-metrics".into())
             .spawn(move || {
+                let busy = Arc::new(std::sync::atomic::AtomicUsize::new(0));
                 for conn in listener.incoming() {
                     if flag.load(Ordering::Relaxed) {
                         break;
                     }
-                    if let Ok(c) = conn {
-                        let _ = answer(c, &metrics);
+                    let Ok(c) = conn else { continue };
+                    // Each scrape on its own thread, so a client that sends nothing (its 2 s
+                    // read timeout) holds up no other; past MAX_SCRAPES at once, dropped.
+                    if busy.fetch_add(1, Ordering::AcqRel) >= MAX_SCRAPES {
+                        busy.fetch_sub(1, Ordering::AcqRel);
+                        continue;
+                    }
+                    let (metrics, done) = (metrics.clone(), busy.clone());
+                    let spawned = std::thread::Builder::new()
+                        .name("gatebench-scrape".into())
+                        .spawn(move || {
+                            let _ = answer(c, &metrics);
+                            done.fetch_sub(1, Ordering::AcqRel);
+                        });
+                    if spawned.is_err() {
+                        busy.fetch_sub(1, Ordering::AcqRel);
                     }
                 }
             })?;
@@ -486,7 +504,15 @@ mod tests {
             c.read_to_string(&mut s).unwrap();
             s
         };
+        // A client that connects and sends nothing holds up no scrape (it would for 2 s).
+        let _silent = TcpStream::connect(server.addr()).unwrap();
+        let t = std::time::Instant::now();
         let ok = get("/metrics");
+        assert!(
+            t.elapsed() < Duration::from_millis(1500),
+            "{:?}",
+            t.elapsed()
+        );
         assert!(ok.starts_with("HTTP/1.1 200 OK\r\n"), "{ok}");
         assert!(
             ok.contains("\r\n\r\n# HELP gatebench_requests_sent_total"),
