@@ -62,20 +62,35 @@ impl RawHead {
     /// client's head lower-cases it, as the header map did), value without its surrounding
     /// whitespace (httparse's value). Hop-by-hop fields (RFC 9110 §7.6.1) are left out.
     pub(crate) fn fields(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        field_lines(&self.head).filter(|(name, _)| !interim_hop(name, &[]))
+        field_lines(&self.head).filter(|(name, _)| !fixed_hop(name))
     }
 }
 
 /// Every field of a checked head (status line first, CRLF line ends, no obs-fold), in order:
 /// the name, and the value trimmed of whitespace as httparse trims it.
 fn field_lines(head: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
-    let mut lines = head.split(|&b| b == b'\n').skip(1);
+    let mut rest = memchr::memchr(b'\n', head).map_or(&[][..], |at| &head[at + 1..]);
     std::iter::from_fn(move || {
-        let line = lines.next()?;
+        let end = memchr::memchr(b'\n', rest)?;
+        let line = &rest[..end];
+        rest = &rest[end + 1..];
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let colon = line.iter().position(|&b| b == b':')?;
+        let colon = memchr::memchr(b':', line)?;
         Some((&line[..colon], trim_ows(&line[colon + 1..])))
     })
+}
+
+/// Whether `name` is one of the fixed hop-by-hop fields (RFC 9110 §7.6.1): Connection,
+/// Keep-Alive, Proxy-Connection, Upgrade, TE, Transfer-Encoding.
+fn fixed_hop(name: &[u8]) -> bool {
+    match name.len() {
+        2 => name.eq_ignore_ascii_case(b"te"),
+        7 => name.eq_ignore_ascii_case(b"upgrade"),
+        10 => name.eq_ignore_ascii_case(b"connection") || name.eq_ignore_ascii_case(b"keep-alive"),
+        16 => name.eq_ignore_ascii_case(b"proxy-connection"),
+        17 => name.eq_ignore_ascii_case(b"transfer-encoding"),
+        _ => false,
+    }
 }
 
 /// Where one field of a head lies in the head's bytes.
@@ -187,7 +202,7 @@ pub(crate) async fn read_head<R: AsyncRead + Unpin>(
                 "the field lines walk finds the parser's fields"
             );
             if raw {
-                return raw_head(head, code, http10, framing, buf);
+                return raw_head(head, code, http10, framing, &spans[..count], buf);
             }
             return build_head(&head, code, http10, framing, &spans[..count], buf);
         }
@@ -227,17 +242,7 @@ fn interim_head(head: &[u8], code: u16, spans: &[Span], via: &HeaderValue) -> Ve
 /// Whether `name` is hop-by-hop in an interim head: the fixed ones (RFC 9110 §7.6.1) and those
 /// its Connection field names.
 fn interim_hop(name: &[u8], named: &[&[u8]]) -> bool {
-    [
-        &b"connection"[..],
-        b"keep-alive",
-        b"proxy-connection",
-        b"upgrade",
-        b"te",
-        b"transfer-encoding",
-    ]
-    .iter()
-    .chain(named.iter())
-    .any(|hop| name.eq_ignore_ascii_case(hop))
+    fixed_hop(name) || named.iter().any(|hop| name.eq_ignore_ascii_case(hop))
 }
 
 /// The fields the interim head's Connection field names.
@@ -354,19 +359,23 @@ fn raw_head(
     code: u16,
     http10: bool,
     framing: gatebench_h1::Framing,
+    spans: &[Span],
     rest: BytesMut,
 ) -> Result<ResponseHead, H1Error> {
-    let names_fields = field_lines(&head).any(|(name, value)| {
-        name.eq_ignore_ascii_case(b"connection")
-            && value.split(|&b| b == b',').map(trim_ows).any(|token| {
-                !token.is_empty()
-                    && !token.eq_ignore_ascii_case(b"close")
-                    && !token.eq_ignore_ascii_case(b"keep-alive")
-            })
+    let slice = |(at, len): (u32, u32)| &head[at as usize..(at + len) as usize];
+    let names_fields = spans.iter().any(|span| {
+        slice(span.name).eq_ignore_ascii_case(b"connection")
+            && slice(span.value)
+                .split(|&b| b == b',')
+                .map(trim_ows)
+                .any(|token| {
+                    !token.is_empty()
+                        && !token.eq_ignore_ascii_case(b"close")
+                        && !token.eq_ignore_ascii_case(b"keep-alive")
+                })
     });
     if names_fields {
-        let spans = spans_of(&head);
-        return build_head(&head, code, http10, framing, &spans, rest);
+        return build_head(&head, code, http10, framing, spans, rest);
     }
     let status = StatusCode::from_u16(code).map_err(|_| protocol("invalid status code"))?;
     if status == StatusCode::SWITCHING_PROTOCOLS {
@@ -386,19 +395,6 @@ fn raw_head(
         framing,
         close: framing.close,
     })
-}
-
-/// The field spans of a checked head, found again by the field lines walk (the rare head whose
-/// Connection names fields).
-fn spans_of(head: &Bytes) -> Vec<Span> {
-    let base = head.as_ptr() as usize;
-    let at = |s: &[u8]| ((s.as_ptr() as usize - base) as u32, s.len() as u32);
-    field_lines(head)
-        .map(|(name, value)| Span {
-            name: at(name),
-            value: at(value),
-        })
-        .collect()
 }
 
 /// The proxy's reason for a head `gatebench-h1` refused: the limits are 502 "head too large",
