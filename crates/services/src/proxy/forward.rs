@@ -239,6 +239,7 @@ pub(crate) async fn forward(
             response_timeout: shared.timeouts.response,
             read_timeout: shared.timeouts.upstream_read,
             max_head: shared.max_response_head,
+            raw_head: http1,
         };
         let sink = interim.map(|interim| InterimSink {
             interim,
@@ -323,13 +324,20 @@ fn prepare_h1(out: &mut Outgoing, target: &Target) -> PathAndQuery {
 }
 
 /// Strips the upstream response's hop-by-hop fields (`strip`), adds Via, and wraps it for the
-/// client.
+/// client. A head an HTTP/1.1 upstream's body kept as read (for an HTTP/1.x client) gets its
+/// Via there: `h1::server` writes it after the upstream's fields, as the header map would.
 fn respond(
     shared: &Shared,
     mut parts: http::response::Parts,
-    body: ResBody,
+    mut body: ResBody,
     strip: bool,
 ) -> Response<ResBody> {
+    if let ResBody::H1(h1) = &mut body {
+        if let Some(raw) = h1.raw_head_mut() {
+            raw.via = Some(shared.via.value(parts.version).clone());
+            return Response::from_parts(parts, body);
+        }
+    }
     if strip {
         headers::strip_hop_by_hop(&mut parts.headers);
     }

@@ -583,3 +583,122 @@ async fn h2_bodies_larger_than_the_windows_cross_whole() {
     echo.stop().await;
     echo_h2.stop().await;
 }
+
+/// An HTTP/1.x client's response head is written from the upstream's bytes as read, not from a
+/// header map (`h1::client::RawHead`); an HTTP/2 client's still goes through the map. Both must
+/// carry the same fields: the upstream's end-to-end ones, duplicates kept with their values in
+/// order, values without their surrounding whitespace, hop-by-hop ones (and those Connection
+/// names, however many Connection fields there are) removed, Via added once, names lower-cased.
+/// The HTTP/1.x head keeps the upstream's order of fields as well.
+#[tokio::test]
+async fn raw_response_heads_carry_what_the_header_map_carried() {
+    // The head, the fields the client gets, whether in that order (the header map path keeps
+    // only the order of values of one name).
+    type Case<'a> = (&'a [u8], &'a [(&'a str, &'a str)], bool);
+    let cases: [Case; 2] = [
+        (
+            b"HTTP/1.1 200 OK\r\nDate: Sat, 28 Nov 2026 12:00:00 GMT\r\nX-B: 1\r\n\
+Set-Cookie: a=1\r\nConnection: keep-alive\r\nX-A:  spaced \t\r\nKeep-Alive: timeout=9\r\n\
+Set-Cookie: b=2\r\nProxy-Connection: x\r\nUpgrade: h2c\r\nTE: trailers\r\nX-Empty:\r\n\
+VIA: 1.0 origin\r\nContent-Length: 2\r\nx-b: 2\r\n\r\nok",
+            &[
+                ("date", "Sat, 28 Nov 2026 12:00:00 GMT"),
+                ("x-b", "1"),
+                ("set-cookie", "a=1"),
+                ("x-a", "spaced"),
+                ("set-cookie", "b=2"),
+                ("x-empty", ""),
+                ("via", "1.0 origin"),
+                ("content-length", "2"),
+                ("x-b", "2"),
+            ],
+            true,
+        ),
+        // Connection naming fields: the header map path for every client (rare); each
+        // Connection field's names go.
+        (
+            b"HTTP/1.1 200 OK\r\nDate: Sat, 28 Nov 2026 12:00:00 GMT\r\nConnection: X-One\r\n\
+X-One: 1\r\nConnection: x-two, keep-alive\r\nX-Two: 2\r\nX-Kept: 3\r\nContent-Length: 2\r\n\r\nok",
+            &[
+                ("date", "Sat, 28 Nov 2026 12:00:00 GMT"),
+                ("x-kept", "3"),
+                ("content-length", "2"),
+            ],
+            false,
+        ),
+    ];
+    // Sorted by name, values of one name in their order.
+    fn grouped<'a>(mut fields: Vec<(&'a str, &'a str)>, ordered: bool) -> Vec<(&'a str, &'a str)> {
+        if !ordered {
+            fields.sort_by(|a, b| a.0.cmp(b.0));
+        }
+        fields
+    }
+    for (raw, want, ordered) in cases {
+        let what = String::from_utf8_lossy(raw);
+        let upstream = Capture::start(Reply::Raw(raw.to_vec())).await;
+        let proxy = Running::proxy(ProxyConfig {
+            http2: true,
+            ..proxy_config(upstream.url())
+        })
+        .await;
+        let mut conn = proxy.connect().await;
+        let answer = conn.request(GET).await;
+        assert_eq!(answer.status, 200, "{what}");
+        assert_eq!(answer.body, b"ok", "{what}");
+        // The last field: this proxy's Via.
+        let via = answer.headers.last().unwrap().1.clone();
+        assert!(via.starts_with("1.1 gatebench-"), "{what}: {via}");
+        let got: Vec<(&str, &str)> = answer
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        let mut expected = want.to_vec();
+        expected.push(("via", &via));
+        assert_eq!(
+            grouped(got, ordered),
+            grouped(expected.clone(), ordered),
+            "{what}"
+        );
+        // The header map path (an HTTP/2 client): the same fields, values of one name in the
+        // same order.
+        let mut h2 = H2::handshake(TcpStream::connect(proxy.addr).await.unwrap()).await;
+        let mapped = h2.request("GET", "/", b"").await;
+        assert_eq!(mapped.status, 200, "{what}");
+        let mut names: Vec<&str> = mapped.headers.keys().map(|n| n.as_str()).collect();
+        let mut want_names: Vec<&str> = expected.iter().map(|(n, _)| *n).collect();
+        names.sort_unstable();
+        want_names.sort_unstable();
+        want_names.dedup();
+        assert_eq!(names, want_names, "{what}");
+        for name in names {
+            let values: Vec<&str> = mapped
+                .headers
+                .get_all(name)
+                .iter()
+                .map(|v| v.to_str().unwrap())
+                .collect();
+            let want_values: Vec<&str> = expected
+                .iter()
+                .filter(|(n, _)| *n == name)
+                .map(|(_, v)| *v)
+                .collect();
+            assert_eq!(values, want_values, "{what}: {name}");
+        }
+        // An HTTP/1.0 client: the same head, and the connection closes after it.
+        let mut conn = proxy.connect().await;
+        let answer = conn
+            .request(b"GET / HTTP/1.0\r\nHost: localhost\r\n\r\n")
+            .await;
+        let mut closing = expected.clone();
+        closing.push(("connection", "close"));
+        let got: Vec<(&str, &str)> = answer
+            .headers
+            .iter()
+            .map(|(n, v)| (n.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(grouped(got, ordered), grouped(closing, ordered), "{what}");
+        proxy.stop().await;
+    }
+}

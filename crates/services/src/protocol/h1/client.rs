@@ -40,6 +40,7 @@ use tokio::io::AsyncWriteExt;
 
 pub(crate) use self::body::H1Body;
 pub(crate) use self::error::H1Error;
+pub(crate) use self::head::RawHead;
 use self::head::{read_head, ResponseHead};
 use crate::failure::{BodyError, Failure};
 use crate::protocol::interim::InterimSink;
@@ -54,6 +55,41 @@ mod head;
 /// A first body piece up to this size is copied behind the request head: both leave in one
 /// write.
 const COALESCE: usize = 16 * 1024;
+
+/// A request head buffer that grew past this is not kept for the next exchange.
+const KEEP_OUT: usize = 4096;
+
+thread_local! {
+    static SPARE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// An exchange's request head buffer, lent by its thread (as `h1::server`'s response buffer):
+/// an exchange whose head goes out at once reuses the thread's one buffer, not a fresh
+/// allocation per request.
+struct Scratch(Vec<u8>);
+
+impl Scratch {
+    fn take() -> Self {
+        let mut out = SPARE.with(std::cell::Cell::take);
+        if out.capacity() == 0 {
+            out.reserve(256);
+        }
+        Scratch(out)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if self.0.capacity() <= KEEP_OUT {
+            self.0.clear();
+            let out = std::mem::take(&mut self.0);
+            SPARE.with(|spare| {
+                let kept = spare.take();
+                spare.set(if kept.capacity() == 0 { out } else { kept });
+            });
+        }
+    }
+}
 
 /// The parts of a request the exchange writes.
 #[derive(Debug)]
@@ -70,6 +106,9 @@ pub(crate) struct ExchangeLimits {
     pub response_timeout: Duration,
     pub read_timeout: Duration,
     pub max_head: usize,
+    /// The client speaks HTTP/1.x: the final response head may be kept as read
+    /// (`head::RawHead`, carried by the [`H1Body`]) rather than parsed into a header map.
+    pub raw_head: bool,
 }
 
 /// Where a finished connection goes back to.
@@ -96,8 +135,9 @@ pub(crate) async fn exchange<B>(
 where
     B: Body<Data = Bytes, Error = BodyError> + Unpin,
 {
-    let mut out = Vec::with_capacity(256);
-    let framing = write_head(&mut out, &head, body, stash.as_ref());
+    let mut scratch = Scratch::take();
+    let out = &mut scratch.0;
+    let framing = write_head(out, &head, body, stash.as_ref());
     // The first chunk rides with the head when the client already sent it (nearly always).
     if stash.is_none() {
         match std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut *body).poll_frame(cx))).await {
@@ -114,18 +154,18 @@ where
         let mut size_line = [0u8; 20];
         let parts: [&[u8]; 4] = match framing {
             BodyFraming::Chunked if !first.is_empty() => [
-                &out,
+                &out[..],
                 chunk_line(&mut size_line, first.len()),
                 first,
                 if ended { b"\r\n0\r\n\r\n" } else { b"\r\n" },
             ],
-            BodyFraming::Chunked if ended => [&out, b"0\r\n\r\n", &[], &[]],
+            BodyFraming::Chunked if ended => [&out[..], b"0\r\n\r\n", &[], &[]],
             // A small first piece is copied behind the head: one `send`, not a `writev`.
             _ if first.len() <= COALESCE => {
                 out.extend_from_slice(first);
-                [&out, &[], &[], &[]]
+                [&out[..], &[], &[], &[]]
             }
-            _ => [&out, first, &[], &[]],
+            _ => [&out[..], first, &[], &[]],
         };
         if let Err(e) = conn.write_all(&parts, limits.read_timeout).await {
             return Err(H1Error::Unsent(e));
@@ -133,7 +173,7 @@ where
     }
     *stash = None;
     // Not held while the response is awaited.
-    drop(out);
+    drop(scratch);
     let mut terminated = ended;
     // The rest of the body, as the client sends it.
     if !ended {
@@ -189,7 +229,7 @@ where
     conn.arm(limits.response_timeout);
     let response: ResponseHead = tokio::select! {
         biased;
-        response = read_head(&mut conn.io, limits.max_head, interim) => response?,
+        response = read_head(&mut conn.io, limits.max_head, interim, limits.raw_head) => response?,
         () = conn.timer.as_mut() => {
             return Err(H1Error::Upstream {
                 failure: Failure::ResponseTimeout,
@@ -222,7 +262,7 @@ async fn early_answer(
     conn.arm(limits.response_timeout.min(Duration::from_secs(1)));
     let response = tokio::select! {
         biased;
-        response = read_head(&mut conn.io, limits.max_head, None) => response,
+        response = read_head(&mut conn.io, limits.max_head, None, limits.raw_head) => response,
         () = conn.timer.as_mut() => return Err(upstream_write(error)),
     };
     match response {
@@ -356,7 +396,7 @@ pub(crate) async fn health_status(
     out.extend_from_slice(b"\r\nconnection: close\r\nuser-agent: gatebench-health-check\r\n\r\n");
     conn.io.write_all(&out).await.map_err(|e| e.to_string())?;
     conn.io.flush().await.map_err(|e| e.to_string())?;
-    match read_head(&mut conn.io, 64 * 1024, None).await {
+    match read_head(&mut conn.io, 64 * 1024, None, false).await {
         Ok(response) => Ok(response.parts.status),
         Err(H1Error::Upstream { error, .. }) => Err(error),
         Err(other) => Err(format!("{other:?}")),
@@ -412,7 +452,7 @@ mod tests {
 
     async fn head_of(raw: &[u8]) -> Result<ResponseHead, H1Error> {
         let mut io = raw;
-        read_head(&mut io, 1024, None).await
+        read_head(&mut io, 1024, None, false).await
     }
 
     #[tokio::test]
@@ -463,7 +503,7 @@ X-Hop: 1\r\nKeep-Alive: 5\r\nContent-Length: 2\r\nX-A: b\r\n\r\nok";
         let io = tokio::net::TcpStream::connect(addr).await.unwrap();
         upstream.await.unwrap();
         let mut conn = H1Conn::new(gatebench_tls::MaybeTls::Plain(io));
-        let head = read_head(&mut conn.io, 1024, None).await.unwrap();
+        let head = read_head(&mut conn.io, 1024, None, false).await.unwrap();
         let home = Home {
             pool: Arc::new(Pool::new(1, Duration::from_secs(60), 4)),
             shard: 0,
@@ -473,6 +513,7 @@ X-Hop: 1\r\nKeep-Alive: 5\r\nContent-Length: 2\r\nX-A: b\r\n\r\nok";
             response_timeout: Duration::from_secs(60),
             read_timeout: Duration::from_secs(60),
             max_head: 1024,
+            raw_head: false,
         };
         let (_, mut body) = H1Body::new(conn, head, false, true, limits, home);
         let mut data = Vec::new();
@@ -502,7 +543,9 @@ X-Hop: 1\r\nKeep-Alive: 5\r\nContent-Length: 2\r\nX-A: b\r\n\r\nok";
         });
         let io = tokio::net::TcpStream::connect(addr).await.unwrap();
         let mut conn = H1Conn::new(gatebench_tls::MaybeTls::Plain(io));
-        let head = read_head(&mut conn.io, 64 * 1024, None).await.unwrap();
+        let head = read_head(&mut conn.io, 64 * 1024, None, false)
+            .await
+            .unwrap();
         let status = head.parts.status.as_u16();
         let home = Home {
             pool: Arc::new(Pool::new(1, Duration::from_secs(60), 4)),
@@ -513,6 +556,7 @@ X-Hop: 1\r\nKeep-Alive: 5\r\nContent-Length: 2\r\nX-A: b\r\n\r\nok";
             response_timeout: Duration::from_secs(60),
             read_timeout: Duration::from_secs(60),
             max_head: 64 * 1024,
+            raw_head: false,
         };
         let (_, mut body) = H1Body::new(conn, head, false, true, limits, home);
         let mut data = Vec::new();

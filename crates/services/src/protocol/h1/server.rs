@@ -53,6 +53,7 @@ use crate::protocol::body::{ClientBody, ResBody};
 use crate::protocol::deadline::Deadline;
 use crate::protocol::drain::draining;
 use crate::protocol::h1::check::{self as h1check, Framing, H1Limits, HeadScan, LINGER};
+use crate::protocol::h1::client::RawHead;
 use crate::protocol::h1::conn::{lock, BodyState, Conn, H1Recv, Io, Shared, CONTINUE};
 use crate::protocol::interim::Interim;
 use crate::protocol::Answer;
@@ -487,66 +488,20 @@ async fn write_response(
 ) -> io::Result<bool> {
     let mut out = Scratch::take();
     let out = &mut out.0;
-    let (mut parts, mut body) = response.into_parts();
-    close |= parts
-        .headers
-        .get(CONNECTION)
-        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"close"));
-    let status = parts.status.as_u16();
-    let no_body = exchange.head || status == 204 || status == 304 || status < 200;
-    let declared = parts
-        .headers
-        .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok());
-    parts.headers.remove(TRANSFER_ENCODING);
-    let framed = if no_body {
-        Framed::None
-    } else if let Some(n) = declared {
-        Framed::Length(n)
-    } else if let Some(n) = body.size_hint().exact() {
-        parts.headers.insert(CONTENT_LENGTH, HeaderValue::from(n));
-        Framed::Length(n)
-    } else if !exchange.http10 {
-        parts
-            .headers
-            .insert(TRANSFER_ENCODING, HeaderValue::from_static("chunked"));
-        Framed::Chunked
-    } else {
-        close = true;
-        Framed::UntilClose
+    let (parts, mut body) = response.into_parts();
+    let raw = match &mut body {
+        ResBody::H1(upstream) => upstream.take_raw_head(),
+        _ => None,
     };
-    if close {
-        parts
-            .headers
-            .insert(CONNECTION, HeaderValue::from_static("close"));
-    } else if exchange.http10 {
-        parts
-            .headers
-            .insert(CONNECTION, HeaderValue::from_static("keep-alive"));
-    }
-    if !parts.headers.contains_key(DATE) {
-        parts.headers.insert(DATE, http_date());
-    }
-    out.extend_from_slice(b"HTTP/1.1 ");
-    out.extend_from_slice(parts.status.as_str().as_bytes());
-    out.push(b' ');
-    out.extend_from_slice(
-        parts
-            .status
-            .canonical_reason()
-            .unwrap_or("Unknown")
-            .as_bytes(),
-    );
-    out.extend_from_slice(b"\r\n");
-    for (name, value) in &parts.headers {
-        out.extend_from_slice(name.as_str().as_bytes());
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value.as_bytes());
-        out.extend_from_slice(b"\r\n");
-    }
-    out.extend_from_slice(b"\r\n");
-    drop(parts);
+    let framed = match raw {
+        Some(raw) => {
+            let framed = raw_head(out, parts.status, &raw, &body, exchange, &mut close);
+            // Nothing of it (or of the head) is held across the body's writes.
+            drop(parts);
+            framed
+        }
+        None => map_head(out, parts, &body, exchange, &mut close),
+    };
     if framed == Framed::None {
         drop(body);
         write_all(conn, &[out]).await?;
@@ -634,13 +589,158 @@ async fn write_response(
     Ok(!close && framed != Framed::UntilClose)
 }
 
+/// How the body of a response goes: `declared`, its Content-Length; `None` when it has none.
+/// Returns the framing and the framing field to add, if any; `close` turns true for a body
+/// delimited by the close.
+fn framing_of(
+    status: StatusCode,
+    declared: Option<u64>,
+    body: &ResBody,
+    exchange: Exchange,
+    close: &mut bool,
+) -> (Framed, Option<(HeaderName, HeaderValue)>) {
+    let status = status.as_u16();
+    if exchange.head || status == 204 || status == 304 || status < 200 {
+        (Framed::None, None)
+    } else if let Some(n) = declared {
+        (Framed::Length(n), None)
+    } else if let Some(n) = body.size_hint().exact() {
+        (
+            Framed::Length(n),
+            Some((CONTENT_LENGTH, HeaderValue::from(n))),
+        )
+    } else if !exchange.http10 {
+        (
+            Framed::Chunked,
+            Some((TRANSFER_ENCODING, HeaderValue::from_static("chunked"))),
+        )
+    } else {
+        *close = true;
+        (Framed::UntilClose, None)
+    }
+}
+
+/// The Connection field the response needs, if any.
+fn connection_of(close: bool, exchange: Exchange) -> Option<HeaderValue> {
+    if close {
+        Some(HeaderValue::from_static("close"))
+    } else if exchange.http10 {
+        Some(HeaderValue::from_static("keep-alive"))
+    } else {
+        None
+    }
+}
+
+fn status_line(out: &mut Vec<u8>, status: StatusCode) {
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(status.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(status.canonical_reason().unwrap_or("Unknown").as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+fn field_line(out: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    out.extend_from_slice(name);
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Writes the head of a response whose fields are in its header map; returns its framing.
+fn map_head(
+    out: &mut Vec<u8>,
+    mut parts: http::response::Parts,
+    body: &ResBody,
+    exchange: Exchange,
+    close: &mut bool,
+) -> Framed {
+    *close |= parts
+        .headers
+        .get(CONNECTION)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"close"));
+    let declared = parts
+        .headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    parts.headers.remove(TRANSFER_ENCODING);
+    let (framed, field) = framing_of(parts.status, declared, body, exchange, close);
+    if let Some((name, value)) = field {
+        parts.headers.insert(name, value);
+    }
+    if let Some(value) = connection_of(*close, exchange) {
+        parts.headers.insert(CONNECTION, value);
+    }
+    if !parts.headers.contains_key(DATE) {
+        parts.headers.insert(DATE, http_date());
+    }
+    status_line(out, parts.status);
+    for (name, value) in &parts.headers {
+        field_line(out, name.as_str().as_bytes(), value.as_bytes());
+    }
+    out.extend_from_slice(b"\r\n");
+    framed
+}
+
+/// Writes the head of a response an HTTP/1.1 upstream sent, from its bytes as read: the
+/// upstream's end-to-end field lines in its order (names lower-cased), this proxy's Via, then
+/// what [`map_head`] would add: the same head the header map gave, without building one
+/// (fields of one name were grouped there; RFC 9110 §5.3 gives their relative order only
+/// meaning among themselves, which both keep). Returns its framing.
+fn raw_head(
+    out: &mut Vec<u8>,
+    status: StatusCode,
+    raw: &RawHead,
+    body: &ResBody,
+    exchange: Exchange,
+    close: &mut bool,
+) -> Framed {
+    status_line(out, status);
+    let mut declared = None;
+    let mut date = false;
+    for (name, value) in raw.fields() {
+        if declared.is_none() && name.eq_ignore_ascii_case(b"content-length") {
+            declared = std::str::from_utf8(value)
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok());
+        }
+        date |= name.eq_ignore_ascii_case(b"date");
+        let at = out.len();
+        field_line(out, name, value);
+        out[at..at + name.len()].make_ascii_lowercase();
+    }
+    if let Some(via) = &raw.via {
+        field_line(out, b"via", via.as_bytes());
+    }
+    let (framed, field) = framing_of(status, declared, body, exchange, close);
+    if let Some((name, value)) = field {
+        field_line(out, name.as_str().as_bytes(), value.as_bytes());
+    }
+    if let Some(value) = connection_of(*close, exchange) {
+        field_line(out, b"connection", value.as_bytes());
+    }
+    if !date {
+        field_line(out, b"date", http_date().as_bytes());
+    }
+    out.extend_from_slice(b"\r\n");
+    framed
+}
+
 /// Writes every byte of `pieces` in order (vectored when there are several), then flushes;
 /// fails with `TimedOut` when the client takes none of it within the send timeout (nginx
 /// `send_timeout`: a client that stops reading is cut, and the response's upstream connection
-/// with it). The timer is registered only when a write has to wait.
+/// with it). The timer, and the clock read that sets it, come only when a write has to wait:
+/// the first try has none.
 async fn write_all(conn: &Shared, pieces: &[&[u8]]) -> io::Result<()> {
+    let mut done = 0usize;
+    let first =
+        std::future::poll_fn(|cx| Poll::Ready(poll_write_all(conn, cx, pieces, &mut done))).await;
+    if let Poll::Ready(result) = first {
+        return result;
+    }
     let send_timeout = lock(conn).send_timeout;
-    match tokio::time::timeout(send_timeout, write_all_now(conn, pieces)).await {
+    let rest = std::future::poll_fn(|cx| poll_write_all(conn, cx, pieces, &mut done));
+    match tokio::time::timeout(send_timeout, rest).await {
         Ok(done) => done,
         Err(_) => {
             debug!("client took no response bytes within the send timeout");
@@ -649,40 +749,41 @@ async fn write_all(conn: &Shared, pieces: &[&[u8]]) -> io::Result<()> {
     }
 }
 
-/// [`write_all`] without the send timeout.
-async fn write_all_now(conn: &Shared, pieces: &[&[u8]]) -> io::Result<()> {
+/// Writes what is left of `pieces` after the first `done` bytes, then flushes.
+fn poll_write_all(
+    conn: &Shared,
+    cx: &mut Context<'_>,
+    pieces: &[&[u8]],
+    done: &mut usize,
+) -> Poll<io::Result<()>> {
     let total: usize = pieces.iter().map(|p| p.len()).sum();
-    let mut done = 0usize;
-    std::future::poll_fn(|cx| {
-        let mut c = lock(conn);
-        while done < total {
-            let mut slices = [IoSlice::new(&[]); 4];
-            let mut count = 0;
-            let mut skip = done;
-            for piece in pieces {
-                if skip >= piece.len() {
-                    skip -= piece.len();
-                    continue;
-                }
-                if count < slices.len() {
-                    slices[count] = IoSlice::new(&piece[skip..]);
-                    count += 1;
-                }
-                skip = 0;
+    let mut c = lock(conn);
+    while *done < total {
+        let mut slices = [IoSlice::new(&[]); 4];
+        let mut count = 0;
+        let mut skip = *done;
+        for piece in pieces {
+            if skip >= piece.len() {
+                skip -= piece.len();
+                continue;
             }
-            let n = if count == 1 {
-                ready!(Pin::new(&mut c.io).poll_write(cx, &slices[0]))?
-            } else {
-                ready!(Pin::new(&mut c.io).poll_write_vectored(cx, &slices[..count]))?
-            };
-            if n == 0 {
-                return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+            if count < slices.len() {
+                slices[count] = IoSlice::new(&piece[skip..]);
+                count += 1;
             }
-            done += n;
+            skip = 0;
         }
-        Pin::new(&mut c.io).poll_flush(cx)
-    })
-    .await
+        let n = if count == 1 {
+            ready!(Pin::new(&mut c.io).poll_write(cx, &slices[0]))?
+        } else {
+            ready!(Pin::new(&mut c.io).poll_write_vectored(cx, &slices[..count]))?
+        };
+        if n == 0 {
+            return Poll::Ready(Err(io::ErrorKind::WriteZero.into()));
+        }
+        *done += n;
+    }
+    Pin::new(&mut c.io).poll_flush(cx)
 }
 
 /// Closes with a linger: the write side first, then what the client still sends is read and

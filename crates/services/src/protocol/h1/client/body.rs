@@ -16,7 +16,7 @@ use gatebench_h1::{BodyLength, Chunked, Step};
 use http::Version;
 use hyper::body::{Body, Frame, SizeHint};
 
-use super::head::{ResponseHead, READ_CHUNK};
+use super::head::{RawHead, ResponseHead, READ_CHUNK};
 use super::{ExchangeLimits, Home};
 use crate::failure::{log_failure, BodyError, Failure};
 use crate::upstream::H1Conn;
@@ -53,9 +53,22 @@ pub(crate) struct H1Body {
     /// An error held back for one poll, so that hyper first flushes what it already has
     /// (the head, earlier chunks): the client then sees a truncated message, not a bare close.
     failed: Option<BodyError>,
+    /// The response head as read, for an HTTP/1.x client's head (taken by `h1::server`).
+    raw: Option<RawHead>,
 }
 
 impl H1Body {
+    /// The response head kept as read, if it was ([`RawHead`]): its fields are not in the
+    /// response's header map.
+    pub(crate) fn raw_head_mut(&mut self) -> Option<&mut RawHead> {
+        self.raw.as_mut()
+    }
+
+    /// Takes the response head kept as read, to write the client's head from it.
+    pub(crate) fn take_raw_head(&mut self) -> Option<RawHead> {
+        self.raw.take()
+    }
+
     /// The body of `response` (its framing was checked with the head); `reusable` is false
     /// when the request was not sent whole (the connection then closes whatever the response
     /// says).
@@ -87,6 +100,7 @@ impl H1Body {
             read_timeout: limits.read_timeout,
             armed: false,
             failed: None,
+            raw: response.raw,
         };
         if body.framing == Framing::Done {
             body.finish();

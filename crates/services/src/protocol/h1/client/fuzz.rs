@@ -89,7 +89,7 @@ async fn run(
     reader.set_nonblocking(true).expect("non-blocking");
     let io = tokio::net::TcpStream::from_std(reader).expect("registered");
     let mut conn = H1Conn::new(gatebench_tls::MaybeTls::Plain(io));
-    let response = read_head(&mut conn.io, max_head, None)
+    let response = read_head(&mut conn.io, max_head, None, false)
         .await
         .map_err(|e| format!("{e:?}"))?;
     let pool = Arc::new(Pool::new(1, Duration::from_secs(3600), 4));
@@ -102,6 +102,7 @@ async fn run(
         response_timeout: Duration::from_secs(3600),
         read_timeout: Duration::from_secs(3600),
         max_head,
+        raw_head: false,
     };
     let (parts, mut body) = H1Body::new(conn, response, head_request, true, limits, home);
     let mut data = Vec::new();

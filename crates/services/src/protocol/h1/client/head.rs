@@ -1,7 +1,9 @@
 //! Reading an upstream's response head: interim (1xx) responses passed on to the client,
 //! the final head parsed once by `gatebench-h1` (httparse without leniencies, CRLF only, the
 //! framing fields checked), its hop-by-hop fields left out as the header map is built
-//! (RFC 9110 §7.6.1), every kept value sharing the head's bytes.
+//! (RFC 9110 §7.6.1), every kept value sharing the head's bytes — or, for a client that speaks
+//! HTTP/1.x, no header map at all: the head's bytes are kept as read ([`RawHead`]) and the
+//! client's head is written by copying the end-to-end field lines from them.
 
 use std::mem::MaybeUninit;
 
@@ -28,14 +30,67 @@ pub(super) const READ_CHUNK: usize = 2048;
 /// A response head as read, with what its framing fields said.
 #[derive(Debug)]
 pub(crate) struct ResponseHead {
-    /// Status, version and the end-to-end fields (hop-by-hop ones are not kept).
+    /// Status, version and the end-to-end fields (hop-by-hop ones are not kept); no fields
+    /// when `raw` holds them.
     pub parts: http::response::Parts,
+    /// The head's bytes, when the caller asked for them and the head allows it: its fields are
+    /// then not in `parts`.
+    pub raw: Option<RawHead>,
     /// Bytes read after the head: the start of the body.
     pub rest: BytesMut,
     /// What the framing fields said (checked: the body's length is known).
     pub framing: gatebench_h1::Framing,
     /// `Connection: close`.
     pub close: bool,
+}
+
+/// A final response head kept as the upstream sent it, for an HTTP/1.x client: its field
+/// lines are copied to the client's head ([`RawHead::fields`] leaves the hop-by-hop ones out)
+/// instead of going through a header map and back. Kept only for a head whose Connection
+/// field names no other field (nearly all): one that does takes the header map path.
+#[derive(Debug)]
+pub(crate) struct RawHead {
+    /// Status line, field lines and the empty line, as read (checked by `gatebench-h1`: CRLF
+    /// line ends, no obs-fold, tokens for names, no control characters in values).
+    head: Bytes,
+    /// This proxy's Via entry, written after the upstream's fields (`proxy::forward`).
+    pub via: Option<HeaderValue>,
+}
+
+impl RawHead {
+    /// The end-to-end fields in the upstream's order, duplicates kept: name as sent (the
+    /// client's head lower-cases it, as the header map did), value without its surrounding
+    /// whitespace (httparse's value). Hop-by-hop fields (RFC 9110 §7.6.1) are left out.
+    pub(crate) fn fields(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        field_lines(&self.head).filter(|(name, _)| !fixed_hop(name))
+    }
+}
+
+/// Every field of a checked head (status line first, CRLF line ends, no obs-fold), in order:
+/// the name, and the value trimmed of whitespace as httparse trims it.
+fn field_lines(head: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    let mut rest = memchr::memchr(b'\n', head).map_or(&[][..], |at| &head[at + 1..]);
+    std::iter::from_fn(move || {
+        let end = memchr::memchr(b'\n', rest)?;
+        let line = &rest[..end];
+        rest = &rest[end + 1..];
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let colon = memchr::memchr(b':', line)?;
+        Some((&line[..colon], trim_ows(&line[colon + 1..])))
+    })
+}
+
+/// Whether `name` is one of the fixed hop-by-hop fields (RFC 9110 §7.6.1): Connection,
+/// Keep-Alive, Proxy-Connection, Upgrade, TE, Transfer-Encoding.
+fn fixed_hop(name: &[u8]) -> bool {
+    match name.len() {
+        2 => name.eq_ignore_ascii_case(b"te"),
+        7 => name.eq_ignore_ascii_case(b"upgrade"),
+        10 => name.eq_ignore_ascii_case(b"connection") || name.eq_ignore_ascii_case(b"keep-alive"),
+        16 => name.eq_ignore_ascii_case(b"proxy-connection"),
+        17 => name.eq_ignore_ascii_case(b"transfer-encoding"),
+        _ => false,
+    }
 }
 
 /// Where one field of a head lies in the head's bytes.
@@ -52,10 +107,14 @@ struct Span {
 /// head is frozen and every kept value shares its bytes (no copy, no allocation per field).
 /// Hop-by-hop fields (RFC 9110 §7.6.1) are left out as the map is built; what the framing
 /// fields said is kept aside for `H1Body::new`.
+///
+/// `raw`: the client speaks HTTP/1.x; the head's bytes may be kept ([`RawHead`]) instead of a
+/// header map.
 pub(crate) async fn read_head<R: AsyncRead + Unpin>(
     io: &mut R,
     max_head: usize,
     interim: Option<InterimSink<'_>>,
+    raw: bool,
 ) -> Result<ResponseHead, H1Error> {
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     let mut received = false;
@@ -135,6 +194,16 @@ pub(crate) async fn read_head<R: AsyncRead + Unpin>(
                 continue;
             }
             let head = buf.split_to(len).freeze();
+            debug_assert!(
+                field_lines(&head).eq(spans[..count].iter().map(|span| {
+                    let slice = |(at, len): (u32, u32)| &head[at as usize..(at + len) as usize];
+                    (slice(span.name), slice(span.value))
+                })),
+                "the field lines walk finds the parser's fields"
+            );
+            if raw {
+                return raw_head(head, code, http10, framing, &spans[..count], buf);
+            }
             return build_head(&head, code, http10, framing, &spans[..count], buf);
         }
         if let Some((interim, head)) = to_send {
@@ -173,17 +242,7 @@ fn interim_head(head: &[u8], code: u16, spans: &[Span], via: &HeaderValue) -> Ve
 /// Whether `name` is hop-by-hop in an interim head: the fixed ones (RFC 9110 §7.6.1) and those
 /// its Connection field names.
 fn interim_hop(name: &[u8], named: &[&[u8]]) -> bool {
-    [
-        &b"connection"[..],
-        b"keep-alive",
-        b"proxy-connection",
-        b"upgrade",
-        b"te",
-        b"transfer-encoding",
-    ]
-    .iter()
-    .chain(named.iter())
-    .any(|hop| name.eq_ignore_ascii_case(hop))
+    fixed_hop(name) || named.iter().any(|hop| name.eq_ignore_ascii_case(hop))
 }
 
 /// The fields the interim head's Connection field names.
@@ -238,12 +297,13 @@ fn build_head(
     let slice = |(at, len): (u32, u32)| head.slice(at as usize..(at + len) as usize);
     let mut out = ResponseHead {
         parts: http::Response::new(()).into_parts().0,
+        raw: None,
         rest,
         framing,
         close: framing.close,
     };
     let mut headers = HeaderMap::with_capacity(spans.len());
-    let mut named: Option<Bytes> = None;
+    let mut named: Vec<Bytes> = Vec::new();
     for span in spans {
         let name = HeaderName::from_bytes(&slice(span.name))
             .map_err(|_| protocol("invalid field name"))?;
@@ -256,7 +316,7 @@ fn build_head(
                     && !token.eq_ignore_ascii_case(b"keep-alive")
             };
             if value.split(|&b| b == b',').map(trim_ows).any(other) {
-                named = Some(value.clone());
+                named.push(value.clone());
             }
             continue;
         }
@@ -272,7 +332,7 @@ fn build_head(
             HeaderValue::from_maybe_shared(value).map_err(|_| protocol("invalid field value"))?;
         headers.append(name, value);
     }
-    if let Some(value) = named {
+    for value in named {
         // Fields the upstream named as hop-by-hop in Connection (RFC 9110 §7.6.1); rare.
         for token in value.split(|&b| b == b',').map(trim_ows) {
             if let Ok(name) = HeaderName::from_bytes(token) {
@@ -290,6 +350,51 @@ fn build_head(
     };
     out.parts.headers = headers;
     Ok(out)
+}
+
+/// Keeps a checked final head's bytes for an HTTP/1.x client ([`RawHead`]), or builds the
+/// header map ([`build_head`]) when its Connection field names other fields to remove.
+fn raw_head(
+    head: Bytes,
+    code: u16,
+    http10: bool,
+    framing: gatebench_h1::Framing,
+    spans: &[Span],
+    rest: BytesMut,
+) -> Result<ResponseHead, H1Error> {
+    let slice = |(at, len): (u32, u32)| &head[at as usize..(at + len) as usize];
+    let names_fields = spans.iter().any(|span| {
+        slice(span.name).eq_ignore_ascii_case(b"connection")
+            && slice(span.value)
+                .split(|&b| b == b',')
+                .map(trim_ows)
+                .any(|token| {
+                    !token.is_empty()
+                        && !token.eq_ignore_ascii_case(b"close")
+                        && !token.eq_ignore_ascii_case(b"keep-alive")
+                })
+    });
+    if names_fields {
+        return build_head(&head, code, http10, framing, spans, rest);
+    }
+    let status = StatusCode::from_u16(code).map_err(|_| protocol("invalid status code"))?;
+    if status == StatusCode::SWITCHING_PROTOCOLS {
+        return Err(protocol("unsolicited 101 Switching Protocols"));
+    }
+    let mut parts = http::Response::new(()).into_parts().0;
+    parts.status = status;
+    parts.version = if http10 {
+        Version::HTTP_10
+    } else {
+        Version::HTTP_11
+    };
+    Ok(ResponseHead {
+        parts,
+        raw: Some(RawHead { head, via: None }),
+        rest,
+        framing,
+        close: framing.close,
+    })
 }
 
 /// The proxy's reason for a head `gatebench-h1` refused: the limits are 502 "head too large",
