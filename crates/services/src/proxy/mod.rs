@@ -548,7 +548,7 @@ async fn handle(
         log_failure(failure, None, &"our own Via token came back");
         return error_response(shared, failure, http1);
     }
-    // HTTP/1 bodies over the limit were refused by h1check already; HTTP/2 ones declare it here.
+    // HTTP/1 bodies over the limit were refused by `h1::check` already; HTTP/2 ones declare it here.
     if req.body().size_hint().lower() > shared.max_body {
         return error_response(shared, Failure::RequestTooLarge, http1);
     }
