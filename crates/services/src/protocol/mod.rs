@@ -19,6 +19,7 @@ pub(crate) mod drain;
 pub(crate) mod h1;
 pub(crate) mod h2;
 pub(crate) mod interim;
+pub(crate) mod scratch;
 
 use std::future::Future;
 use std::pin::Pin;

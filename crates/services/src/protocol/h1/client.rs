@@ -44,6 +44,7 @@ pub(crate) use self::head::RawHead;
 use self::head::{read_head, ResponseHead};
 use crate::failure::{BodyError, Failure};
 use crate::protocol::interim::InterimSink;
+use crate::protocol::scratch::Scratch;
 use crate::upstream::{H1Conn, Pool};
 
 mod body;
@@ -60,35 +61,9 @@ const COALESCE: usize = 16 * 1024;
 const KEEP_OUT: usize = 4096;
 
 thread_local! {
+    /// The thread's spare request head buffer ([`Scratch`], as `h1::server`'s response buffer):
+    /// an exchange whose head goes out at once reuses it, not a fresh allocation per request.
     static SPARE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
-}
-
-/// An exchange's request head buffer, lent by its thread (as `h1::server`'s response buffer):
-/// an exchange whose head goes out at once reuses the thread's one buffer, not a fresh
-/// allocation per request.
-struct Scratch(Vec<u8>);
-
-impl Scratch {
-    fn take() -> Self {
-        let mut out = SPARE.with(std::cell::Cell::take);
-        if out.capacity() == 0 {
-            out.reserve(256);
-        }
-        Scratch(out)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if self.0.capacity() <= KEEP_OUT {
-            self.0.clear();
-            let out = std::mem::take(&mut self.0);
-            SPARE.with(|spare| {
-                let kept = spare.take();
-                spare.set(if kept.capacity() == 0 { out } else { kept });
-            });
-        }
-    }
 }
 
 /// The parts of a request the exchange writes.
@@ -135,8 +110,8 @@ pub(crate) async fn exchange<B>(
 where
     B: Body<Data = Bytes, Error = BodyError> + Unpin,
 {
-    let mut scratch = Scratch::take();
-    let out = &mut scratch.0;
+    let mut scratch = Scratch::take(&SPARE, 256, KEEP_OUT);
+    let out = &mut *scratch;
     let framing = write_head(out, &head, body, stash.as_ref());
     // The first chunk rides with the head when the client already sent it (nearly always).
     if stash.is_none() {

@@ -56,6 +56,7 @@ use crate::protocol::h1::check::{self as h1check, Framing, H1Limits, HeadScan, L
 use crate::protocol::h1::client::RawHead;
 use crate::protocol::h1::conn::{lock, BodyState, Conn, H1Recv, Io, Shared, CONTINUE};
 use crate::protocol::interim::Interim;
+use crate::protocol::scratch::Scratch;
 use crate::protocol::Answer;
 
 /// Most of an unread request body read and dropped to keep its connection (hyper drains
@@ -66,36 +67,11 @@ const COALESCE: usize = 16 * 1024;
 /// A response buffer that grew past this is not kept for the next response.
 const KEEP_OUT: usize = 4096;
 
-/// A response's write buffer, lent by its thread: a connection between responses holds none,
-/// and a response written without waiting (the usual case) reuses the thread's one buffer.
-/// One that had to wait keeps its own until it is done.
-struct Scratch(Vec<u8>);
-
 thread_local! {
+    /// The thread's spare response buffer ([`Scratch`]): a connection between responses holds
+    /// none, and a response written without waiting (the usual case) reuses this one; one that
+    /// had to wait keeps its own until it is done.
     static SPARE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
-}
-
-impl Scratch {
-    fn take() -> Self {
-        let mut out = SPARE.with(std::cell::Cell::take);
-        if out.capacity() == 0 {
-            out.reserve(1024);
-        }
-        Scratch(out)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if self.0.capacity() <= KEEP_OUT {
-            self.0.clear();
-            let out = std::mem::take(&mut self.0);
-            SPARE.with(|spare| {
-                let kept = spare.take();
-                spare.set(if kept.capacity() == 0 { out } else { kept });
-            });
-        }
-    }
 }
 
 /// A service whose HTTP/1.x connections this module serves.
@@ -486,8 +462,8 @@ async fn write_response(
     exchange: Exchange,
     mut close: bool,
 ) -> io::Result<bool> {
-    let mut out = Scratch::take();
-    let out = &mut out.0;
+    let mut out = Scratch::take(&SPARE, 1024, KEEP_OUT);
+    let out = &mut *out;
     let (parts, mut body) = response.into_parts();
     let raw = match &mut body {
         ResBody::H1(upstream) => upstream.take_raw_head(),
