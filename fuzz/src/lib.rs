@@ -194,11 +194,7 @@ pub fn checked_head(buf: &[u8], max_head: usize, max_body: u64) -> (usize, Body)
     assert!(len <= max_head, "head over the limit passed on");
     let method = req.method.unwrap();
     let target = req.path.unwrap();
-    assert!(
-        method != "CONNECT",
-        "{:?}",
-        shown()
-    );
+    assert!(method != "CONNECT", "{:?}", shown());
     let origin = target.starts_with('/');
     // Bytes, not str slices: a target may carry non-ASCII bytes (httparse and the checker let
     // UTF-8 through, as nginx does), and a str slice must end on a char boundary.
@@ -350,5 +346,22 @@ mod regressions {
         assert_eq!(r.status, 200);
         assert!(r.complete);
         assert_eq!(r.body, &payload[head_len..]);
+    }
+
+    /// `corpus/h1client/regress-empty-line-before-status`: an empty line before the status
+    /// line, which the parser skips. The walk over a kept head's field lines took it for the
+    /// status line's end and found no field (a raw head would have lost them all).
+    #[test]
+    fn an_empty_line_before_the_status_line_keeps_the_fields() {
+        let input = include_bytes!("../corpus/h1client/regress-empty-line-before-status");
+        let [flags, seed, payload @ ..] = &input[..] else {
+            unreachable!("the input has its two leading bytes")
+        };
+        assert!(payload.starts_with(b"\r\nHTTP/1.1 200"));
+        for pieces in [vec![&payload[..]], split(payload, *seed, 1024, 64)] {
+            let r = gatebench_services::fuzz::h1client_response(&pieces, flags & 1 != 0, 2048)
+                .expect("the head is acceptable");
+            assert_eq!((r.status, r.body.as_slice()), (200, &b"ok"[..]));
+        }
     }
 }

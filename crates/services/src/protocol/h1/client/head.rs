@@ -69,6 +69,13 @@ impl RawHead {
 /// Every field of a checked head (status line first, CRLF line ends, no obs-fold), in order:
 /// the name, and the value trimmed of whitespace as httparse trims it.
 fn field_lines(head: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+    // Empty lines before the status line are skipped, as the parser skips them (the h1client
+    // fuzz target found a head starting with one: taken for the status line's end, it made the
+    // walk stop at once, and a raw head would have lost all its fields).
+    let head = &head[head
+        .iter()
+        .take_while(|b| matches!(b, b'\r' | b'\n'))
+        .count()..];
     let mut rest = memchr::memchr(b'\n', head).map_or(&[][..], |at| &head[at + 1..]);
     std::iter::from_fn(move || {
         let end = memchr::memchr(b'\n', rest)?;
@@ -419,3 +426,30 @@ fn head_error(error: gatebench_h1::Error, max_head: usize) -> H1Error {
 
 const KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
 const PROXY_CONNECTION: HeaderName = HeaderName::from_static("proxy-connection");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The h1client fuzz target's find: empty lines before the status line (which the parser
+    /// skips) must not end the walk of the field lines, or a raw head loses every field.
+    #[test]
+    fn empty_lines_before_the_status_line_do_not_hide_the_fields() {
+        let head: &[u8] = b"\n\r\nHTTP/1.1 200 OK\r\nA: b\r\nConnection: close\r\nC:  d \r\n\r\n";
+        let got: Vec<(&[u8], &[u8])> = field_lines(head).collect();
+        assert_eq!(
+            got,
+            [
+                (&b"A"[..], &b"b"[..]),
+                (&b"Connection"[..], &b"close"[..]),
+                (&b"C"[..], &b"d"[..])
+            ]
+        );
+        let raw = RawHead {
+            head: Bytes::from_static(b"\r\nHTTP/1.1 200 OK\r\nA: b\r\nConnection: close\r\n\r\n"),
+            via: None,
+        };
+        let kept: Vec<&[u8]> = raw.fields().map(|(name, _)| name).collect();
+        assert_eq!(kept, [&b"A"[..]], "hop-by-hop Connection left out, A kept");
+    }
+}
