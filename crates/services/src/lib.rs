@@ -43,6 +43,7 @@ mod failure;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod json_xml;
+mod memory;
 mod protocol;
 pub mod proxy;
 mod server;

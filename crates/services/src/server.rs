@@ -31,6 +31,7 @@ use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
 use crate::error::ServicesError;
+use crate::memory::{self, HighWater};
 use crate::protocol::drain::{draining, Drain};
 use crate::protocol::h1::check::H1Limits;
 use crate::protocol::h1::server::{self as h1server, H1Handler};
@@ -150,24 +151,39 @@ pub(crate) struct Protocols {
     limits: Arc<H1Limits>,
     /// One permit per client connection being served, shared by every thread's accept loop.
     connections: Arc<tokio::sync::Semaphore>,
+    /// How many permits `connections` started with.
+    max_connections: usize,
+    /// The most connections open at once lately, for [`memory`].
+    high_water: HighWater,
 }
 
 impl Protocols {
     /// The listener's protocols: `options`, HTTP/1.x requests checked against `limits`, and
     /// connections with nothing in progress closed after `idle_timeout`.
     pub(crate) fn new(options: &ListenOptions, limits: H1Limits, idle_timeout: Duration) -> Self {
+        let max_connections = options
+            .max_connections
+            .min(tokio::sync::Semaphore::MAX_PERMITS);
         Self {
             http2: options.http2,
             h2_max_streams: options.h2_max_streams,
             tls: options.tls.clone().map(TlsAcceptor::from),
             idle_timeout,
             limits: Arc::new(limits),
-            connections: Arc::new(tokio::sync::Semaphore::new(
-                options
-                    .max_connections
-                    .min(tokio::sync::Semaphore::MAX_PERMITS),
-            )),
+            connections: Arc::new(tokio::sync::Semaphore::new(max_connections)),
+            max_connections,
+            high_water: HighWater::default(),
         }
+    }
+
+    /// Client connections being served now, on every thread.
+    fn open_connections(&self) -> usize {
+        self.max_connections - self.connections.available_permits()
+    }
+
+    /// Gives memory back after each surge of connections, until dropped ([`memory`]).
+    async fn give_back_memory(self: Arc<Self>) {
+        memory::give_back_after_surges(&self.high_water, || self.open_connections()).await;
     }
 
     /// The timers of this listener's HTTP/2 connections served by [`h2server`].
@@ -416,6 +432,7 @@ pub(crate) async fn accept_loop<M, H>(
         };
         match accepted {
             Ok((stream, peer)) => {
+                protocols.high_water.note(protocols.open_connections());
                 full = false;
                 backing_off = false;
                 // Small responses must leave at once, not wait for Nagle.
@@ -483,8 +500,10 @@ pub(crate) async fn serve<M, H>(
     H: Handler,
 {
     let drain = Drain::new();
+    let trims = tokio::spawn(protocols.clone().give_back_memory());
     let accept = tokio::spawn(accept_loop(listener, protocols, make, drain.watcher()));
     shutdown.await;
+    trims.abort();
     info!("shutting down: stopped accepting, draining in-flight requests");
     drain.drain(DRAIN_TIMEOUT).await;
     // The accept loop stopped when the drain began; it cannot fail, only be cancelled.
@@ -569,6 +588,8 @@ where
     }
     drop(failed_tx);
     let result = control.block_on(async {
+        // Ends with this runtime, after the drain.
+        tokio::spawn(protocols.give_back_memory());
         let failure = tokio::select! {
             () = shutdown => None,
             Some(error) = failed_rx.recv() => Some(error),
