@@ -16,14 +16,18 @@
 # reopened as the proxy closes them), SIZE (4194304: the echo's GET answer, which slow readers
 # ask for), SETTLE (45 s after the attacks: more than the timers and the 30 s upstream pool idle
 # timeout), SHAPES (every shape of hostile_clients.py but the connection flood, which HOLD
-# replaces), GATEBENCH, KEEP_TMP.
+# replaces), ATTACKERS (idle: the attack clients under SCHED_IDLE; nice19: at nice 19, as
+# before), GATEBENCH, KEEP_TMP.
 # Layout: the proxy alone on core 0; the echo, the legitimate load and the attack clients on
-# core 1, the attack clients at the lowest priority (nice 19). Real attackers run on other
+# core 1, the attack clients under SCHED_IDLE (`chrt --idle 0`). Real attackers run on other
 # machines: on a 2-core box, Python attack loops at normal priority took the generator's (and
 # the proxy's) CPU, and the legitimate p99 then measured the shared box, not the proxy (the
-# runs of 2026-11-28 morning: 4.9 ms against 1.1 ms quiet with every process unpinned). The
-# attacks still get every cycle the measured processes leave, so the proxy sees them at full
-# force.
+# runs of 2026-11-28 morning: 4.9 ms against 1.1 ms quiet with every process unpinned). At
+# nice 19 they still delayed each wake-up of the generator and the echo on core 1 by up to a
+# scheduler slice (the kernel lets a running task finish its slice before a woken one of
+# normal priority runs), three times per legitimate request; a SCHED_IDLE task is preempted
+# at once. The attacks still get every cycle the measured processes leave, so the proxy sees
+# them at full force (its CPU seconds are in the results).
 # Results: bench/results/hostile-soak-<stamp>.tsv (samples every 10 s and the checks) and .md.
 set -euo pipefail
 
@@ -41,6 +45,12 @@ HOLD=${HOLD:-400}
 SIZE=${SIZE:-4194304}
 SETTLE=${SETTLE:-45}
 SHAPES=${SHAPES:-idle-h2-preface stalled-h2-body slow-reader-h1 slow-reader-h2 rapid-reset ping-flood trickled-head}
+ATTACKERS=${ATTACKERS:-idle}
+case $ATTACKERS in
+  idle) attacker=(chrt --idle 0 taskset -c 1) ;;
+  nice19) attacker=(nice -n 19 taskset -c 1) ;;
+  *) gb_die "ATTACKERS must be idle or nice19, got '$ATTACKERS'" ;;
+esac
 for v in DURATION QUIET RATE CONNS TIMER MAXCONN HOLD SIZE SETTLE; do
   [[ ${!v} =~ ^[1-9][0-9]*$ ]] || gb_die "$v must be a positive integer, got '${!v}'"
 done
@@ -69,8 +79,8 @@ load() {
     -m POST --payload-size 64 --json "$2" >"$2.log" 2>&1
 }
 {
-  printf '# duration %ss, quiet %ss, rate %s, conns %s, timer %ss, maxconn %s, hold %s, size %s, shapes %s; %s; gatebench %s\n' \
-    "$DURATION" "$QUIET" "$RATE" "$CONNS" "$TIMER" "$MAXCONN" "$HOLD" "$SIZE" "$SHAPES" \
+  printf '# duration %ss, quiet %ss, rate %s, conns %s, timer %ss, maxconn %s, hold %s, size %s, attackers %s, shapes %s; %s; gatebench %s\n' \
+    "$DURATION" "$QUIET" "$RATE" "$CONNS" "$TIMER" "$MAXCONN" "$HOLD" "$SIZE" "$ATTACKERS" "$SHAPES" \
     "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(git -C "$GB_ROOT" rev-parse --short HEAD)"
   printf 'kind\tphase\tepoch_or_metric\trss_kib_or_value\topen_files\n'
 } >"$out"
@@ -81,18 +91,19 @@ sleep "$SETTLE"
 sample baseline
 
 gb_log "attacks for ${DURATION}s, with the same load"
+cpu0=$(gb_proc_cpu_secs "$PROXY")
 end=$(($(date +%s) + DURATION))
 attack_pids=()
 for shape in $SHAPES; do
   (
     while (($(date +%s) < end)); do
-      nice -n 19 taskset -c 1 python3 "$here/hostile_clients.py" "$shape" soak "$PORT" "$PORT" 15 >>"$GB_TMP/attacks.tsv" 2>/dev/null || true
+      "${attacker[@]}" python3 "$here/hostile_clients.py" "$shape" soak "$PORT" "$PORT" 15 >>"$GB_TMP/attacks.tsv" 2>/dev/null || true
     done
   ) &
   attack_pids+=("$!")
   gb_track_pid "$!"
 done
-HOLD=$HOLD nice -n 19 taskset -c 1 python3 "$here/hostile_clients.py" hold-connections soak "$PORT" "$PORT" "$DURATION" \
+HOLD=$HOLD "${attacker[@]}" python3 "$here/hostile_clients.py" hold-connections soak "$PORT" "$PORT" "$DURATION" \
   >>"$GB_TMP/attacks.tsv" 2>/dev/null &
 attack_pids+=("$!")
 gb_track_pid "$!"
@@ -104,14 +115,15 @@ while gb_pid_alive "$load_pid"; do
   sleep 10
 done
 wait "$load_pid" || true
+printf 'metric\tattack\tproxy_cpu_seconds\t%s\t\n' "$(awk -v a="$(gb_proc_cpu_secs "$PROXY")" -v b="$cpu0" 'BEGIN { printf "%.2f", a - b }')" >>"$out"
 for pid in "${attack_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
 gb_log "attacks over; settling ${SETTLE}s"
 sleep "$SETTLE"
 sample after
 
-python3 - "$out" "$GB_TMP/quiet.json" "$GB_TMP/soak.json" "$GB_TMP/attacks.tsv" <<'PY' | tee "${out%.tsv}.md"
+python3 - "$out" "$GB_TMP/quiet.json" "$GB_TMP/soak.json" "$GB_TMP/attacks.tsv" "$DURATION" <<'PY' | tee "${out%.tsv}.md"
 import json, sys
-out, quiet, soak, attacks = sys.argv[1:5]
+out, quiet, soak, attacks, duration = sys.argv[1:6]
 
 def stats(path):
     m = json.load(open(path))["measurement"]
@@ -119,6 +131,7 @@ def stats(path):
     return m.get("outcomes", {}), pct.get(99.0), m.get("error_percent"), m.get("throughput_rps")
 
 rows = [l.rstrip("\n").split("\t") for l in open(out) if l.startswith("sample")]
+proxy_cpu = next(float(l.split("\t")[3]) for l in open(out) if l.startswith("metric\tattack\tproxy_cpu_seconds"))
 base = next(r for r in rows if r[1] == "baseline")
 after = next(r for r in rows if r[1] == "after")
 peak_rss = max(int(r[3]) for r in rows)
@@ -148,6 +161,8 @@ for name, ok, what in checks:
     print("| %s | %s | %s |" % (name, "pass" if ok else "FAIL", what))
 print()
 print("Legitimate load: quiet %.0f req/s, soak %.0f req/s; outcomes during the soak: %s." % (q_rps or 0, s_rps or 0, json.dumps(s_out)))
+print()
+print("The proxy's CPU during the attacks: %.1f s in %s s (%.1f %% of its core)." % (proxy_cpu, duration, 100 * proxy_cpu / float(duration)))
 print()
 print("Attack runs by shape and outcome: " + "; ".join("%s: %s" % (k, ", ".join("%s %d" % kv for kv in sorted(v.items()))) for k, v in sorted(shapes.items())) + ".")
 for name, ok, what in checks:

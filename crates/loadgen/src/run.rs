@@ -18,7 +18,7 @@ use crate::config::{Arrival, LoadConfig, Spacing};
 use crate::error::LoadgenError;
 use crate::hlog;
 use crate::limits;
-use crate::schedule::{Clock, OpenPlan, Quota};
+use crate::schedule::{Clock, OpenPlan, Quota, Stop};
 use crate::stats::{
     longer_than_all, new_sparse_histogram, summarize, summarize_censored, ClassStats,
     IntervalStats, LatencyHistogram, PhaseStats,
@@ -156,7 +156,7 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
         })?;
     }
 
-    let stop = opts.stop.clone().unwrap_or_default();
+    let stop = Stop::new(opts.stop.clone().unwrap_or_default());
     let (tx, rx) = mpsc::channel();
     let mut handles = Vec::with_capacity(threads);
     let conn_shares = split(u64::from(config.connections), threads);
@@ -233,7 +233,7 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
         timeline_curve,
         fixed_rate,
         Watch::new(config.thresholds.clone()),
-        stop.clone(),
+        stop.run_flag(),
         &mut opts,
     );
     let mut results: Vec<Option<WorkerResult>> = (0..threads).map(|_| None).collect();

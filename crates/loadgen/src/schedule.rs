@@ -111,6 +111,37 @@ impl Quota {
     }
 }
 
+/// What ends every worker's schedule early: the caller's flag (Ctrl-C, a suite's interrupt) or
+/// the run's own (an `abort` threshold). Two flags, so that a run that stops itself never looks
+/// to its caller like an interrupt.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Stop {
+    caller: Arc<AtomicBool>,
+    run: Arc<AtomicBool>,
+}
+
+impl Stop {
+    /// Stops on `caller`'s flag, or on the run's own.
+    pub(crate) fn new(caller: Arc<AtomicBool>) -> Stop {
+        Stop {
+            caller,
+            run: Arc::default(),
+        }
+    }
+
+    /// The run's own flag, for what decides to stop it.
+    pub(crate) fn run_flag(&self) -> Arc<AtomicBool> {
+        self.run.clone()
+    }
+
+    /// Whether either flag is set.
+    #[inline]
+    pub(crate) fn is_set(&self) -> bool {
+        // Relaxed loads of lines written once: no contention on the hot path.
+        self.caller.load(Ordering::Relaxed) || self.run.load(Ordering::Relaxed)
+    }
+}
+
 /// One worker's schedule. Single-threaded but for the shared count of [`Quota::Shared`].
 #[derive(Debug)]
 pub(crate) struct Schedule {
@@ -119,8 +150,8 @@ pub(crate) struct Schedule {
     quota: Quota,
     /// Open model: ticket spacing and the first ticket's time.
     open: Option<Tickets>,
-    /// Set when the run is interrupted (Ctrl-C): no further permits.
-    stop: Arc<AtomicBool>,
+    /// Set when the run is interrupted (Ctrl-C) or stops itself: no further permits.
+    stop: Stop,
     /// When this worker first saw `stop` set: tickets due after it are not a backlog.
     stopped_at: Cell<Option<Instant>>,
     /// A mix: picks each permit's request.
@@ -275,7 +306,7 @@ impl Tickets {
 
 impl Schedule {
     /// A closed-model schedule.
-    pub(crate) fn closed(clock: Clock, quota: Quota, stop: Arc<AtomicBool>) -> Schedule {
+    pub(crate) fn closed(clock: Clock, quota: Quota, stop: Stop) -> Schedule {
         Schedule {
             clock,
             quota,
@@ -294,7 +325,7 @@ impl Schedule {
         times: Arc<ReplayTimes>,
         first: usize,
         stride: usize,
-        stop: Arc<AtomicBool>,
+        stop: Stop,
     ) -> Schedule {
         Schedule {
             stop,
@@ -325,12 +356,7 @@ impl Schedule {
     }
 
     /// An open-model schedule: this worker's part of the run's arrival curve.
-    pub(crate) fn open(
-        clock: Clock,
-        quota: Quota,
-        plan: OpenPlan,
-        stop: Arc<AtomicBool>,
-    ) -> Schedule {
+    pub(crate) fn open(clock: Clock, quota: Quota, plan: OpenPlan, stop: Stop) -> Schedule {
         Schedule {
             stop,
             stopped_at: Cell::new(None),
@@ -360,8 +386,7 @@ impl Schedule {
         if self.stopped_at.get().is_some() {
             return true;
         }
-        // A relaxed load of a line that is written once: no contention on the hot path.
-        if self.stop.load(Ordering::Relaxed) {
+        if self.stop.is_set() {
             self.stopped_at.set(Some(Instant::now()));
             return true;
         }
@@ -458,8 +483,8 @@ mod tests {
         }
     }
 
-    fn no_stop() -> Arc<AtomicBool> {
-        Arc::new(AtomicBool::new(false))
+    fn no_stop() -> Stop {
+        Stop::default()
     }
 
     #[test]
@@ -467,8 +492,18 @@ mod tests {
         let stop = no_stop();
         let s = Schedule::closed(clock(0, Some(60_000)), Quota::Unlimited, stop.clone());
         assert!(s.next().is_some());
-        stop.store(true, Ordering::Relaxed);
+        stop.caller.store(true, Ordering::Relaxed);
         assert!(s.next().is_none());
+    }
+
+    #[test]
+    fn the_runs_own_stop_ends_the_schedule_without_the_callers_flag() {
+        let stop = Stop::new(Arc::new(AtomicBool::new(false)));
+        let s = Schedule::closed(clock(0, Some(60_000)), Quota::Unlimited, stop.clone());
+        assert!(s.next().is_some());
+        stop.run_flag().store(true, Ordering::Relaxed);
+        assert!(s.next().is_none());
+        assert!(!stop.caller.load(Ordering::Relaxed));
     }
 
     fn clock(warm_ms: u64, dur_ms: Option<u64>) -> Clock {
@@ -561,7 +596,7 @@ mod tests {
             s.next().unwrap();
         }
         std::thread::sleep(Duration::from_millis(20));
-        stop.store(true, Ordering::Relaxed);
+        stop.caller.store(true, Ordering::Relaxed);
         assert!(s.next().is_none());
         let stopped = s.stopped_at().expect("the interruption was seen");
         // Ten seconds later the run ends; only tickets due before the interruption count.

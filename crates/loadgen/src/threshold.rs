@@ -491,6 +491,13 @@ impl Watch {
     }
 }
 
+/// Judges `thresholds` on the whole measurement of a finished `report` alone: for a record
+/// made without watching its seconds (a merge of shards), where no window was judged and no
+/// run could be stopped.
+pub fn judge_whole(thresholds: &[Threshold], report: &LoadReport) -> Vec<ThresholdResult> {
+    Watch::new(thresholds.to_vec()).finish(report)
+}
+
 /// The figures of a run of seconds.
 fn window<'a>(seconds: impl Iterator<Item = &'a Second>) -> Option<Figures> {
     let mut f = Figures::new();

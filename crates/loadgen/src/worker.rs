@@ -11,7 +11,6 @@ mod http2;
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,7 +21,7 @@ use tokio::task::LocalSet;
 use crate::config::{Arrival, LoadConfig, Protocol};
 use crate::connect::{connect, Established, Stream, Transport};
 use crate::exchange::{Answer, Failure};
-use crate::schedule::{Clock, OpenPlan, Permit, Phase, Quota, Schedule};
+use crate::schedule::{Clock, OpenPlan, Permit, Phase, Quota, Schedule, Stop};
 use crate::stats::{record, ClassStats, IntervalStats, PhaseStats};
 
 /// Messages from workers to the collector.
@@ -90,8 +89,8 @@ pub(crate) struct WorkerPlan {
     pub open: Option<OpenPlan>,
     /// Count stop rule: this worker's share of the requests, or the shared count.
     pub quota: Quota,
-    /// Interruption flag shared with the caller.
-    pub stop: Arc<AtomicBool>,
+    /// The caller's interruption and the run's own stop.
+    pub stop: Stop,
 }
 
 struct Shared {

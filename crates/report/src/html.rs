@@ -148,6 +148,7 @@ pub fn render(input: &ReportInput<'_>) -> Rendered {
     );
     header(&mut h, input, &records);
     flagged(&mut h, &records);
+    thresholds(&mut h, &records);
     let _ = writeln!(h, "<h2 id=\"summary\">Summary (measurement)</h2>");
     table(&mut h, &records, Phase::Measurement);
     let _ = writeln!(
@@ -304,6 +305,48 @@ fn flagged(h: &mut String, records: &[CellRecord]) {
          cell). <b>generator-bound</b>: the load generator, not the system under test, was the \
          bottleneck, so the figures describe the generator. <b>failed</b>: no figures.</p></div>"
     );
+}
+
+/// Every threshold of every load cell that has any, failed ones first: the cell, the
+/// threshold, its verdict, what the whole measurement showed and where a window breached it.
+fn thresholds(h: &mut String, records: &[CellRecord]) {
+    let mut judged: Vec<(&CellRecord, &gatebench_model::ThresholdResult)> = records
+        .iter()
+        .filter_map(|r| r.load.as_ref().map(|l| (r, &l.thresholds)))
+        .flat_map(|(r, ts)| ts.iter().map(move |t| (r, t)))
+        .collect();
+    if judged.is_empty() {
+        return;
+    }
+    let failed = judged.iter().filter(|(_, t)| !t.passed).count();
+    judged.sort_by_key(|(_, t)| t.passed);
+    let _ = writeln!(
+        h,
+        "<h2 id=\"thresholds\">Thresholds</h2>\n<p>{failed} of {} verdicts failed.</p>\n\
+         <table class=\"summary\">\n<tr><th>Cell</th><th>Threshold</th><th>Verdict</th>\
+         <th>Whole measurement</th><th>First breach</th></tr>",
+        judged.len()
+    );
+    for (r, t) in judged {
+        let verdict = match (t.passed, t.aborted) {
+            (true, _) => "<span class=\"badge\">pass</span>",
+            (false, true) => "<span class=\"badge bad\">FAIL, aborted the load</span>",
+            (false, false) => "<span class=\"badge bad\">FAIL</span>",
+        };
+        let breach = match (&t.breach, t.breached_at_s) {
+            (Some(b), Some(at)) => format!("{} at {at:.0} s", esc(b)),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            h,
+            "<tr><td><a href=\"#cell-{id}\">{id}</a></td><td><code>{}</code></td><td>{verdict}</td>\
+             <td>{}</td><td>{breach}</td></tr>",
+            esc(&t.threshold),
+            esc(&t.observed),
+            id = esc(&r.cell.id)
+        );
+    }
+    let _ = writeln!(h, "</table>");
 }
 
 /// The flags that make a cell doubtful (not the informative ones such as `repeat 2`).

@@ -19,8 +19,9 @@ use crate::table::{number, protocol_rank, scenario_name};
 
 /// The columns of the summary tables: seed 004's nine, then SUT CPU and memory, the SUT's most
 /// threads and open files and the machine's load average (seed 002's resource figures), seed
-/// 004's GC figures (empty without a GC log), flags.
-pub const COLUMNS: [&str; 18] = [
+/// 004's GC figures (empty without a GC log), the verdict of the scenario's thresholds (empty
+/// without any), flags.
+pub const COLUMNS: [&str; 19] = [
     "Scenario Name",
     "Concurrent Users",
     "Message Size (Bytes)",
@@ -38,6 +39,7 @@ pub const COLUMNS: [&str; 18] = [
     "GC Throughput (%)",
     "GC Pause p99 (ms)",
     "Memory Footprint After Full GC (MiB)",
+    "Thresholds",
     "Flags",
 ];
 
@@ -52,6 +54,38 @@ pub enum Phase {
     Measurement,
     /// The warm-up, reported apart.
     Warmup,
+}
+
+/// The verdict of a cell's thresholds: empty without any, `pass` when every one held, else
+/// `FAIL` and each one that did not, with what was measured (and `aborted the run` for the
+/// one that stopped it).
+pub fn thresholds(r: &CellRecord) -> String {
+    let Some(load) = &r.load else {
+        return String::new();
+    };
+    let t = &load.thresholds;
+    if t.is_empty() {
+        return String::new();
+    }
+    let failed: Vec<String> = t
+        .iter()
+        .filter(|t| !t.passed)
+        .map(|t| {
+            let seen = match (&t.breach, t.breached_at_s) {
+                (Some(b), Some(at)) if t.aborted => {
+                    format!("{b} at {at:.0} s; aborted the run")
+                }
+                (Some(b), Some(at)) => format!("{b} at {at:.0} s; whole: {}", t.observed),
+                _ => t.observed.clone(),
+            };
+            format!("{} ({seen})", t.threshold)
+        })
+        .collect();
+    if failed.is_empty() {
+        "pass".to_owned()
+    } else {
+        format!("FAIL: {}", failed.join("; "))
+    }
 }
 
 /// The flags of a cell, in a fixed order: `failed: reason`, `errors`, `generator-bound`, then
@@ -146,6 +180,11 @@ pub fn rows(records: &[CellRecord], phase: Phase) -> Vec<Row> {
                     .unwrap_or_default(),
                     opt(gc.filter(|g| g.pauses > 0).map(|g| g.pause_p99_ms), 2),
                     opt(gc.and_then(|g| g.heap_after_full_gc_mib), 1),
+                    // Thresholds judge the measurement, never the warm-up.
+                    match phase {
+                        Phase::Measurement => thresholds(r),
+                        Phase::Warmup => String::new(),
+                    },
                     flags(r).join("; "),
                 ],
             }
@@ -336,7 +375,8 @@ fn csv_row(row: &Row) -> SummaryCsvRow<'_> {
         gc_throughput_percent: &values[14],
         gc_pause_p99_ms: &values[15],
         gc_heap_after_full_gc_mib: &values[16],
-        flags: &values[17],
+        thresholds: &values[17],
+        flags: &values[18],
         cell: &row.id,
     }
 }
@@ -401,6 +441,15 @@ pub fn json(suite: &str, records: &[CellRecord], missing: usize) -> String {
                     "gc_pause_p99_ms": gc.filter(|g| g.pauses > 0).map(|g| g.pause_p99_ms),
                     "gc_heap_after_full_gc_mib": gc.and_then(|g| g.heap_after_full_gc_mib),
                     "generator_bound": r.load.as_ref().map(|l| !l.valid),
+                    // The verdicts of the measurement, as the record has them.
+                    "thresholds": match phase {
+                        Phase::Measurement => r
+                            .load
+                            .as_ref()
+                            .map(|l| l.thresholds.clone())
+                            .unwrap_or_default(),
+                        Phase::Warmup => Vec::new(),
+                    },
                     "flags": flags(r),
                 })
             })
@@ -529,12 +578,19 @@ mod tests {
             window_s: 4.0,
             ..GcSummary::default()
         });
-        vec![
-            failed,
-            errors,
-            record(1, "Passthrough HTTP service (h1c -> h1c)", 100, 50, false),
-            quiet,
-        ]
+        // The suite's thresholds: the cell with errors failed one, the generator-bound one held.
+        let verdict = |passed: bool, observed: &str| gatebench_model::ThresholdResult {
+            threshold: "errors<0.1%".into(),
+            passed,
+            observed: observed.into(),
+            breached_at_s: None,
+            breach: None,
+            aborted: false,
+        };
+        errors.load.as_mut().unwrap().thresholds = vec![verdict(false, "errors 0.250%")];
+        let mut bound = record(1, "Passthrough HTTP service (h1c -> h1c)", 100, 50, false);
+        bound.load.as_mut().unwrap().thresholds = vec![verdict(true, "errors 0.000%")];
+        vec![failed, errors, bound, quiet]
     }
 
     #[test]
@@ -581,12 +637,12 @@ mod tests {
 
         4 cells: 3 ok, 1 failed. Each cell: 1 s warm-up (reported apart below), then 4 s measured. **Incomplete: 1 planned cells have no record** (the run was interrupted).
 
-        | Scenario Name | Concurrent Users | Message Size (Bytes) | Back-end Service Delay (ms) | Error % | Throughput (Requests/sec) | Average Response Time (ms) | Standard Deviation of Response Time (ms) | 99th Percentile of Response Time (ms) | SUT CPU (%) | SUT Memory (MiB) | SUT Max Threads | SUT Max Open Files | Load Average (1 min) | GC Throughput (%) | GC Pause p99 (ms) | Memory Footprint After Full GC (MiB) | Flags |
-        |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
-        | Echo back-end alone (baseline) | 100 | 50 | 0 | 0.00 | 19551.06 | 5.08 | 2.54 | 20.32 | 97.2 | 17.9 | 3 | 110 | 1.50 | no GC events |  |  |  |
-        | Passthrough HTTP service (h1c -> h1c) | 100 | 50 | 0 | 0.00 | 19551.06 | 5.08 | 2.54 | 20.32 | 97.2 | 17.9 | 3 | 110 | 1.50 |  |  |  | generator-bound |
-        | Passthrough HTTP service (h1c -> h1c) | 100 | 1024 | 0 | 0.25 | 18266.21 | 5.43 | 2.71 | 21.72 | 97.2 | 17.9 | 3 | 110 | 1.50 | 98.80 | 7.25 | 20.6 | errors |
-        | Passthrough HTTPS service (h1 -> h1) | 100 | 50 | 0 |  |  |  |  |  |  |  |  |  |  |  |  |  | failed: sut (gatebench serve proxy) exited with status 2 before it was ready |
+        | Scenario Name | Concurrent Users | Message Size (Bytes) | Back-end Service Delay (ms) | Error % | Throughput (Requests/sec) | Average Response Time (ms) | Standard Deviation of Response Time (ms) | 99th Percentile of Response Time (ms) | SUT CPU (%) | SUT Memory (MiB) | SUT Max Threads | SUT Max Open Files | Load Average (1 min) | GC Throughput (%) | GC Pause p99 (ms) | Memory Footprint After Full GC (MiB) | Thresholds | Flags |
+        |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
+        | Echo back-end alone (baseline) | 100 | 50 | 0 | 0.00 | 19551.06 | 5.08 | 2.54 | 20.32 | 97.2 | 17.9 | 3 | 110 | 1.50 | no GC events |  |  |  |  |
+        | Passthrough HTTP service (h1c -> h1c) | 100 | 50 | 0 | 0.00 | 19551.06 | 5.08 | 2.54 | 20.32 | 97.2 | 17.9 | 3 | 110 | 1.50 |  |  |  | pass | generator-bound |
+        | Passthrough HTTP service (h1c -> h1c) | 100 | 1024 | 0 | 0.25 | 18266.21 | 5.43 | 2.71 | 21.72 | 97.2 | 17.9 | 3 | 110 | 1.50 | 98.80 | 7.25 | 20.6 | FAIL: errors<0.1% (errors 0.250%) | errors |
+        | Passthrough HTTPS service (h1 -> h1) | 100 | 50 | 0 |  |  |  |  |  |  |  |  |  |  |  |  |  |  | failed: sut (gatebench serve proxy) exited with status 2 before it was ready |
 
         - `failed: …`: the cell produced no figures; the reason says which process or check failed.
         - `errors`: some requests failed; see Error % and the cell's record.json for the classes.
@@ -596,23 +652,23 @@ mod tests {
 
         ## Warm-up (not part of the results)
 
-        | Scenario Name | Concurrent Users | Message Size (Bytes) | Back-end Service Delay (ms) | Error % | Throughput (Requests/sec) | Average Response Time (ms) | Standard Deviation of Response Time (ms) | 99th Percentile of Response Time (ms) | SUT CPU (%) | SUT Memory (MiB) | SUT Max Threads | SUT Max Open Files | Load Average (1 min) | GC Throughput (%) | GC Pause p99 (ms) | Memory Footprint After Full GC (MiB) | Flags |
-        |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
-        | Echo back-end alone (baseline) | 100 | 50 | 0 | 0.00 | 9000.00 | 1.50 | 0.75 | 6.00 | 80.0 | 12.0 | 0 | 0 | 0.00 |  |  |  |  |
-        | Passthrough HTTP service (h1c -> h1c) | 100 | 50 | 0 | 0.00 | 9000.00 | 1.50 | 0.75 | 6.00 | 80.0 | 12.0 | 0 | 0 | 0.00 |  |  |  | generator-bound |
-        | Passthrough HTTP service (h1c -> h1c) | 100 | 1024 | 0 | 0.00 | 9000.00 | 1.50 | 0.75 | 6.00 | 80.0 | 12.0 | 0 | 0 | 0.00 |  |  |  | errors |
-        | Passthrough HTTPS service (h1 -> h1) | 100 | 50 | 0 |  |  |  |  |  |  |  |  |  |  |  |  |  | failed: sut (gatebench serve proxy) exited with status 2 before it was ready |
+        | Scenario Name | Concurrent Users | Message Size (Bytes) | Back-end Service Delay (ms) | Error % | Throughput (Requests/sec) | Average Response Time (ms) | Standard Deviation of Response Time (ms) | 99th Percentile of Response Time (ms) | SUT CPU (%) | SUT Memory (MiB) | SUT Max Threads | SUT Max Open Files | Load Average (1 min) | GC Throughput (%) | GC Pause p99 (ms) | Memory Footprint After Full GC (MiB) | Thresholds | Flags |
+        |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
+        | Echo back-end alone (baseline) | 100 | 50 | 0 | 0.00 | 9000.00 | 1.50 | 0.75 | 6.00 | 80.0 | 12.0 | 0 | 0 | 0.00 |  |  |  |  |  |
+        | Passthrough HTTP service (h1c -> h1c) | 100 | 50 | 0 | 0.00 | 9000.00 | 1.50 | 0.75 | 6.00 | 80.0 | 12.0 | 0 | 0 | 0.00 |  |  |  |  | generator-bound |
+        | Passthrough HTTP service (h1c -> h1c) | 100 | 1024 | 0 | 0.00 | 9000.00 | 1.50 | 0.75 | 6.00 | 80.0 | 12.0 | 0 | 0 | 0.00 |  |  |  |  | errors |
+        | Passthrough HTTPS service (h1 -> h1) | 100 | 50 | 0 |  |  |  |  |  |  |  |  |  |  |  |  |  |  | failed: sut (gatebench serve proxy) exited with status 2 before it was ready |
         ");
     }
 
     #[test]
     fn csv_summary() {
         insta::assert_snapshot!(csv(&fixture(), Phase::Measurement), @r#"
-        Scenario Name,Concurrent Users,Message Size (Bytes),Back-end Service Delay (ms),Error %,Throughput (Requests/sec),Average Response Time (ms),Standard Deviation of Response Time (ms),99th Percentile of Response Time (ms),SUT CPU (%),SUT Memory (MiB),SUT Max Threads,SUT Max Open Files,Load Average (1 min),GC Throughput (%),GC Pause p99 (ms),Memory Footprint After Full GC (MiB),Flags,Cell
-        Echo back-end alone (baseline),100,50,0,0.00,19551.06,5.08,2.54,20.32,97.2,17.9,3,110,1.50,no GC events,,,,s0_u100_s50_d0_r1
-        Passthrough HTTP service (h1c -> h1c),100,50,0,0.00,19551.06,5.08,2.54,20.32,97.2,17.9,3,110,1.50,,,,generator-bound,s1_u100_s50_d0_r1
-        Passthrough HTTP service (h1c -> h1c),100,1024,0,0.25,18266.21,5.43,2.71,21.72,97.2,17.9,3,110,1.50,98.80,7.25,20.6,errors,s1_u100_s1024_d0_r1
-        Passthrough HTTPS service (h1 -> h1),100,50,0,,,,,,,,,,,,,,failed: sut (gatebench serve proxy) exited with status 2 before it was ready,s2_u100_s50_d0_r1
+        Scenario Name,Concurrent Users,Message Size (Bytes),Back-end Service Delay (ms),Error %,Throughput (Requests/sec),Average Response Time (ms),Standard Deviation of Response Time (ms),99th Percentile of Response Time (ms),SUT CPU (%),SUT Memory (MiB),SUT Max Threads,SUT Max Open Files,Load Average (1 min),GC Throughput (%),GC Pause p99 (ms),Memory Footprint After Full GC (MiB),Thresholds,Flags,Cell
+        Echo back-end alone (baseline),100,50,0,0.00,19551.06,5.08,2.54,20.32,97.2,17.9,3,110,1.50,no GC events,,,,,s0_u100_s50_d0_r1
+        Passthrough HTTP service (h1c -> h1c),100,50,0,0.00,19551.06,5.08,2.54,20.32,97.2,17.9,3,110,1.50,,,,pass,generator-bound,s1_u100_s50_d0_r1
+        Passthrough HTTP service (h1c -> h1c),100,1024,0,0.25,18266.21,5.43,2.71,21.72,97.2,17.9,3,110,1.50,98.80,7.25,20.6,FAIL: errors<0.1% (errors 0.250%),errors,s1_u100_s1024_d0_r1
+        Passthrough HTTPS service (h1 -> h1),100,50,0,,,,,,,,,,,,,,,failed: sut (gatebench serve proxy) exited with status 2 before it was ready,s2_u100_s50_d0_r1
         "#);
     }
 

@@ -129,6 +129,8 @@ pub struct SummaryCsvRow<'a> {
     pub gc_pause_p99_ms: &'a str,
     /// Memory Footprint After Full GC (MiB).
     pub gc_heap_after_full_gc_mib: &'a str,
+    /// Thresholds: empty, `pass` or `FAIL: …`.
+    pub thresholds: &'a str,
     /// Flags.
     pub flags: &'a str,
     /// The cell id.

@@ -358,6 +358,7 @@ fn load_config(
     spec.connect_timeout = l.connect_timeout;
     spec.keepalive = sc.keepalive;
     spec.verify = sc.verify && has_body;
+    spec.thresholds = sc.thresholds.clone();
     apply_protocol(&mut spec, cell.protocol)?;
     LoadConfig::try_new(spec).map_err(|e| RunnerError::InvalidLoad {
         reason: e.to_string(),

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use gatebench_loadgen::arrival::{ArrivalProgram, RateProgram, Spacing};
 use gatebench_loadgen::bounds::parse_duration;
+use gatebench_loadgen::threshold::{Limit, Threshold};
 use gatebench_loadgen::Arrival;
 
 use crate::error::RunnerError;
@@ -207,7 +208,7 @@ pub struct ProcessTemplate {
 }
 
 /// One system under test and its backends.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Scenario {
     /// Short, filesystem-safe name (part of cell ids).
     pub name: String,
@@ -245,6 +246,9 @@ pub struct Scenario {
     /// Whether the SUT's own cost is measured (a cost cell per point): it is an
     /// intermediary in front of the back-end.
     pub cost: bool,
+    /// Pass/fail conditions on each of its load cells (its own, or `[load]`'s), judged as
+    /// `gatebench load --threshold` judges them; a cell that breaches one still counts as run.
+    pub thresholds: Vec<Threshold>,
 }
 
 /// Where a scenario's system under test writes its garbage-collection log, and in which format
@@ -278,6 +282,8 @@ pub struct LoadSettings {
     pub path: String,
     /// Extra header lines.
     pub headers: Vec<String>,
+    /// Pass/fail conditions on every scenario's load that gives none of its own.
+    pub thresholds: Vec<Threshold>,
     /// Connections for rate cells.
     pub connections: u32,
     /// Worker threads; `None` = the cores the generator may use.
@@ -579,7 +585,52 @@ impl Suite {
         }
         overrides.apply(&mut suite)?;
         suite.check_size().map_err(|e| err(e.to_string()))?;
+        suite.check_thresholds().map_err(|e| err(e.to_string()))?;
         Ok(suite)
+    }
+
+    /// Checks every scenario's thresholds against the cells they will judge, once the command
+    /// line's changes are in: a target-relative rate needs open-model cells, a window must fit
+    /// the measurement, and with generators on other hosts (whose shards are merged after the
+    /// load) only the whole measurement can be judged.
+    fn check_thresholds(&self) -> Result<(), RunnerError> {
+        let measurement = self.duration_bound.then_some(self.duration);
+        let closed = self
+            .matrix
+            .intensities
+            .iter()
+            .any(|i| matches!(i, Intensity::Users(_)));
+        let sharded = !self.hosts.generators.iter().all(HostSpec::is_local);
+        for sc in &self.scenarios {
+            for t in &sc.thresholds {
+                let at = |problem: String| RunnerError::SuiteValue {
+                    key: format!("scenario \"{}\": thresholds", sc.name),
+                    problem,
+                };
+                if closed && matches!(t.limit, Limit::OfTarget(_)) {
+                    return Err(at(format!(
+                        "threshold '{}': the matrix has users cells, whose closed model has no \
+                         target rate (give the rate as a number)",
+                        t.text
+                    )));
+                }
+                t.check_against(true, measurement).map_err(|e| {
+                    at(format!(
+                        "{e} (each cell measures {})",
+                        humantime::format_duration(self.duration)
+                    ))
+                })?;
+                if sharded && (t.over.is_some() || t.abort) {
+                    return Err(at(format!(
+                        "threshold '{}': with [hosts] generators, the shards are merged after \
+                         the load, so only the whole measurement is judged (no 'over', no \
+                         'abort')",
+                        t.text
+                    )));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The longest a cell's measurement may take; zero when a request count alone ends it.
@@ -705,6 +756,7 @@ impl Suite {
                     Spacing::Even => None,
                     Spacing::Poisson { seed } => Some(seed),
                 },
+                thresholds: texts(&self.load.thresholds),
             },
             hosts: RawHosts {
                 sut: (!self.hosts.sut.is_local()).then(|| self.hosts.sut.name().to_owned()),
@@ -749,6 +801,8 @@ impl Suite {
                     gc_log: s.gc.as_ref().and_then(|g| g.path.clone()),
                     capacity: self.capacity.as_ref().map(|_| s.capacity),
                     cost: s.cost.then_some(true),
+                    thresholds: (s.thresholds != self.load.thresholds)
+                        .then(|| texts(&s.thresholds).unwrap_or_default()),
                 })
                 .collect(),
             quick: self.quick.clone(),
@@ -761,6 +815,11 @@ impl Suite {
              # `gatebench run suite.toml`.\n\n{body}"
         )
     }
+}
+
+/// Thresholds as written, `None` for none.
+fn texts(thresholds: &[Threshold]) -> Option<Vec<String>> {
+    (!thresholds.is_empty()).then(|| thresholds.iter().map(|t| t.text.clone()).collect())
 }
 
 /// `[hosts]`: `local` (the default) or `ssh://[user@]host[:port]` for each role.

@@ -3,8 +3,8 @@
 //!
 //! The plan and its estimated time are printed first (and only, with `--estimate`). Summaries
 //! are rewritten after every cell, so an interrupted run still has one. Exit status: 0 every
-//! cell ran, 1 a cell failed (a process did not start, a wrong answer), 2 bad input, 130
-//! interrupted. With `--history`, each finished cell is also stored in the release history
+//! cell ran, 1 a cell failed (a process did not start, a wrong answer), 2 bad input, 99 a
+//! scenario's threshold failed (and no cell did), 130 interrupted. With `--history`, each finished cell is also stored in the release history
 //! (`cmd::history::LiveHistory`).
 
 use std::collections::BTreeMap;
@@ -46,7 +46,8 @@ built-in services, in about two minutes. Suite files are described in docs/suite
 examples/ has seed 004's published parameters and nginx/HAProxy side by side.\n\nWith --history \
 and --version, the run is stored in the release history as that version of the suite, each cell \
 as it finishes (docs/history.md); the history is checked before anything runs.\n\nExit status: 0 \
-every cell ran, 1 a cell failed, 2 bad input or another error, 130 interrupted."
+every cell ran, 1 a cell failed, 2 bad input or another error, 99 a scenario's threshold failed \
+(and no cell did), 130 interrupted."
 )]
 pub struct RunArgs {
     /// Suite file (TOML). Without it, the built-in default suite.
@@ -254,8 +255,31 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         );
         return Ok(ExitCode::from(130));
     }
+    let breached: Vec<&CellRecord> = run
+        .records
+        .iter()
+        .filter(|r| {
+            r.load
+                .as_ref()
+                .is_some_and(|l| l.thresholds.iter().any(|t| !t.passed))
+        })
+        .collect();
+    if !breached.is_empty() {
+        eprintln!(
+            "gatebench: thresholds failed in {} of {} cells: {}",
+            breached.len(),
+            run.records.len(),
+            breached
+                .iter()
+                .map(|r| format!("{} ({})", r.cell.id, summary::thresholds(r)))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
     Ok(if run.failed() > 0 {
         ExitCode::from(1)
+    } else if !breached.is_empty() {
+        ExitCode::from(crate::cmd::load::THRESHOLD_FAILED)
     } else {
         ExitCode::SUCCESS
     })

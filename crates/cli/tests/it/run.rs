@@ -396,3 +396,146 @@ fn the_seed_002_estimate_states_both_models_and_its_time() {
     assert!(!tmp.join("results").exists());
     let _ = std::fs::remove_dir_all(tmp);
 }
+
+/// Thresholds in a suite: judged per cell (an `abort` one stops that cell's load early and the
+/// suite goes on), shown in the summaries and report.html, and exit status 99 when one failed.
+#[test]
+fn scenario_thresholds_pass_fail_abort_and_set_the_exit_status() {
+    let _shared = crate::support::shared();
+    let tmp = temp_dir("thresholds");
+    let suite = r#"[suite]
+name = "thresholds"
+warmup = "0s"
+duration = "4s"
+
+[matrix]
+users = [2]
+sizes = [50]
+delays = ["0ms"]
+
+[load]
+thresholds = ["errors<0.1%"]
+
+[[scenario]]
+name = "held"
+backend = { serve = "echo --port {port}" }
+
+[[scenario]]
+name = "breached"
+backend = { serve = "echo --port {port}" }
+thresholds = ["p99<0.001ms abort", "errors<0.1%"]
+"#;
+    std::fs::write(tmp.join("suite.toml"), suite).unwrap();
+    let out = gatebench(&["run", "suite.toml", "--out", "out"], &tmp);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(99), "{stdout}\n{stderr}");
+    // Both cells ran: a breached threshold is a verdict, not a failed cell.
+    assert!(stderr.contains("held_u2_s50_d0_r1: ok"), "{stderr}");
+    assert!(stderr.contains("breached_u2_s50_d0_r1: ok"), "{stderr}");
+    assert!(
+        stderr.contains(
+            "thresholds failed in 1 of 2 cells: breached_u2_s50_d0_r1 (FAIL: p99<0.001ms abort ("
+        ),
+        "{stderr}"
+    );
+
+    let out_dir = tmp.join("out");
+    let md = std::fs::read_to_string(out_dir.join("summary.md")).unwrap();
+    let measurement = md.split("## Warm-up").next().unwrap();
+    let row = |name: &str| {
+        measurement
+            .lines()
+            .find(|l| l.starts_with(&format!("| {name} |")))
+            .unwrap_or_else(|| panic!("no row for {name}: {md}"))
+            .to_owned()
+    };
+    // The Thresholds column is the one before Flags.
+    let cols = |l: &str| {
+        l.split('|')
+            .map(|c| c.trim().to_owned())
+            .collect::<Vec<_>>()
+    };
+    let held = cols(&row("held"));
+    assert_eq!(held[held.len() - 3], "pass", "{md}");
+    let breached = cols(&row("breached"));
+    let verdict = &breached[breached.len() - 3];
+    assert!(
+        verdict.starts_with("FAIL: p99<0.001ms abort (p99 ")
+            && verdict.ends_with("aborted the run)"),
+        "{verdict}"
+    );
+    // errors<0.1% held in the breached cell too: only the failed one is named.
+    assert!(!verdict.contains("errors"), "{verdict}");
+
+    let record = |id: &str| -> serde_json::Value {
+        let p = out_dir.join("cells").join(id).join("record.json");
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    };
+    let b = record("breached_u2_s50_d0_r1");
+    let t = &b["load"]["thresholds"];
+    assert_eq!(t[0]["threshold"], "p99<0.001ms abort");
+    assert_eq!(t[0]["passed"], false);
+    assert_eq!(t[0]["aborted"], true);
+    assert_eq!(t[1]["passed"], true);
+    // Aborted after its first whole second was judged, well before the 4 s measurement ended.
+    let measured = b["load"]["measurement"]["duration_s"].as_f64().unwrap();
+    assert!(measured < 3.0, "aborted at {measured} s");
+    let h = record("held_u2_s50_d0_r1");
+    assert_eq!(h["load"]["thresholds"][0]["passed"], true);
+    assert!(h["load"]["measurement"]["duration_s"].as_f64().unwrap() > 3.5);
+
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("summary.json")).unwrap())
+            .unwrap();
+    let rows = json["measurement"].as_array().unwrap();
+    assert!(rows
+        .iter()
+        .any(|r| r["cell"] == "breached_u2_s50_d0_r1" && r["thresholds"][0]["aborted"] == true));
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert!(html.contains("<h2 id=\"thresholds\">Thresholds</h2>\n<p>1 of 3 verdicts failed.</p>"));
+    // The resolved suite keeps each scenario's own list and runs again as it is.
+    let resolved = std::fs::read_to_string(out_dir.join("suite.toml")).unwrap();
+    assert!(
+        resolved.contains("thresholds = [\"p99<0.001ms abort\", \"errors<0.1%\"]"),
+        "{resolved}"
+    );
+    let again = gatebench(&["run", "out/suite.toml", "--estimate"], &tmp);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    let _ = std::fs::remove_dir_all(tmp);
+}
+
+/// A threshold that cannot hold is refused before anything runs, naming the scenario.
+#[test]
+fn thresholds_that_cannot_hold_are_refused_before_the_run() {
+    let tmp = temp_dir("bad thresholds");
+    let base = "[suite]\nwarmup = \"0s\"\nduration = \"20s\"\n[matrix]\nusers = [2]\n\
+                [[scenario]]\nname = \"x\"\nbackend = { serve = \"echo --port {port}\" }\n";
+    for (extra, args, message) in [
+        (
+            "thresholds = [\"p99<<5ms\"]\n",
+            &[][..],
+            "scenario \"x\": thresholds: threshold 'p99<<5ms'",
+        ),
+        (
+            "thresholds = [\"rate>=0.99*target\"]\n",
+            &[],
+            "the matrix has users cells",
+        ),
+        (
+            "thresholds = [\"p99<5ms over 10s\"]\n",
+            &["--quick"],
+            "the window is longer than the measurement (each cell measures 2s)",
+        ),
+    ] {
+        std::fs::write(tmp.join("suite.toml"), format!("{base}{extra}")).unwrap();
+        let mut a = vec!["run", "suite.toml"];
+        a.extend(args);
+        let out = gatebench(&a, &tmp);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(message), "{extra}: {err}");
+        assert!(!tmp.join("results").exists(), "nothing is written");
+    }
+    let _ = std::fs::remove_dir_all(tmp);
+}

@@ -248,6 +248,10 @@ pub struct RawLoad {
     /// The seed of Poisson arrivals.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
+    /// Pass/fail conditions on every cell's load (`p99<50ms`, `errors<0.1%`), as
+    /// `gatebench load --threshold`; a scenario's own list replaces them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thresholds: Option<Vec<String>>,
 }
 
 /// One entry of `[matrix] rates`: a number of requests/s, or an arrival program as `gatebench
@@ -318,6 +322,9 @@ pub struct RawScenario {
     /// Measure the SUT's own cost: the load direct to the back-end and through the SUT.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost: Option<bool>,
+    /// Pass/fail conditions on this scenario's cells, instead of `[load] thresholds`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thresholds: Option<Vec<String>>,
 }
 
 /// `backend = {…}` / `sut = {…}`.

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use gatebench_loadgen::arrival::{RateProgram, Spacing};
 use gatebench_loadgen::bounds::{self, parse_duration};
+use gatebench_loadgen::threshold::{Threshold, MAX_THRESHOLDS};
 
 use super::raw::{RawLoad, RawMatrix, RawProcess, RawRate, RawScenario};
 use super::{
@@ -98,10 +99,12 @@ pub(super) fn validate_load(l: RawLoad) -> Result<LoadSettings, RunnerError> {
         bounds::check_count(u64::from(t), u64::from(bounds::MAX_THREADS))
             .map_err(|r| bad("[load] threads", r))?;
     }
+    let thresholds = parse_thresholds("[load] thresholds", l.thresholds.as_deref())?;
     Ok(LoadSettings {
         method,
         path,
         headers,
+        thresholds,
         connections,
         threads: l.threads,
         timeout: dur("timeout", &l.timeout, Duration::from_secs(10))?,
@@ -131,6 +134,21 @@ pub(super) fn validate_load(l: RawLoad) -> Result<LoadSettings, RunnerError> {
             }
         },
     })
+}
+
+/// Parses a list of thresholds (`gatebench load --threshold`'s form), naming `key` and the
+/// threshold when one is wrong.
+fn parse_thresholds(key: &str, v: Option<&[String]>) -> Result<Vec<Threshold>, RunnerError> {
+    let v = v.unwrap_or_default();
+    if v.len() > MAX_THRESHOLDS {
+        return Err(bad(
+            key,
+            format!("{} thresholds; at most {MAX_THRESHOLDS}", v.len()),
+        ));
+    }
+    v.iter()
+        .map(|t| t.parse::<Threshold>().map_err(|e| bad(key, e.to_string())))
+        .collect()
 }
 
 /// The seed of Poisson arrivals when `[load]` gives none.
@@ -377,7 +395,12 @@ pub(super) fn validate_scenario(
             Some(GcLog { format, path })
         }
     };
+    let thresholds = match &r.thresholds {
+        Some(list) => parse_thresholds("thresholds", Some(list)).map_err(within)?,
+        None => load.thresholds.clone(),
+    };
     Ok(Scenario {
+        thresholds,
         title: r.title.unwrap_or_else(|| name.clone()),
         name,
         protocols,
