@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use gatebench_model::{
-    histogram, ClassReport, ConnectionStats, LoadReport, Outcome, PhaseHistograms, PhaseReport,
-    SecondRecord, SelfCheck, ToolInfo, SCHEMA_VERSION,
+    histogram, ClassReport, ConnectionStats, LiveSecond, LoadReport, Outcome, PhaseHistograms,
+    PhaseReport, SecondRecord, SelfCheck, ToolInfo, SCHEMA_VERSION,
 };
 
 use crate::arrival::Curve;
@@ -91,6 +91,10 @@ pub struct RunOptions<'a> {
     pub timeline: bool,
     /// Live figures for Prometheus (`--metrics`), updated once a second.
     pub metrics: Option<Arc<crate::metrics::LiveMetrics>>,
+    /// Called with each finished second, histogram and outcomes included (a shard streaming
+    /// its seconds to a coordinator). With [`RunOptions::timeline`], the same seconds as the
+    /// record's timeline.
+    pub on_second: Option<&'a mut dyn FnMut(&LiveSecond)>,
 }
 
 impl std::fmt::Debug for RunOptions<'_> {
@@ -101,6 +105,7 @@ impl std::fmt::Debug for RunOptions<'_> {
             .field("anchor", &self.anchor)
             .field("timeline", &self.timeline)
             .field("metrics", &self.metrics.is_some())
+            .field("on_second", &self.on_second.is_some())
             .finish()
     }
 }
@@ -597,18 +602,24 @@ impl<'o, 'a> Collector<'o, 'a> {
             let a = start.as_secs_f64();
             c.mean_rate(a, a + length.as_secs_f64())
         });
-        if let Some(timeline) = self.timeline.as_mut() {
-            timeline.push(SecondRecord {
-                t_s: start.as_secs_f64() - self.warmup.as_secs_f64(),
-                length_s: length.as_secs_f64(),
-                target_rate: target_rate.or(self.fixed_rate).unwrap_or(0.0),
-                sent: iv.sent,
-                responses: iv.responses(),
-                errors: iv.errors(),
-                latency: self
-                    .second_histograms
-                    .then(|| gatebench_model::histogram::encode(&iv.all_latency())),
+        let second = |with_latency: bool| SecondRecord {
+            t_s: start.as_secs_f64() - self.warmup.as_secs_f64(),
+            length_s: length.as_secs_f64(),
+            target_rate: target_rate.or(self.fixed_rate).unwrap_or(0.0),
+            sent: iv.sent,
+            responses: iv.responses(),
+            errors: iv.errors(),
+            latency: with_latency.then(|| gatebench_model::histogram::encode(&iv.all_latency())),
+        };
+        if let Some(cb) = self.opts.on_second.as_deref_mut() {
+            cb(&LiveSecond {
+                second: second(true),
+                outcomes: iv.outcomes,
+                censored_min_ns: (!iv.censored.is_empty()).then(|| iv.censored.min()),
             });
+        }
+        if let Some(timeline) = self.timeline.as_mut() {
+            timeline.push(second(self.second_histograms));
         }
         if let Some(out) = self.opts.hlog.as_deref_mut() {
             let io = |source| LoadgenError::Output {

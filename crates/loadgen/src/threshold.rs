@@ -354,8 +354,9 @@ struct Second {
 }
 
 /// Judges a run's thresholds while it goes: fed each second of the measurement, it remembers
-/// each threshold's first breach and asks for the run to stop at an `abort` one.
-pub(crate) struct Watch {
+/// each threshold's first breach and asks for the run to stop at an `abort` one. A run's
+/// collector feeds it its own seconds; a coordinator of shards, their merged seconds.
+pub struct Watch {
     thresholds: Vec<Threshold>,
     breaches: Vec<Option<(f64, String)>>,
     aborted: Option<usize>,
@@ -366,8 +367,20 @@ pub(crate) struct Watch {
     elapsed_s: f64,
 }
 
+impl fmt::Debug for Watch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Watch")
+            .field("thresholds", &self.thresholds)
+            .field("breaches", &self.breaches)
+            .field("aborted", &self.aborted)
+            .field("elapsed_s", &self.elapsed_s)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Watch {
-    pub(crate) fn new(thresholds: Vec<Threshold>) -> Watch {
+    /// Watches `thresholds`.
+    pub fn new(thresholds: Vec<Threshold>) -> Watch {
         let keep = thresholds
             .iter()
             .filter_map(|t| t.over)
@@ -386,14 +399,14 @@ impl Watch {
     }
 
     /// Whether there is anything to watch.
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.thresholds.is_empty()
     }
 
     /// One more second of the measurement: its latency (censored values included, the
     /// smallest of them given), outcomes, length and target rate. Returns the reason to stop
     /// the run when an `abort` threshold breached, once.
-    pub(crate) fn second(
+    pub fn second(
         &mut self,
         latency: LatencyHistogram,
         censored_min_ns: Option<u64>,
@@ -466,7 +479,7 @@ impl Watch {
     }
 
     /// Every threshold's verdict, with the whole measurement of `report` judged too.
-    pub(crate) fn finish(self, report: &LoadReport) -> Vec<ThresholdResult> {
+    pub fn finish(self, report: &LoadReport) -> Vec<ThresholdResult> {
         let whole = whole_measurement(report);
         self.thresholds
             .iter()
@@ -489,13 +502,6 @@ impl Watch {
             })
             .collect()
     }
-}
-
-/// Judges `thresholds` on the whole measurement of a finished `report` alone: for a record
-/// made without watching its seconds (a merge of shards), where no window was judged and no
-/// run could be stopped.
-pub fn judge_whole(thresholds: &[Threshold], report: &LoadReport) -> Vec<ThresholdResult> {
-    Watch::new(thresholds.to_vec()).finish(report)
 }
 
 /// The figures of a run of seconds.

@@ -33,9 +33,9 @@ pub use cost::{AddedLatency, CostReport, CostRun, COST_PERCENTILES};
 pub use latency::{LatencySummary, Percentile, PERCENTILES};
 pub use load::redact_header;
 pub use load::{
-    ArrivalRecord, ClassReport, ConnectionStats, LoadConfigRecord, LoadReport, MergeInfo,
-    MergedShard, Model, PhaseHistograms, PhaseReport, RequestsFrom, SecondRecord, SelfCheck,
-    ShardInfo, ThresholdResult, ToolInfo,
+    ArrivalRecord, ClassReport, ConnectionStats, LiveMergeCheck, LiveSecond, LoadConfigRecord,
+    LoadReport, MergeInfo, MergedShard, Model, PhaseHistograms, PhaseReport, RequestsFrom,
+    SecondRecord, SelfCheck, ShardInfo, ThresholdResult, ToolInfo,
 };
 pub use outcome::{Outcome, OutcomeCounts};
 pub use suite::{

@@ -301,6 +301,40 @@ pub struct MergeInfo {
     pub start_skew_ms: f64,
     /// Each shard, by index.
     pub shards: Vec<MergedShard>,
+    /// How the coordinator's live merge of the shards' seconds compared with this merge, when
+    /// a suite ran the shards (`gatebench merge` of saved records has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<LiveMergeCheck>,
+}
+
+/// The live merge of a sharded run against its final merge.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LiveMergeCheck {
+    /// Seconds merged live, warm-up included.
+    pub seconds: u64,
+    /// Every live-merged second equals the final merge's second (counts and histogram).
+    pub equal_to_final: bool,
+    /// The most any merged second came after its end on the wall clock, seconds.
+    pub max_lag_s: f64,
+}
+
+/// What starts each streamed second's line on a shard's stdout, before its JSON: no line of a
+/// record (pretty-printed JSON) starts so.
+pub const LIVE_SECOND_PREFIX: &str = "gatebench-second ";
+
+/// One finished second of a shard, as it streams it to the coordinator while it runs
+/// (`gatebench load --shard I/N --live-seconds`): its timeline second (with its latency
+/// histogram), its outcomes by class and its smallest censored value, all a coordinator needs
+/// to merge seconds exactly and judge thresholds on them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LiveSecond {
+    /// The second, as the record's timeline will have it.
+    pub second: SecondRecord,
+    /// Its outcomes.
+    pub outcomes: OutcomeCounts,
+    /// The smallest censored value among its latencies (timeouts, stalls), ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub censored_min_ns: Option<u64>,
 }
 
 /// One shard of a merged record, as its own record said it.

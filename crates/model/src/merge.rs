@@ -136,43 +136,82 @@ pub enum MergeError {
 /// shards started at one agreed instant, so their seconds line up. Each second's latency
 /// histograms are added too (exactly, as the phases' are) when every shard's second has one.
 fn merge_timelines(shards: &[&LoadReport]) -> Result<Option<Vec<SecondRecord>>, MergeError> {
-    let mut out: Vec<(SecondRecord, Option<LatencyHistogram>)> = Vec::new();
+    let mut out: Vec<SecondSum> = Vec::new();
     for r in shards {
         let Some(seconds) = r.timeline.as_ref() else {
             return Ok(None);
         };
         let index = r.shard.as_ref().map_or(0, |s| s.index);
         for s in seconds {
-            let h = s.latency.as_deref().map(|t| decode(t, index)).transpose()?;
-            match out.iter_mut().find(|(o, _)| (o.t_s - s.t_s).abs() < 0.5) {
-                Some((o, oh)) => {
-                    o.length_s = o.length_s.max(s.length_s);
-                    o.target_rate += s.target_rate;
-                    o.sent = o.sent.saturating_add(s.sent);
-                    o.responses = o.responses.saturating_add(s.responses);
-                    o.errors = o.errors.saturating_add(s.errors);
-                    *oh = match (oh.take(), h) {
-                        (Some(mut a), Some(b)) => {
-                            histogram::add(&mut a, &b);
-                            Some(a)
-                        }
-                        // A second some shard has no histogram for has none merged.
-                        _ => None,
-                    };
-                }
-                None => out.push((s.clone(), h)),
+            match out.iter_mut().find(|o| o.same_second(s)) {
+                Some(o) => o.add(s, index)?,
+                None => out.push(SecondSum::new(s, index)?),
             }
         }
     }
-    out.sort_by(|a, b| a.0.t_s.total_cmp(&b.0.t_s));
-    Ok(Some(
-        out.into_iter()
-            .map(|(mut s, h)| {
-                s.latency = h.as_ref().map(histogram::encode);
-                s
-            })
-            .collect(),
-    ))
+    out.sort_by(|a, b| a.second.t_s.total_cmp(&b.second.t_s));
+    Ok(Some(out.into_iter().map(SecondSum::finish).collect()))
+}
+
+/// One second of several shards, added up: the shards' own seconds, which line up because the
+/// shards started at one agreed instant.
+#[derive(Debug)]
+pub struct SecondSum {
+    second: SecondRecord,
+    latency: Option<LatencyHistogram>,
+}
+
+impl SecondSum {
+    /// Starts from shard `index`'s second `s`.
+    pub fn new(s: &SecondRecord, index: u32) -> Result<SecondSum, MergeError> {
+        let latency = s.latency.as_deref().map(|t| decode(t, index)).transpose()?;
+        Ok(SecondSum {
+            second: s.clone(),
+            latency,
+        })
+    }
+
+    /// Whether `s` is the same second of the run (its start within half a second).
+    pub fn same_second(&self, s: &SecondRecord) -> bool {
+        (self.second.t_s - s.t_s).abs() < 0.5
+    }
+
+    /// Adds shard `index`'s second `s`.
+    pub fn add(&mut self, s: &SecondRecord, index: u32) -> Result<(), MergeError> {
+        let h = s.latency.as_deref().map(|t| decode(t, index)).transpose()?;
+        let o = &mut self.second;
+        o.length_s = o.length_s.max(s.length_s);
+        o.target_rate += s.target_rate;
+        o.sent = o.sent.saturating_add(s.sent);
+        o.responses = o.responses.saturating_add(s.responses);
+        o.errors = o.errors.saturating_add(s.errors);
+        self.latency = match (self.latency.take(), h) {
+            (Some(mut a), Some(b)) => {
+                histogram::add(&mut a, &b);
+                Some(a)
+            }
+            // A second some shard has no histogram for has none merged.
+            _ => None,
+        };
+        Ok(())
+    }
+
+    /// The merged second's counts so far (its `latency` field is the first shard's until
+    /// [`SecondSum::finish`]).
+    pub fn counts(&self) -> &SecondRecord {
+        &self.second
+    }
+
+    /// The merged second's latency so far, when every shard gave one.
+    pub fn latency(&self) -> Option<&LatencyHistogram> {
+        self.latency.as_ref()
+    }
+
+    /// The merged second, its histogram encoded as a record's is.
+    pub fn finish(mut self) -> SecondRecord {
+        self.second.latency = self.latency.as_ref().map(histogram::encode);
+        self.second
+    }
 }
 
 /// A record's start, Unix microseconds; from its milliseconds when it predates
@@ -297,6 +336,7 @@ pub fn merge(records: &[LoadReport]) -> Result<LoadReport, MergeError> {
         shard: None,
         thresholds: Vec::new(),
         merged: Some(MergeInfo {
+            live: None,
             count,
             start_skew_ms: (latest - earliest) as f64 / 1e3,
             shards: shards

@@ -118,6 +118,7 @@ impl Driver for NetDriver {
                 anchor: None,
                 timeline: true,
                 metrics: None,
+                on_second: None,
             },
         )
         .map(|o| o.report)

@@ -10,10 +10,15 @@
 //! host; Ctrl-C does the same. Each shard's stderr (its text report, or its error) is kept as
 //! `generator-<I>.log` in the cell's directory.
 //!
-//! A sharded cell has no live per-second view. Its `timeline.csv` and `latency.hlog` come from
-//! the merged record's seconds, as every cell's do (`cell/seconds.rs`): each shard's record
-//! carries its per-second counts and latency histograms, and the merge added them second by
-//! second, so each second's p99 is exact.
+//! While the load runs, each shard streams its finished seconds (`--live-seconds`) and the
+//! coordinator merges them as they come ([`live`]): one live line per second for the whole
+//! load, and the scenario's thresholds judged on the merged seconds, so that an `abort` one
+//! stops every shard (SIGINT: each ends early and still prints its record). At the end the live
+//! merge is compared with the exact merge of the records (`merged.live` in the record). The
+//! cell's `timeline.csv` and `latency.hlog` come from the merged record's seconds, as every
+//! cell's do (`cell/seconds.rs`).
+
+mod live;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +26,9 @@ use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use gatebench_loadgen::threshold::Threshold;
+use gatebench_loadgen::IntervalView;
+use gatebench_model::load::LIVE_SECOND_PREFIX;
 use gatebench_model::LoadReport;
 
 use crate::error::RunnerError;
@@ -48,21 +56,75 @@ struct Shard {
     status: Option<i32>,
 }
 
+impl Shard {
+    /// Takes the lines that have come: streamed seconds to `live`, the rest is the record.
+    fn take_lines(&mut self, index: usize, live: &mut live::LiveMerge) -> Result<(), RunnerError> {
+        while let Ok(line) = self.lines.try_recv() {
+            self.line(index, line, live)?;
+        }
+        Ok(())
+    }
+
+    fn line(
+        &mut self,
+        index: usize,
+        line: String,
+        live: &mut live::LiveMerge,
+    ) -> Result<(), RunnerError> {
+        match line.strip_prefix(LIVE_SECOND_PREFIX) {
+            Some(json) => live
+                .push(index, json)
+                .map_err(|reason| RunnerError::Load { reason }),
+            None => {
+                self.stdout.push_str(&line);
+                self.stdout.push('\n');
+                Ok(())
+            }
+        }
+    }
+}
+
+/// One sharded load: what [`run`] needs.
+#[derive(Debug)]
+pub struct ShardedRun<'a> {
+    /// The generator hosts, one shard each.
+    pub generators: &'a [Arc<SshHost>],
+    /// `gatebench load`'s arguments common to every shard.
+    pub args: &'a [String],
+    /// The suite's request headers (credentials among them).
+    pub headers: &'a [String],
+    /// The load's warm-up, for the live view.
+    pub warmup: Duration,
+    /// Bounds the whole load (warm-up, measurement, timeouts).
+    pub deadline: Duration,
+    /// The scenario's thresholds, judged on the merged seconds.
+    pub thresholds: &'a [Threshold],
+    /// Where each shard's log is kept.
+    pub cell_dir: &'a Path,
+    /// Ctrl-C.
+    pub stop: &'a AtomicBool,
+}
+
 /// Runs `gatebench load ARGS` as one shard on every host of `generators`, waits for all, and
-/// merges their records. `deadline` bounds the whole load (warm-up, measurement, timeouts).
+/// merges their records; `show` gets the merged live view of each second.
 ///
 /// `headers` (the suite's request headers, credentials among them) are written to a file on
 /// each host that only its owner can read, passed as `--header-file`, and removed when the
 /// load ends however it ends: a header value never appears on a command line, where any user
 /// of either machine could read it.
 pub fn run(
-    generators: &[Arc<SshHost>],
-    args: &[String],
-    headers: &[String],
-    deadline: Duration,
-    cell_dir: &Path,
-    stop: &AtomicBool,
+    r: &ShardedRun<'_>,
+    show: &mut dyn FnMut(&IntervalView),
 ) -> Result<ShardedLoad, RunnerError> {
+    let ShardedRun {
+        generators,
+        args,
+        headers,
+        deadline,
+        cell_dir,
+        stop,
+        ..
+    } = *r;
     let n = generators.len();
     let start_unix_s = unix_now() + START_LEAD.as_secs_f64();
     let mut header_files = HeaderFiles(Vec::new());
@@ -96,6 +158,7 @@ pub fn run(
             "--json".to_owned(),
             "-".to_owned(),
             "--quiet".to_owned(),
+            "--live-seconds".to_owned(),
         ]);
         match spawn_with_lines(g, &argv, &g.cache) {
             Ok((process, lines)) => shards.push(Shard {
@@ -114,21 +177,25 @@ pub fn run(
             }
         }
     }
+    let mut live = live::LiveMerge::new(n, start_unix_s, r.warmup, r.thresholds);
+    // Set once the shards were asked to stop for a threshold: each then ends with 130.
+    let mut interrupted = false;
     let until = Instant::now() + START_LEAD + deadline;
     loop {
-        for s in &mut shards {
-            while let Ok(line) = s.lines.try_recv() {
-                s.stdout.push_str(&line);
-                s.stdout.push('\n');
+        for (i, s) in shards.iter_mut().enumerate() {
+            if let Err(e) = s.take_lines(i, &mut live) {
+                stop_all(&mut shards);
+                return Err(e);
             }
             if s.status.is_none() {
                 s.status = s.process.try_status();
             }
         }
+        let ended_well = |c: i32| c == 0 || (interrupted && c == 130);
         if let Some((i, code)) = shards
             .iter()
             .enumerate()
-            .find_map(|(i, s)| s.status.filter(|c| *c != 0).map(|c| (i, c)))
+            .find_map(|(i, s)| s.status.filter(|c| !ended_well(*c)).map(|c| (i, c)))
         {
             let why = shards[i].process.take_stderr();
             let url = shards[i].process.host().url.clone();
@@ -149,8 +216,22 @@ pub fn run(
                 last_line: last,
             });
         }
-        if shards.iter().all(|s| s.status == Some(0)) {
+        if shards.iter().all(|s| s.status.is_some()) {
             break;
+        }
+        match live.merge_ready(unix_now(), show) {
+            Ok(Some(why)) if !interrupted => {
+                tracing::warn!("{why}: stopping every shard");
+                for s in &shards {
+                    s.process.interrupt();
+                }
+                interrupted = true;
+            }
+            Ok(_) => {}
+            Err(reason) => {
+                stop_all(&mut shards);
+                return Err(RunnerError::Load { reason });
+            }
         }
         if stop.load(Ordering::Relaxed) {
             stop_all(&mut shards);
@@ -170,9 +251,9 @@ pub fn run(
             .lines
             .recv_timeout(deadline.saturating_duration_since(Instant::now()))
         {
-            s.stdout.push_str(&line);
-            s.stdout.push('\n');
+            s.line(i, line, &mut live)?;
         }
+        live.end(i);
         let _ = std::fs::write(
             cell_dir.join(format!("generator-{}.log", i + 1)),
             s.process.take_stderr(),
@@ -186,8 +267,10 @@ pub fn run(
         records.push(record);
         s.process.stop();
     }
-    let report = gatebench_model::merge::merge(&records)
+    let mut report = gatebench_model::merge::merge(&records)
         .map_err(|error| RunnerError::ShardMerge { error })?;
+    live.finish(&mut report, unix_now())
+        .map_err(|reason| RunnerError::Load { reason })?;
     Ok(ShardedLoad {
         report,
         start_unix_s,

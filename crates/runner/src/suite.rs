@@ -590,9 +590,8 @@ impl Suite {
     }
 
     /// Checks every scenario's thresholds against the cells they will judge, once the command
-    /// line's changes are in: a target-relative rate needs open-model cells, a window must fit
-    /// the measurement, and with generators on other hosts (whose shards are merged after the
-    /// load) only the whole measurement can be judged.
+    /// line's changes are in: a target-relative rate needs open-model cells, and a window must
+    /// fit the measurement.
     fn check_thresholds(&self) -> Result<(), RunnerError> {
         let measurement = self.duration_bound.then_some(self.duration);
         let closed = self
@@ -600,7 +599,6 @@ impl Suite {
             .intensities
             .iter()
             .any(|i| matches!(i, Intensity::Users(_)));
-        let sharded = !self.hosts.generators.iter().all(HostSpec::is_local);
         for sc in &self.scenarios {
             for t in &sc.thresholds {
                 let at = |problem: String| RunnerError::SuiteValue {
@@ -620,14 +618,6 @@ impl Suite {
                         humantime::format_duration(self.duration)
                     ))
                 })?;
-                if sharded && (t.over.is_some() || t.abort) {
-                    return Err(at(format!(
-                        "threshold '{}': with [hosts] generators, the shards are merged after \
-                         the load, so only the whole measurement is judged (no 'over', no \
-                         'abort')",
-                        t.text
-                    )));
-                }
             }
         }
         Ok(())

@@ -18,7 +18,7 @@ use gatebench_loadgen::{
     Arrival, ArrivalProgram, IntervalView, LoadConfig, LoadSpec, Mix, Protocol, RateProgram,
     Replay, ReplayFormat, RequestBody, Requests, RunOptions, Spacing, StopRule, TlsOptions,
 };
-use gatebench_model::ShardInfo;
+use gatebench_model::{LiveSecond, ShardInfo};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
 
 use crate::signal;
@@ -113,9 +113,19 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
             ));
         }
     };
+    // Each second as one line, flushed at once: the coordinator reads them as they come.
+    let mut stream_second = |s: &LiveSecond| {
+        let line = serde_json::to_string(s).expect("a second always serializes");
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{}{line}", gatebench_model::load::LIVE_SECOND_PREFIX);
+        let _ = out.flush();
+    };
     let output = gatebench_loadgen::run(
         config,
         RunOptions {
+            on_second: args
+                .live_seconds
+                .then_some(&mut stream_second as &mut dyn FnMut(&LiveSecond)),
             hlog: hlog_out.as_mut().map(|w| w as &mut dyn Write),
             on_interval: Some(&mut progress),
             stop: Some(stop.clone()),
@@ -130,7 +140,7 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
     if let Some(bar) = spinner {
         bar.finish_and_clear();
     }
-    // An `abort` threshold stops the run through the same flag as Ctrl-C: it is not one.
+    // An `abort` threshold stops the run through its own flag; Ctrl-C is the caller's.
     let aborted = output.report.thresholds.iter().any(|t| t.aborted);
     let interrupted = stop.load(Ordering::Relaxed) && !aborted;
     let failed = output

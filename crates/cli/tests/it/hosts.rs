@@ -174,16 +174,19 @@ impl ExtraSshd {
             .status()
             .unwrap();
         assert!(st.success(), "the test's sshd on port {port} did not start");
+        // sshd creates its pid file before it writes the PID: wait for a whole number.
         let deadline = Instant::now() + Duration::from_secs(5);
-        while !pidfile.exists() {
-            assert!(Instant::now() < deadline, "no pid file from sshd {port}");
+        let pid = loop {
+            let read = std::fs::read_to_string(&pidfile).unwrap_or_default();
+            if let Ok(pid) = read.trim().parse() {
+                break pid;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no pid in sshd {port}'s pid file"
+            );
             std::thread::sleep(Duration::from_millis(20));
-        }
-        let pid = std::fs::read_to_string(&pidfile)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        };
         ExtraSshd { pid }
     }
 }
@@ -483,7 +486,55 @@ sut = { command = "exec sleep 31.5" }
         .filter(|l| l.chars().next().is_some_and(|c| c.is_ascii_digit()))
         .count();
     assert!(intervals >= 2, "{hlog}");
+    // The shards' seconds were merged live, and that merge equals the exact one of their
+    // records; a second was merged within a few seconds of its end (the sessions' pipes and the
+    // 50 ms poll: about a second on a quiet machine).
+    let live = &record["load"]["merged"]["live"];
+    assert_eq!(live["equal_to_final"], true, "{live}");
+    assert_eq!(
+        live["seconds"].as_u64(),
+        record["load"]["timeline"]
+            .as_array()
+            .map(|t| t.len() as u64),
+        "{live}"
+    );
+    let lag = live["max_lag_s"].as_f64().unwrap();
+    assert!((0.0..5.0).contains(&lag), "{live}");
     assert_nothing_left("sleep 31.5", "after a sharded cell");
+
+    // An abort threshold, judged on the merged seconds, stops both shards early; both records
+    // are still merged and the run exits 99.
+    let aborting = format!("{PASSTHROUGH}thresholds = [\"p99<0.001ms abort\"]\n");
+    let s = suite(&dir, "shards-abort", &gens, &aborting, "6s");
+    let abort_dir = dir.join("out-shards-abort");
+    let out = gatebench()
+        .arg("run")
+        .arg(&s)
+        .arg("--out")
+        .arg(&abort_dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(99), "{}", text(&out.stderr));
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(abort_dir.join("cells/passthrough_u4_s100_d0_r1/record.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let t = &record["load"]["thresholds"][0];
+    assert_eq!(
+        (&t["passed"], &t["aborted"]),
+        (&false.into(), &true.into()),
+        "{t}"
+    );
+    assert_eq!(
+        record["load"]["merged"]["shards"].as_array().unwrap().len(),
+        2
+    );
+    let measured = record["load"]["measurement"]["duration_s"]
+        .as_f64()
+        .unwrap();
+    assert!(measured < 5.0, "the shards ran {measured} s of 6");
+    assert_nothing_left("sleep 31.5", "after an aborted sharded cell");
     let one_user = suite(&dir, "dead-shard", &gens, PASSTHROUGH, "2s");
     let text_suite = std::fs::read_to_string(&one_user)
         .unwrap()

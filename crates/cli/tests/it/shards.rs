@@ -183,3 +183,52 @@ fn merge_names_a_missing_shard() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// `--live-seconds`: a shard streams each finished second on stdout before its record, and
+/// what it streamed is its record's timeline, second for second, histograms included, with
+/// every request's outcome: a coordinator merging the streams loses nothing.
+#[test]
+fn a_shard_streams_its_seconds_losslessly_before_its_record() {
+    let _shared = crate::support::shared();
+    let echo = EchoChild::start(&[]);
+    let out = Command::new(BIN)
+        .args([
+            "load",
+            &echo.url,
+            "-c",
+            "2",
+            "-d",
+            "2s",
+            "--warmup",
+            "1s",
+            "--threads",
+            "1",
+        ])
+        .args(["--shard", "0/1", "--live-seconds", "--json", "-", "-q"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let prefix = gatebench_model::load::LIVE_SECOND_PREFIX;
+    let (streamed, record): (Vec<&str>, Vec<&str>) =
+        stdout.lines().partition(|l| l.starts_with(prefix));
+    let seconds: Vec<gatebench_model::LiveSecond> = streamed
+        .iter()
+        .map(|l| serde_json::from_str(&l[prefix.len()..]).unwrap())
+        .collect();
+    let record: LoadReport = serde_json::from_str(&record.join("\n")).unwrap();
+    let timeline = record.timeline.as_ref().expect("a shard keeps its seconds");
+    // Three seconds (one of warm-up, two measured), the last maybe a part of one.
+    assert!((3..=4).contains(&seconds.len()), "{}", seconds.len());
+    assert_eq!(
+        seconds.iter().map(|s| s.second.clone()).collect::<Vec<_>>(),
+        *timeline
+    );
+    // Every outcome of both phases is in exactly one streamed second.
+    let mut outcomes = gatebench_model::OutcomeCounts::default();
+    seconds.iter().for_each(|s| outcomes.merge(&s.outcomes));
+    let mut both = record.measurement.outcomes;
+    both.merge(&record.warmup.as_ref().unwrap().outcomes);
+    assert_eq!(outcomes, both);
+    assert!(outcomes.get(Outcome::Ok) > 0);
+}

@@ -6,7 +6,6 @@
 
 use std::time::{Duration, Instant};
 
-use gatebench_loadgen::threshold::judge_whole;
 use gatebench_loadgen::IntervalView;
 use gatebench_model::LoadReport;
 use gatebench_results::rows::{to_csv, TimelineRow};
@@ -21,6 +20,7 @@ use crate::error::RunnerError;
 use crate::gc::GcClock;
 use crate::pin;
 use crate::sampler::{self, CpuAt, CpuReading, Sample, Sampler, Window, Windows};
+use crate::shards::ShardedRun;
 
 /// The target sampled while the load runs, and the generator pinned (when placement says so)
 /// until it is finished.
@@ -135,23 +135,33 @@ fn run_load(
     let url = config.record().url.clone();
     let args = shard_args(suite, run.sc, run.cell, &url);
     let l = &suite.load;
-    let deadline = suite.warmup + suite.duration + l.timeout + Duration::from_secs(30);
+    let mut measuring = suite.warmup.is_zero();
+    let events = &mut *fx.events;
+    let mut on_interval = |v: &IntervalView| {
+        if !v.warmup && !measuring {
+            measuring = true;
+            events(CellEvent::Phase(Phase::Measuring));
+        }
+        events(CellEvent::Interval(v));
+    };
     let sharded = crate::shards::run(
-        &ctx.hosts.generators,
-        &args,
-        &l.headers,
-        deadline,
-        ctx.cell_dir,
-        ctx.stop,
+        &ShardedRun {
+            generators: &ctx.hosts.generators,
+            args: &args,
+            headers: &l.headers,
+            warmup: suite.warmup,
+            deadline: suite.warmup + suite.duration + l.timeout + Duration::from_secs(30),
+            thresholds: &run.sc.thresholds,
+            cell_dir: ctx.cell_dir,
+            stop: ctx.stop,
+        },
+        &mut on_interval,
     )
     .map_err(|e| RunnerError::Load {
         reason: e.to_string(),
     })?;
     let load_start_s = sharded.start_unix_s - cell_start_unix_ms as f64 / 1e3;
-    let mut report = sharded.report;
-    // The shards ran without them: judged once, on the exact merge of the whole measurement.
-    report.thresholds = judge_whole(&run.sc.thresholds, &report);
-    Ok((report, load_start_s))
+    Ok((sharded.report, load_start_s))
 }
 
 /// The SUT's CPU time over the measurement, read at its start and end.

@@ -327,6 +327,18 @@ impl RemoteProcess {
             .map(|s| s.code().unwrap_or(-1))
     }
 
+    /// Asks it to stop as Ctrl-C would: SIGINT to its PID, while that PID is still the process
+    /// that was started (a load then ends early and still prints what it measured).
+    pub fn interrupt(&self) {
+        let script = format!(
+            "P={}; if [ \"$({})\" = {} ]; then kill -INT $P 2>/dev/null; fi; true",
+            self.pid,
+            start_time_of("$P"),
+            sh_quote(&self.start_time)
+        );
+        let _ = self.host.run(&script, None);
+    }
+
     /// What it printed on stderr (read once it has ended).
     pub fn take_stderr(&mut self) -> String {
         let mut out = String::new();

@@ -187,6 +187,11 @@ pub struct LoadArgs {
     /// -c, -R and -n, and its record says so, for `gatebench merge`.
     #[arg(long, value_name = "I/N", value_parser = parse_shard, help_heading = "Shards")]
     pub shard: Option<(u32, u32)>,
+    /// While the run goes, print each finished second on stdout as one line,
+    /// `gatebench-second {JSON}` (its counts, outcomes and latency histogram), before the record:
+    /// what a coordinator merges live (`gatebench run` with `[hosts] generators`).
+    #[arg(long, requires = "shard", help_heading = "Shards")]
+    pub live_seconds: bool,
     /// Start the load (the warm-up, after the probe) at this instant: RFC 3339 UTC
     /// (2026-11-25T16:00:00Z), Unix seconds (1795622400), or +DURATION from now (+5s).
     /// An instant more than a second past is refused.
