@@ -38,7 +38,8 @@ Usage:
                                multi_generator_summary.py prints from its .tsv and
                                directory; a seed 000 steadiness summary: what
                                steadiness_summary.py prints from its .tsv; a history scale
-                               summary: what history_scale_summary.py prints from its .tsv; a proxy
+                               summary: what history_scale_summary.py prints from its .tsv; a live
+                               merge summary: what live_merge_summary.py prints from its .tsv; a proxy
                                profile: what proxy_profile_summary.py prints from its directory;
                                a Prometheus check: what prometheus_check.py prints from its
                                directory), or the prose cites a bench/results file (by path or as
@@ -413,19 +414,24 @@ def check_tables_against_raw(name, problems, where):
             problems.append(f"{where}: bench/results/{name}.md differs from what "
                             f"bench/steadiness_summary.py prints from bench/results/{name}.tsv")
         return
-    if name.startswith("history-scale-"):
-        # bench/history-scale.sh: the summary is what history_scale_summary.py prints from the
-        # committed raw rows (NAME.tsv).
+    summarizers = {
+        # bench/history-scale.sh and bench/live-merge.sh: the summary is what their summarizer
+        # prints from the committed raw rows (NAME.tsv).
+        "history-scale-": "history_scale_summary.py",
+        "live-merge-": "live_merge_summary.py",
+    }
+    script = next((v for k, v in summarizers.items() if name.startswith(k)), None)
+    if script:
         tsv = os.path.join(RESULTS, name + ".tsv")
         if not os.path.isfile(tsv):
             raise FigureError(f"bench/results/{name}.tsv (the raw rows) is missing")
-        res = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "history_scale_summary.py"), tsv],
+        res = subprocess.run([sys.executable, os.path.join(ROOT, "bench", script), tsv],
                              capture_output=True, text=True, check=False)
         if res.returncode != 0:
-            raise FigureError(f"history_scale_summary.py bench/results/{name}.tsv failed: {res.stderr.strip()}")
+            raise FigureError(f"{script} bench/results/{name}.tsv failed: {res.stderr.strip()}")
         if res.stdout.splitlines() != read_result(name):
             problems.append(f"{where}: bench/results/{name}.md differs from what "
-                            f"bench/history_scale_summary.py prints from bench/results/{name}.tsv")
+                            f"bench/{script} prints from bench/results/{name}.tsv")
         return
     derived = derived_tables(name)
     if derived is None:
