@@ -17,6 +17,48 @@ fn bad_arguments_exit_2_with_one_line_before_any_load() {
     for (args, want) in [
         (vec!["load", "not a url"], "invalid URL"),
         (vec!["load", "ftp://127.0.0.1/"], "unsupported scheme"),
+        (
+            vec!["load", "http://127.0.0.1:1/", "--remote-write", "not a url"],
+            "--remote-write",
+        ),
+        (
+            vec![
+                "load",
+                "http://127.0.0.1:1/",
+                "--remote-write",
+                "localhost:9090",
+            ],
+            "expected an http:// URL",
+        ),
+        (
+            vec![
+                "load",
+                "http://127.0.0.1:1/",
+                "--remote-write",
+                "https://127.0.0.1:9090/api/v1/write",
+            ],
+            "over TLS (https) is not supported",
+        ),
+        (
+            vec![
+                "load",
+                "http://127.0.0.1:1/",
+                "--remote-write",
+                "http://127.0.0.1:99999/api/v1/write",
+            ],
+            "not a TCP port",
+        ),
+        (
+            vec![
+                "load",
+                "http://127.0.0.1:1/",
+                "--remote-write",
+                "http://127.0.0.1:9090/api/v1/write",
+                "--remote-write-interval",
+                "100ms",
+            ],
+            "at least 1s",
+        ),
         (vec!["load", "http://127.0.0.1:1/", "-R", "0"], "--rate"),
         (vec!["load", "http://127.0.0.1:1/", "-d", "-5s"], "-5s"),
         (vec!["load", "http://127.0.0.1:1/", "-d", "soon"], "soon"),
@@ -539,6 +581,63 @@ fn metrics_scraped_after_the_run_equal_the_record() {
         w["latency"]["count"].as_u64().unwrap() + m["latency"]["count"].as_u64().unwrap();
     assert_eq!(count, record_count);
     assert_eq!(value("gatebench_phase{scenario=\"echo\"}"), 2);
+}
+
+/// `--remote-write` to a port that refuses: said once on stderr, counted, and the run goes on
+/// to its end and its report, exit 0.
+#[test]
+fn remote_write_to_a_refusing_port_is_said_once_and_the_run_goes_on() {
+    let _shared = support::shared();
+    let echo = EchoChild::start(&[]);
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let url = format!("http://{closed}/api/v1/write");
+    let t = std::time::Instant::now();
+    let o = gatebench(&[
+        "load",
+        &echo.url,
+        "-c",
+        "2",
+        "-d",
+        "3s",
+        "-q",
+        "--remote-write",
+        &url,
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        t.elapsed()
+    );
+    let said: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("the run goes on"))
+        .collect();
+    assert_eq!(said.len(), 1, "said once:\n{err}");
+    assert!(
+        said[0].contains(&url) && said[0].contains("refused"),
+        "{err}"
+    );
+    // The tally at the end: a push a second and the last, every one failed.
+    let tally = err
+        .lines()
+        .find(|l| l.contains("pushes failed"))
+        .unwrap_or_else(|| panic!("a tally in\n{err}"));
+    let (failed, of) = tally
+        .split_once(" of ")
+        .map(|(a, b)| {
+            (
+                a.rsplit(' ').next().unwrap().parse::<u64>().unwrap(),
+                b.split(' ').next().unwrap().parse::<u64>().unwrap(),
+            )
+        })
+        .unwrap();
+    assert!(failed >= 3 && failed == of, "{tally}");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Requests/sec"));
 }
 
 /// The capacity search against an echo with a hard limit: 4 connections to a backend that
