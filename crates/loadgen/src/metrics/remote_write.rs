@@ -434,7 +434,7 @@ fn unix_ms() -> i64 {
 /// series' samples in time order; and the number of samples.
 pub fn encode(batch: &[(i64, Snapshot)], extra: &[(String, String)]) -> (Vec<u8>, u64) {
     // Sorted labels → samples, in the order the copies were taken.
-    let mut series: BTreeMap<Vec<(String, String)>, Vec<(f64, i64)>> = BTreeMap::new();
+    let mut series: BTreeMap<Labels, Vec<(f64, i64)>> = BTreeMap::new();
     let mut meta: BTreeMap<&'static str, (Kind, &'static str)> = BTreeMap::new();
     let mut samples = 0u64;
     for (t, snap) in batch {
@@ -513,8 +513,11 @@ pub fn encode(batch: &[(i64, Snapshot)], extra: &[(String, String)]) -> (Vec<u8>
     (w.into_bytes(), samples)
 }
 
+/// A series' label pairs (name, value), sorted by name.
+pub type Labels = Vec<(String, String)>;
+
 /// One series of a decoded WriteRequest: its labels (sorted) and samples (value, time in ms).
-pub type DecodedSeries = (Vec<(String, String)>, Vec<(f64, i64)>);
+pub type DecodedSeries = (Labels, Vec<(f64, i64)>);
 
 /// Decodes a WriteRequest body, snappy-compressed as sent (for tests and checks): its series.
 pub fn decode(compressed: &[u8]) -> Result<Vec<DecodedSeries>, String> {

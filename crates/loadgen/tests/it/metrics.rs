@@ -14,11 +14,14 @@ use gatebench_loadgen::{LoadConfig, RunOptions, RunOutput};
 
 use crate::support::{spec, Echo};
 
+/// One POST as received: its head and its body.
+type Post = (String, Vec<u8>);
+
 /// A remote-write receiver on 127.0.0.1:0: reads each POST (head, Content-Length body),
 /// answers 204 and keeps the head and the body.
 struct Receiver {
     url: String,
-    got: Arc<Mutex<Vec<(String, Vec<u8>)>>>,
+    got: Arc<Mutex<Vec<Post>>>,
     stop: Arc<AtomicBool>,
     addr: std::net::SocketAddr,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -87,7 +90,7 @@ impl Drop for Receiver {
     }
 }
 
-/// Runs a closed-model load of `d` with live metrics (and whatever `with` starts on them).
+/// Runs a closed-model load of `d` (after `warmup`) that updates `live` once a second.
 fn run_with_metrics(
     url: &str,
     warmup: Duration,
