@@ -153,12 +153,15 @@ def queries_v2(run):
             pre + "phase_max": (f"max(max_over_time(gatebench_phase{s()}[{rng}]))", w["end_eval"],
                                 f"the last phase ({src}; 2: done)"),
         })
-    # The native histogram (scraped): its last value before the endpoint went away.
-    nat = f"last_over_time(gatebench_request_duration_seconds{sel(m, sc)}[{rng}])"
-    out["native_count"] = (f"histogram_count({nat})", w["end_eval"], "the native histogram's count (scraped)")
-    out["native_sum"] = (f"histogram_sum({nat})", w["end_eval"], "the native histogram's sum (scraped)")
+    # The native histogram (scraped), as an instant vector 1.5 s before the load's exit: within
+    # the linger, when the endpoint still served the final figures. (Prometheus 2.42's
+    # *_over_time functions, last_over_time included, do not take native histograms.)
+    nat = f"gatebench_request_duration_seconds{sel(m, sc)}"
+    t = w["exit"] - 1.5
+    out["native_count"] = (f"histogram_count({nat})", t, "the native histogram's count (scraped)")
+    out["native_sum"] = (f"histogram_sum({nat})", t, "the native histogram's sum (scraped)")
     for q in (50, 90, 99):
-        out[f"native_p{q}"] = (f"histogram_quantile({q / 100:g}, {nat})", w["end_eval"],
+        out[f"native_p{q}"] = (f"histogram_quantile({q / 100:g}, {nat})", t,
                                f"p{q} from the native histogram (scraped)")
     # The classic buckets (remote-written).
     out["rw_latency_count"] = (f"sum(max_over_time(gatebench_request_duration_seconds_count{sel(m, rw)}[{rng}]))",
