@@ -27,7 +27,7 @@ import urllib.parse
 import urllib.request
 
 JOB = "gatebench"
-# The exported histogram's upper bounds, seconds (crates/loadgen/src/metrics.rs, BUCKETS).
+# The exported histogram's upper bounds, seconds (crates/loadgen/src/metrics/mod.rs, BUCKETS).
 BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]
 # What Grafana fills in for its own variables when the check sends a dashboard's expr.
 GRAFANA_BUILTINS = {"__rate_interval": "10s", "__interval": "1s", "__range": "60s", "__interval_ms": "1000",

@@ -520,22 +520,38 @@ fn metrics_scraped_after_the_run_equal_the_record() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn gatebench load");
-    let mut url = String::new();
-    for line in BufReader::new(child.stderr.take().unwrap()).lines() {
-        let line = line.unwrap();
-        if let Some(u) = line.strip_prefix("Metrics: ") {
-            url = u.to_owned();
-            break;
+    // stderr is read to its end on a thread of its own: closing it after the `Metrics:` line
+    // made the child's next line (the banner) fail, and the child end without a record.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr_pipe = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stderr_pipe).lines() {
+            let line = line.unwrap_or_default();
+            if let Some(u) = line.strip_prefix("Metrics: ") {
+                let _ = tx.send(u.to_owned());
+            }
+            all.push_str(&line);
+            all.push('\n');
         }
-    }
+        all
+    });
+    let url = rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .unwrap_or_default();
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
-    // The record is written before the linger starts.
+    // The record is written before the linger starts; a child that ends first has failed.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let record: serde_json::Value = loop {
         if let Ok(text) = std::fs::read_to_string(&json) {
             if let Ok(v) = serde_json::from_str(&text) {
                 break v;
             }
         }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("gatebench load ended ({status}) without a record");
+        }
+        assert!(std::time::Instant::now() < deadline, "no record after 60 s");
         std::thread::sleep(std::time::Duration::from_millis(100));
     };
     let addr = url
@@ -549,6 +565,7 @@ fn metrics_scraped_after_the_run_equal_the_record() {
     c.read_to_string(&mut text).unwrap();
     kill(&child, Signal::INT);
     let _ = child.wait();
+    let _ = reader.join();
     let value = |series: &str| -> u64 {
         text.lines()
             .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))

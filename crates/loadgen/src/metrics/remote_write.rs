@@ -395,7 +395,7 @@ fn post(url: &RemoteWriteUrl, body: &[u8]) -> Result<(), String> {
             Err(e) if got.is_empty() => return Err(format!("reading the answer: {e}")),
             Err(_) => break,
         }
-        if got.windows(4).any(|w| w == b"\r\n\r\n") && got.len() > 300 {
+        if answer_complete(&got) {
             break;
         }
     }
@@ -422,6 +422,32 @@ fn post(url: &RemoteWriteUrl, body: &[u8]) -> Result<(), String> {
         "HTTP {status}{}{why}",
         if why.is_empty() { "" } else { ": " }
     ))
+}
+
+/// Whether `got` holds a whole answer head and as much of its body as is worth reading (up to
+/// 200 bytes, to say why): a receiver that keeps the connection open despite `Connection:
+/// close` does not hold the push up until the read times out.
+fn answer_complete(got: &[u8]) -> bool {
+    let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") else {
+        return false;
+    };
+    let head = String::from_utf8_lossy(&got[..end]);
+    let length = head.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim()
+            .eq_ignore_ascii_case("content-length")
+            .then(|| v.trim().parse::<usize>().ok())
+            .flatten()
+    });
+    let no_body = head
+        .split_whitespace()
+        .nth(1)
+        .is_some_and(|s| s == "204" || s == "304" || s.starts_with('1'));
+    match length {
+        _ if no_body => true,
+        Some(n) => got.len() - (end + 4) >= n.min(200),
+        None => false,
+    }
 }
 
 fn unix_ms() -> i64 {
@@ -563,6 +589,24 @@ pub fn decode(compressed: &[u8]) -> Result<Vec<DecodedSeries>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_is_complete_without_waiting_for_the_close() {
+        assert!(!answer_complete(b"HTTP/1.1 204 No Content\r\n"));
+        assert!(answer_complete(
+            b"HTTP/1.1 204 No Content\r\nDate: x\r\n\r\n"
+        ));
+        assert!(answer_complete(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+        ));
+        assert!(!answer_complete(
+            b"HTTP/1.1 400 Bad\r\nContent-Length: 5\r\n\r\nout"
+        ));
+        assert!(answer_complete(
+            b"HTTP/1.1 400 Bad\r\nContent-Length: 5\r\n\r\nout o"
+        ));
+        assert!(!answer_complete(b"HTTP/1.1 400 Bad\r\n\r\nuntil the close"));
+    }
 
     #[test]
     fn urls_are_parsed_and_tls_refused() {
