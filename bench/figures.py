@@ -13,7 +13,8 @@ The words after `figures:begin` say what goes there; NAME is a results file's st
 bench/results/ (NAME.md, the summary a bench script wrote from its raw NAME.tsv):
 
     table NAME [SECTION]   the Markdown table and the bullet lines under it (paired ratios and
-                           the like; a capacity search's "Answers:" line) from NAME.md, from its `### SECTION…` part when given (the
+                           the like; a capacity search's "Answers:" line; an exporter-cost
+                           summary's every bullet and its "**Result:" line) from NAME.md, from its `### SECTION…` part when given (the
                            rest of the words: the start of the heading); then
                            a line citing NAME.tsv and NAME.md with the time it was measured
     paired NAME [SECTION]  only the bullet lines (the paired per-run ratios)
@@ -132,9 +133,14 @@ def gen_table(args):
     if not table:
         raise FigureError(f"bench/results/{name}.md has no table{' in ' + title if title else ''}")
     out = table[:]
-    bullets = bullet_lines(part) if title else [b for b in bullet_lines(part) if "paired" in b]
+    # An exporter-cost summary's bullets (paired ratios, scrapes, the profile, the pairs) and its
+    # verdict all belong with its table.
+    whole = title or name.startswith("metrics-cost-")
+    bullets = bullet_lines(part) if whole else [b for b in bullet_lines(part) if "paired" in b]
     if bullets:
         out += [""] + bullets
+    if name.startswith("metrics-cost-"):
+        out += [""] + [line for line in part if line.startswith("**Result:")]
     # The capacity searches' summary says under its table how far the answers agree.
     answers = [line for line in part if line.startswith("Answers:")]
     if answers:
@@ -282,6 +288,7 @@ SUMMARIZERS = {
     "https-vs-wrk": ("gb_summarize", ["wrk"]),
     "h2-vs-h2load": ("gb_summarize", ["h2load"]),
     "proxy-vs-peers": ("gb_proxy_summarize", ["nginx", "haproxy"]),
+    "metrics-cost": ("gb_summarize", ["gatebench"]),
 }
 
 

@@ -1,20 +1,29 @@
 #!/usr/bin/env bash
-# A real Prometheus scrapes a running `gatebench load --metrics`, and PromQL over the run is set
-# beside gatebench's own record (issue 25, point 2): Debian's `prometheus` on loopback with a
-# generated configuration (scrape_interval 1s, a temporary TSDB), an echo back-end, and one
-# open-model load (`-R 2000 -c 20 -d 60s --warmup 5s --metrics ADDR --metrics-linger 5s --json`).
-# After the run, Prometheus's HTTP API (/api/v1/query) answers:
+# A real Prometheus scrapes a running `gatebench load --metrics` and takes its remote writes,
+# and PromQL over the run is set beside gatebench's own record (issue 25, points 1 and 2):
+# Debian's `prometheus` on loopback with a generated configuration (scrape_interval 1s, a
+# temporary TSDB, `--enable-feature=native-histograms` so that it scrapes the protobuf
+# exposition, `--web.enable-remote-write-receiver`), an echo back-end, and one open-model load
+# (`-R 2000 -c 20 -d 60s --warmup 5s --metrics ADDR --metrics-linger 5s --remote-write
+# PROMETHEUS/api/v1/write --json`). Scraped series carry instance=ADDR; remote-written ones
+# instance=<host name>. After the run, Prometheus's HTTP API (/api/v1/query) answers, for each
+# of the two ways in:
 #
-#   - the measurement's requests, every outcome and ok: the last value of
-#     `gatebench_requests_total{phase="measurement"}` (max_over_time over the run) against the
-#     record's `measurement.requests` and `outcomes.ok`: exactly equal;
-#   - p50, p90 and p99 by `histogram_quantile` over the measurement's final cumulative buckets
-#     against the record's percentiles: within the exported bucket that holds gatebench's figure
-#     (buckets 0.5 ms … 10 s, see crates/loadgen/src/metrics.rs);
+#   - the whole run's requests: the last value of `gatebench_requests_total` (max_over_time
+#     over the run) against the record's: exactly equal; each phase's within the requests in
+#     flight across the warm-up's end (docs/metrics.md);
 #   - `rate(gatebench_requests_total{outcome="ok"}[10s])` in the middle of the measurement
 #     against the target rate: within ±5 %;
-#   - the last phase scraped is 2 (done: the linger let Prometheus read the final figures) and
-#     every scrape while the endpoint was up succeeded;
+#   - the last phase is 2 (done: the linger let Prometheus scrape the final figures, the last
+#     push carried them);
+# and:
+#   - the native histogram (scraped): histogram_count and histogram_sum against the record's
+#     count and mean × count; p50, p90, p99 by `histogram_quantile` against the record's
+#     percentiles: within one native bucket (schema 3, crates/loadgen/src/metrics/native.rs);
+#   - the classic buckets (remote-written): p50, p90, p99 within the exported bucket that holds
+#     gatebench's figure (buckets 0.5 ms … 10 s);
+#   - every scrape while the endpoint was up succeeded; the pushes arrived, once a second, and
+#     gatebench said no remote-write failure;
 #   - the Grafana dashboard (dashboards/gatebench-load.json): valid JSON, its structure, every
 #     panel's expr sent to this Prometheus (an error fails), every metric it names exported.
 #
@@ -31,7 +40,8 @@
 #   DURATION=20s bench/prometheus-check.sh           # a quicker trial
 #
 # Environment: RATE (2000), CONNS (20), DURATION (60s), WARMUP (5s), DELAY (2ms, the echo's),
-# LINGER (5s), SCRAPE_INTERVAL (1s), RATE_WINDOW (10s), RATE_TOLERANCE (0.05), SCENARIO
+# LINGER (5s), SCRAPE_INTERVAL (1s), REMOTE_WRITE_INTERVAL (1s), RATE_WINDOW (10s),
+# RATE_TOLERANCE (0.05), SCENARIO
 # (prometheus-check, the --metrics-label), SERVER_CORE (0: echo and Prometheus), GEN_CORE (1),
 # GATEBENCH, NICE, KEEP_TMP. Installing Debian's prometheus may start a system Prometheus on
 # :9090; it is stopped by the PID its service wrote (checked to be prometheus), never by name,
@@ -49,6 +59,7 @@ DURATION=${DURATION:-60s}
 WARMUP=${WARMUP:-5s}
 DELAY=${DELAY:-2ms}
 LINGER=${LINGER:-5s}
+REMOTE_WRITE_INTERVAL=${REMOTE_WRITE_INTERVAL:-1s}
 SCRAPE_INTERVAL=${SCRAPE_INTERVAL:-1s}
 RATE_WINDOW=${RATE_WINDOW:-10s}
 RATE_TOLERANCE=${RATE_TOLERANCE:-0.05}
@@ -123,6 +134,8 @@ GOMAXPROCS=1 nice -n "$GB_NICE" taskset -c "$SERVER_CORE" "$PROMETHEUS" \
   --storage.tsdb.path="$pdir/data" \
   --storage.tsdb.retention.time=1d \
   --web.listen-address="127.0.0.1:$prom_port" \
+  --enable-feature=native-histograms \
+  --web.enable-remote-write-receiver \
   </dev/null >"$pdir/prometheus.log" 2>&1 &
 prom_pid=$!
 gb_track_pid "$prom_pid"
@@ -138,11 +151,12 @@ gb_log "prometheus pid $prom_pid on $prom_url ($prom_version), scraping 127.0.0.
 # --- The back-end and the load ----------------------------------------------------------------
 gb_gatebench_serve "$GB_TMP/echo" "$SERVER_CORE" echo --port 0 --threads 1 --delay "$DELAY"
 record=$run/record.json
-gb_log "gatebench load -R $RATE -c $CONNS -d $DURATION --warmup $WARMUP --metrics 127.0.0.1:$metrics_port (~$((warm_s + dur_s + linger_s)) s)"
+gb_log "gatebench load -R $RATE -c $CONNS -d $DURATION --warmup $WARMUP --metrics 127.0.0.1:$metrics_port --remote-write $prom_url/api/v1/write (~$((warm_s + dur_s + linger_s)) s)"
 load_start=$(gb_now)
 nice -n "$GB_NICE" taskset -c "$GEN_CORE" "$GATEBENCH" load "http://127.0.0.1:$GB_SERVE_PORT/" \
   -R "$RATE" -c "$CONNS" -t 1 -d "$DURATION" --warmup "$WARMUP" \
   --metrics "127.0.0.1:$metrics_port" --metrics-label "scenario=$SCENARIO" --metrics-linger "$LINGER" \
+  --remote-write "$prom_url/api/v1/write" --remote-write-interval "$REMOTE_WRITE_INTERVAL" \
   --json "$record" </dev/null >"$run/load-report.txt" 2>"$GB_TMP/load.err" &
 load_pid=$!
 gb_track_pid "$load_pid"
@@ -161,6 +175,7 @@ load_rc=0
 wait "$load_pid" || load_rc=$?
 load_exit=$(gb_now)
 gb_untrack_pid "$load_pid"
+cp "$GB_TMP/load.err" "$run/load-stderr.txt"
 [[ $load_rc -eq 0 ]] || { cat "$GB_TMP/load.err" >&2; gb_die "gatebench load exited with status $load_rc"; }
 [[ -s $record ]] || gb_die "gatebench load wrote no record"
 sleep 2  # the scrape that finds the endpoint gone, and the TSDB's head caught up
@@ -173,6 +188,8 @@ sleep 2  # the scrape that finds the endpoint gone, and the TSDB's head caught u
   printf 'prometheus_version\t%s\nload_start_unix\t%s\nload_exit_unix\t%s\n' \
     "$prom_version" "$load_start" "$load_exit"
   printf 'gatebench\t%s\n' "$("$GATEBENCH" --version 2>/dev/null | head -n1)"
+  printf 'remote_write\t1\nremote_write_interval\t%s\nscrape_instance\t127.0.0.1:%s\nremote_instance\t%s\nload_seconds\t%s\n' \
+    "$REMOTE_WRITE_INTERVAL" "$metrics_port" "$(uname -n)" "$((warm_s + dur_s))"
 } >"$run/params.tsv"
 
 python3 "$here/prometheus_check.py" query "$prom_url" "$run"

@@ -27,7 +27,7 @@ import urllib.parse
 import urllib.request
 
 JOB = "gatebench"
-# The exported histogram's upper bounds, seconds (crates/loadgen/src/metrics.rs, BUCKETS).
+# The exported histogram's upper bounds, seconds (crates/loadgen/src/metrics/mod.rs, BUCKETS).
 BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]
 # What Grafana fills in for its own variables when the check sends a dashboard's expr.
 GRAFANA_BUILTINS = {"__rate_interval": "10s", "__interval": "1s", "__range": "60s", "__interval_ms": "1000",
@@ -69,13 +69,23 @@ def windows(run):
             "end_eval": end_eval, "whole": whole, "up_eval": up_eval, "up_range": up_range, "mid": mid}
 
 
-def sel(extra=""):
+def sel(extra="", instance=None):
     s = f'job="{JOB}"'
+    if instance is not None:
+        s += f',instance="{instance}"'
     return "{" + s + ("," + extra if extra else "") + "}"
+
+
+def with_remote_write(run):
+    """Whether the run also pushed by remote write (and scraped the protobuf form, native
+    histograms on): runs from before that have neither."""
+    return params(run).get("remote_write") == "1"
 
 
 def queries(run):
     """name -> (PromQL, evaluation time, what it is)."""
+    if with_remote_write(run):
+        return queries_v2(run)
     w, p = windows(run), params(run)
     rng = f"{w['whole']}s"
     rate_window = p.get("rate_window", "10s")
@@ -112,6 +122,62 @@ def queries(run):
         "scrape_samples": (f"max_over_time(scrape_samples_scraped{sel()}[{rng}])", w["end_eval"],
                            "samples per scrape"),
     }
+
+
+def queries_v2(run):
+    """The queries of a run with remote write and a protobuf scrape (native histograms on):
+    the scraped series (instance = the metrics address), whose latency is a native histogram,
+    and the remote-written ones (instance = the host's name), whose latency is the classic
+    buckets."""
+    w, p = windows(run), params(run)
+    rng = f"{w['whole']}s"
+    rate_window = p.get("rate_window", "10s")
+    sc, rw = p["scrape_instance"], p["remote_instance"]
+    m = 'phase="measurement"'
+    ok = m + ',outcome="ok"'
+    wu = 'phase="warmup"'
+    out = {}
+    for pre, inst, src in (("", sc, "scraped"), ("rw_", rw, "remote-written")):
+        s = lambda extra="": sel(extra, inst)  # noqa: E731
+        out.update({
+            pre + "requests_total": (f"sum(max_over_time(gatebench_requests_total{s(m)}[{rng}]))", w["end_eval"],
+                                     f"requests of the measurement, every outcome ({src})"),
+            pre + "requests_ok": (f"sum(max_over_time(gatebench_requests_total{s(ok)}[{rng}]))", w["end_eval"],
+                                  f"ok requests of the measurement ({src})"),
+            pre + "requests_warmup": (f"sum(max_over_time(gatebench_requests_total{s(wu)}[{rng}]))", w["end_eval"],
+                                      f"requests of the warm-up, every outcome ({src})"),
+            pre + "requests_run": (f"sum(max_over_time(gatebench_requests_total{s()}[{rng}]))", w["end_eval"],
+                                   f"requests of the whole run, both phases ({src})"),
+            pre + "rate_ok_mid": (f"sum(rate(gatebench_requests_total{s(ok)}[{rate_window}]))", w["mid"],
+                                  f"ok responses per second over the window ending mid-measurement ({src})"),
+            pre + "phase_max": (f"max(max_over_time(gatebench_phase{s()}[{rng}]))", w["end_eval"],
+                                f"the last phase ({src}; 2: done)"),
+        })
+    # The native histogram (scraped), as an instant vector 1.5 s before the load's exit: within
+    # the linger, when the endpoint still served the final figures. (Prometheus 2.42's
+    # *_over_time functions, last_over_time included, do not take native histograms.)
+    nat = f"gatebench_request_duration_seconds{sel(m, sc)}"
+    t = w["exit"] - 1.5
+    out["native_count"] = (f"histogram_count({nat})", t, "the native histogram's count (scraped)")
+    out["native_sum"] = (f"histogram_sum({nat})", t, "the native histogram's sum (scraped)")
+    for q in (50, 90, 99):
+        out[f"native_p{q}"] = (f"histogram_quantile({q / 100:g}, {nat})", t,
+                               f"p{q} from the native histogram (scraped)")
+    # The classic buckets (remote-written).
+    out["rw_latency_count"] = (f"sum(max_over_time(gatebench_request_duration_seconds_count{sel(m, rw)}[{rng}]))",
+                               w["end_eval"], "latency values of the measurement (remote-written _count)")
+    out["rw_buckets_final"] = (f"max by (le) (max_over_time(gatebench_request_duration_seconds_bucket{sel(m, rw)}[{rng}]))",
+                               w["end_eval"], "the measurement's final cumulative buckets (remote-written)")
+    for q in (50, 90, 99):
+        out[f"rw_p{q}"] = (f"histogram_quantile({q / 100:g}, max by (le) (max_over_time("
+                           f"gatebench_request_duration_seconds_bucket{sel(m, rw)}[{rng}])))",
+                           w["end_eval"], f"p{q} from the final classic buckets (remote-written)")
+    out["up_sum"] = (f"sum_over_time(up{sel()}[{w['up_range']}s])", w["up_eval"], "successful scrapes while the endpoint was up")
+    out["up_count"] = (f"count_over_time(up{sel()}[{w['up_range']}s])", w["up_eval"], "scrapes while the endpoint was up")
+    out["scrape_samples"] = (f"max_over_time(scrape_samples_scraped{sel()}[{rng}])", w["end_eval"], "samples per scrape")
+    out["rw_samples"] = (f"count_over_time(gatebench_phase{sel('', rw)}[{rng}])", w["end_eval"],
+                         "remote-written samples of gatebench_phase (one per push)")
+    return out
 
 
 def api(base, path, args):
@@ -246,9 +312,132 @@ def comparisons(run):
     return rows
 
 
+# The native histogram's schema (crates/loadgen/src/metrics/native.rs): bucket i holds
+# (2^((i-1)/8), 2^(i/8)] seconds.
+SCHEMA = 3
+
+
+def native_index(v):
+    """The index of the native bucket that holds v seconds (v > 0)."""
+    i = math.ceil(math.log2(v) * 2 ** SCHEMA)
+    if v > 2 ** (i / 2 ** SCHEMA):
+        i += 1
+    elif v <= 2 ** ((i - 1) / 2 ** SCHEMA):
+        i -= 1
+    return i
+
+
+def native_edges(i):
+    return 2 ** ((i - 1) / 2 ** SCHEMA), 2 ** (i / 2 ** SCHEMA)
+
+
+def comparisons_v2(run):
+    """The checks of a run with remote write and a protobuf scrape: one row each, as
+    comparisons()."""
+    rec, p = record(run), params(run)
+    meas = rec["measurement"]
+    warm = rec.get("warmup")
+    conns = rec["config"]["connections"]
+    rows = []
+    n = lambda x: "none" if x is None else f"{x:.0f}"  # noqa: E731
+    run_total = meas["requests"] + (warm["requests"] if warm else 0)
+    target = float(p["rate"])
+    tol = float(p["rate_tolerance"])
+    for pre, src in (("rw_", "remote write"), ("", "scrape (protobuf)")):
+        got = scalar(run, pre + "requests_run")
+        rows.append((f"{src}: requests of the whole run (both phases)", n(got), f"{run_total}", "exact (equal)",
+                     got is not None and got == run_total))
+        got_m = scalar(run, pre + "requests_total")
+        got_w = scalar(run, pre + "requests_warmup") if warm else 0.0
+        moved = None if got_m is None else got_m - meas["requests"]
+        moved_w = None if got_w is None else (warm["requests"] if warm else 0) - got_w
+        ok = moved is not None and moved == moved_w and 0 <= moved <= conns
+        rows.append((f"{src}: requests of the measurement (every outcome)", n(got_m), f"{meas['requests']}",
+                     f"the record's + the warm-up's requests in flight at its end (0 to {conns}, the same "
+                     f"number the warm-up's series lacks): {moved_w if moved_w is not None else '?':.0f}", ok))
+        got = scalar(run, pre + "requests_ok")
+        want = meas["outcomes"]["ok"]
+        ok = got is not None and moved is not None and 0 <= got - want <= moved
+        rows.append((f"{src}: ok requests of the measurement", n(got), f"{want}",
+                     f"the record's + 0 to {moved if moved is not None else '?':.0f} (those in flight)", ok))
+        if pre == "rw_":
+            got = scalar(run, "rw_latency_count")
+            want = meas["latency"]["count"]
+            ok = got is not None and moved is not None and 0 <= got - want <= moved
+            rows.append((f"{src}: latency values of the measurement (`_count`)", n(got), f"{want}",
+                         f"the record's + 0 to {moved if moved is not None else '?':.0f} (those in flight)", ok))
+            rw_moved = moved
+        got = scalar(run, pre + "rate_ok_mid")
+        rows.append((f"{src}: rate(ok[{p.get('rate_window', '10s')}]) mid-measurement",
+                     "none" if got is None else f"{got:.1f}/s", f"target {target:g}/s",
+                     f"within ±{tol * 100:g} % of the target", got is not None and abs(got - target) <= tol * target))
+        got = scalar(run, pre + "phase_max")
+        rows.append((f"{src}: last phase (gatebench_phase)", "none" if got is None else f"{got:g}", "2 (done)",
+                     "equal: the final figures arrived", got == 2))
+    # Classic buckets, remote-written: the quantile within the bucket holding the record's.
+    for q in (50.0, 90.0, 99.0):
+        got, want = scalar(run, f"rw_p{int(q)}"), pct(rec, q)
+        lo, hi = bucket_of(want)
+        hi_s = "+Inf" if math.isinf(hi) else f"{hi * 1e3:g} ms"
+        rows.append((f"remote write: p{int(q)} (histogram_quantile over the final classic buckets)", fmt_s(got),
+                     fmt_s(want), f"in gatebench's p{int(q)} bucket ({lo * 1e3:g} ms, {hi_s}]",
+                     got is not None and want is not None and lo < got <= hi))
+    # The native histogram, scraped.
+    got = scalar(run, "native_count")
+    want = meas["latency"]["count"]
+    moved = scalar(run, "requests_total")
+    moved = None if moved is None else moved - meas["requests"]
+    ok = got is not None and moved is not None and 0 <= got - want <= moved
+    rows.append(("native histogram: count (histogram_count)", n(got), f"{want}",
+                 f"the record's + 0 to {moved if moved is not None else '?':.0f} (those in flight)", ok))
+    got = scalar(run, "native_sum")
+    want_sum = meas["latency"]["mean_ms"] * meas["latency"]["count"] / 1e3
+    ok = got is not None and abs(got - want_sum) <= 0.005 * want_sum
+    rows.append(("native histogram: sum (histogram_sum)", "none" if got is None else f"{got:.3f} s",
+                 f"{want_sum:.3f} s (mean × count)", "within 0.5 % (values at their sub-bucket's top, and those in flight)", ok))
+    for q in (50.0, 90.0, 99.0):
+        got, want = scalar(run, f"native_p{int(q)}"), pct(rec, q)
+        if got is None or want is None or got <= 0:
+            rows.append((f"native histogram: p{int(q)} (histogram_quantile)", fmt_s(got), fmt_s(want),
+                         "within one native bucket", False))
+            continue
+        gi, wi = native_index(got), native_index(want)
+        lo, hi = native_edges(wi)
+        rows.append((f"native histogram: p{int(q)} (histogram_quantile)", fmt_s(got), fmt_s(want),
+                     f"within one native bucket of gatebench's ({lo * 1e3:.3f} ms, {hi * 1e3:.3f} ms]: "
+                     f"{gi - wi:+d} bucket{'s' if abs(gi - wi) != 1 else ''}", abs(gi - wi) <= 1))
+    s_, c = scalar(run, "up_sum"), scalar(run, "up_count")
+    rows.append(("scrapes that succeeded while the endpoint was up", "none" if s_ is None else f"{s_:.0f} of {c:.0f}",
+                 "every one", "all (up == 1)", s_ is not None and c is not None and c > 0 and s_ == c))
+    err = os.path.join(run, "load-stderr.txt")
+    said = []
+    if os.path.isfile(err):
+        with open(err, encoding="utf-8") as f:
+            said = [l.strip() for l in f if "--remote-write" in l]
+    pushes = scalar(run, "rw_samples")
+    rows.append(("remote-write pushes Prometheus took (gatebench_phase samples)", n(pushes),
+                 "no failure said on stderr" if not said else "; ".join(said),
+                 "at least one a second of load, none failed", pushes is not None and not said
+                 and pushes >= float(p.get("load_seconds", 0))))
+    dash = os.path.join(run, "dashboard-check.tsv")
+    if os.path.isfile(dash):
+        with open(dash, encoding="utf-8") as f:
+            lines = [l.rstrip("\n").split("\t") for l in f if l.strip()]
+        body = lines[1:]
+        bad = [l for l in body if l[-1] != "ok"]
+        rows.append(("Grafana dashboard: structure, every expr accepted by Prometheus, every metric exported",
+                     f"{len(body) - len(bad)} of {len(body)} items ok", "—",
+                     "no PromQL error, no unknown metric or variable", not bad and bool(body)))
+    return rows
+
+
+def checks(run):
+    return comparisons_v2(run) if with_remote_write(run) else comparisons(run)
+
+
 def cmd_tsv(run):
     print("check\tpromql\tgatebench\tbound\tpass")
-    for r in comparisons(run):
+    for r in checks(run):
         print("\t".join(r[:4]) + "\t" + ("pass" if r[4] else "FAIL"))
     return 0
 
@@ -257,14 +446,25 @@ def cmd_summary(run):
     rec, p = record(run), params(run)
     stamp = os.path.basename(run.rstrip("/")).removeprefix("prometheus-check-")
     date, t = stamp.split("T")
-    rows = comparisons(run)
+    rows = checks(run)
     print(f"# Prometheus check, {date}T{t[:2]}:{t[2:4]}Z")
     print()
-    print(f"gatebench {rec['tool']['version']} against `gatebench serve echo --delay {p['delay']}`; "
-          f"`gatebench load -R {p['rate']} -c {p['conns']} -d {p['duration']} --warmup {p['warmup']} "
-          f"--metrics … --metrics-linger {p['linger']}`, scraped every {p['scrape_interval']} by "
-          f"{p['prometheus_version']}. Raw data: `prometheus-check-{stamp}/` (record, PromQL answers), "
-          f"comparisons: `prometheus-check-{stamp}.tsv`.")
+    if with_remote_write(run):
+        print(f"gatebench {rec['tool']['version']} against `gatebench serve echo --delay {p['delay']}`; "
+              f"`gatebench load -R {p['rate']} -c {p['conns']} -d {p['duration']} --warmup {p['warmup']} "
+              f"--metrics … --metrics-linger {p['linger']} --remote-write …/api/v1/write`: scraped every "
+              f"{p['scrape_interval']} (the protobuf exposition: native histograms on) and pushed to by remote "
+              f"write every {p.get('remote_write_interval', '1s')}, into one {p['prometheus_version']} "
+              f"(`--enable-feature=native-histograms --web.enable-remote-write-receiver`). Scraped series: "
+              f"instance `{p['scrape_instance']}`; remote-written: instance `{p['remote_instance']}`. "
+              f"Raw data: `prometheus-check-{stamp}/` (record, PromQL answers), "
+              f"comparisons: `prometheus-check-{stamp}.tsv`.")
+    else:
+        print(f"gatebench {rec['tool']['version']} against `gatebench serve echo --delay {p['delay']}`; "
+              f"`gatebench load -R {p['rate']} -c {p['conns']} -d {p['duration']} --warmup {p['warmup']} "
+              f"--metrics … --metrics-linger {p['linger']}`, scraped every {p['scrape_interval']} by "
+              f"{p['prometheus_version']}. Raw data: `prometheus-check-{stamp}/` (record, PromQL answers), "
+              f"comparisons: `prometheus-check-{stamp}.tsv`.")
     print()
     print("### Checks")
     print()
@@ -276,6 +476,10 @@ def cmd_summary(run):
     print("- buckets of the exported histogram (upper bounds, s): "
           + ", ".join(f"{b:g}" for b in BUCKETS) + ", +Inf; a quantile from them is interpolated "
           "linearly within the bucket that holds it, so one bucket is the bound")
+    if with_remote_write(run):
+        print(f"- the native histogram: schema {SCHEMA}, bucket i = (2^((i-1)/8), 2^(i/8)] s, each about 9 % wider "
+              "than the one below; PromQL's quantile is interpolated within a bucket, so one bucket either side "
+              "is the bound")
     n = scalar(run, "scrape_samples")
     if n is not None:
         print(f"- samples per scrape: {n:.0f}")

@@ -35,6 +35,8 @@
 //! - `target`: the URL, parsed and resolved; HTTP token syntax.
 //! - [`stats`]: histograms and counters, exact merging, summaries.
 //! - [`hlog`]: HdrHistogram interval logs.
+//! - [`metrics`]: the live figures for Prometheus: scraped (text, or protobuf with native
+//!   histograms) and pushed by remote write.
 //! - [`run`](mod@run): orchestration, the live view, the report and its self-check.
 //! - [`probe`](mod@probe): the correctness probe before the load.
 //! - [`limits`]: the open-files check.

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
-use gatebench_loadgen::metrics::{LiveMetrics, MetricsServer};
+use gatebench_loadgen::metrics::{LiveMetrics, MetricsServer, RemoteWrite};
 use gatebench_loadgen::start::Anchor;
 use gatebench_loadgen::{
     Arrival, ArrivalProgram, IntervalView, LoadConfig, LoadSpec, Mix, Protocol, RateProgram,
@@ -66,10 +66,13 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
             gatebench_loadgen::metrics::MAX_LABELS
         );
     }
+    // One set of live figures for the scrape and the pushes.
+    let live_metrics = (args.metrics.is_some() || args.remote_write.is_some())
+        .then(|| LiveMetrics::new(&args.metrics_labels));
     let metrics = args
         .metrics
-        .map(|addr| -> Result<_> {
-            let live = LiveMetrics::new(&args.metrics_labels);
+        .zip(live_metrics.clone())
+        .map(|(addr, live)| -> Result<_> {
             let server = MetricsServer::start(addr, live.clone())
                 .with_context(|| format!("--metrics: cannot listen on {addr}"))?;
             Ok((live, server))
@@ -81,6 +84,15 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
     if let Some((_, server)) = &metrics {
         eprintln!("Metrics: http://{}/metrics", server.addr());
     }
+    // Started after the probe: nothing is pushed before the load. An endpoint that is down is
+    // found by the first push, said once, and does not stop the run.
+    let remote = match (&args.remote_write, &live_metrics) {
+        (Some(url), Some(live)) => Some(
+            RemoteWrite::start(url.clone(), args.remote_write_interval, live.clone())
+                .context("--remote-write: cannot start its thread")?,
+        ),
+        _ => None,
+    };
     let text_to_stderr = matches!(json_out, Some(Output::Stdout));
     let live = !args.quiet && std::io::stderr().is_terminal();
     eprintln!("{}", banner(&config, shard.as_ref()));
@@ -132,7 +144,7 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
             anchor,
             // A shard's record carries its seconds, histograms included, for the merge.
             timeline: shard.is_some(),
-            metrics: metrics.as_ref().map(|(live, _)| live.clone()),
+            metrics: live_metrics.clone(),
         },
     )?;
     let mut output = output;
@@ -172,6 +184,31 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
             "gatebench: {failed} of {} thresholds failed",
             output.report.thresholds.len()
         );
+    }
+    if let Some(r) = remote {
+        // The last push, of the final figures; a dead endpoint fails it at once, a slow one
+        // holds the exit up at most this long.
+        let stats = r.finish(Duration::from_secs(15));
+        if stats.failed > 0 || stats.dropped > 0 || stats.unfinished {
+            eprintln!(
+                "gatebench: --remote-write: {} of {} pushes failed{}{}",
+                stats.failed,
+                stats.failed + stats.pushed,
+                if stats.dropped > 0 {
+                    format!(
+                        ", {} copies of the figures dropped (queue full)",
+                        stats.dropped
+                    )
+                } else {
+                    String::new()
+                },
+                if stats.unfinished {
+                    "; the last push had not finished after 15 s"
+                } else {
+                    ""
+                }
+            );
+        }
     }
     if let Some(out) = json_out.as_mut() {
         let json =

@@ -17,6 +17,48 @@ fn bad_arguments_exit_2_with_one_line_before_any_load() {
     for (args, want) in [
         (vec!["load", "not a url"], "invalid URL"),
         (vec!["load", "ftp://127.0.0.1/"], "unsupported scheme"),
+        (
+            vec!["load", "http://127.0.0.1:1/", "--remote-write", "not a url"],
+            "--remote-write",
+        ),
+        (
+            vec![
+                "load",
+                "http://127.0.0.1:1/",
+                "--remote-write",
+                "localhost:9090",
+            ],
+            "expected an http:// URL",
+        ),
+        (
+            vec![
+                "load",
+                "http://127.0.0.1:1/",
+                "--remote-write",
+                "https://127.0.0.1:9090/api/v1/write",
+            ],
+            "over TLS (https) is not supported",
+        ),
+        (
+            vec![
+                "load",
+                "http://127.0.0.1:1/",
+                "--remote-write",
+                "http://127.0.0.1:99999/api/v1/write",
+            ],
+            "not a TCP port",
+        ),
+        (
+            vec![
+                "load",
+                "http://127.0.0.1:1/",
+                "--remote-write",
+                "http://127.0.0.1:9090/api/v1/write",
+                "--remote-write-interval",
+                "100ms",
+            ],
+            "at least 1s",
+        ),
         (vec!["load", "http://127.0.0.1:1/", "-R", "0"], "--rate"),
         (vec!["load", "http://127.0.0.1:1/", "-d", "-5s"], "-5s"),
         (vec!["load", "http://127.0.0.1:1/", "-d", "soon"], "soon"),
@@ -478,22 +520,38 @@ fn metrics_scraped_after_the_run_equal_the_record() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn gatebench load");
-    let mut url = String::new();
-    for line in BufReader::new(child.stderr.take().unwrap()).lines() {
-        let line = line.unwrap();
-        if let Some(u) = line.strip_prefix("Metrics: ") {
-            url = u.to_owned();
-            break;
+    // stderr is read to its end on a thread of its own: closing it after the `Metrics:` line
+    // made the child's next line (the banner) fail, and the child end without a record.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr_pipe = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in BufReader::new(stderr_pipe).lines() {
+            let line = line.unwrap_or_default();
+            if let Some(u) = line.strip_prefix("Metrics: ") {
+                let _ = tx.send(u.to_owned());
+            }
+            all.push_str(&line);
+            all.push('\n');
         }
-    }
+        all
+    });
+    let url = rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .unwrap_or_default();
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
-    // The record is written before the linger starts.
+    // The record is written before the linger starts; a child that ends first has failed.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let record: serde_json::Value = loop {
         if let Ok(text) = std::fs::read_to_string(&json) {
             if let Ok(v) = serde_json::from_str(&text) {
                 break v;
             }
         }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("gatebench load ended ({status}) without a record");
+        }
+        assert!(std::time::Instant::now() < deadline, "no record after 60 s");
         std::thread::sleep(std::time::Duration::from_millis(100));
     };
     let addr = url
@@ -507,6 +565,7 @@ fn metrics_scraped_after_the_run_equal_the_record() {
     c.read_to_string(&mut text).unwrap();
     kill(&child, Signal::INT);
     let _ = child.wait();
+    let _ = reader.join();
     let value = |series: &str| -> u64 {
         text.lines()
             .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
@@ -539,6 +598,63 @@ fn metrics_scraped_after_the_run_equal_the_record() {
         w["latency"]["count"].as_u64().unwrap() + m["latency"]["count"].as_u64().unwrap();
     assert_eq!(count, record_count);
     assert_eq!(value("gatebench_phase{scenario=\"echo\"}"), 2);
+}
+
+/// `--remote-write` to a port that refuses: said once on stderr, counted, and the run goes on
+/// to its end and its report, exit 0.
+#[test]
+fn remote_write_to_a_refusing_port_is_said_once_and_the_run_goes_on() {
+    let _shared = support::shared();
+    let echo = EchoChild::start(&[]);
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let url = format!("http://{closed}/api/v1/write");
+    let t = std::time::Instant::now();
+    let o = gatebench(&[
+        "load",
+        &echo.url,
+        "-c",
+        "2",
+        "-d",
+        "3s",
+        "-q",
+        "--remote-write",
+        &url,
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        t.elapsed()
+    );
+    let said: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("the run goes on"))
+        .collect();
+    assert_eq!(said.len(), 1, "said once:\n{err}");
+    assert!(
+        said[0].contains(&url) && said[0].contains("refused"),
+        "{err}"
+    );
+    // The tally at the end: a push a second and the last, every one failed.
+    let tally = err
+        .lines()
+        .find(|l| l.contains("pushes failed"))
+        .unwrap_or_else(|| panic!("a tally in\n{err}"));
+    let (failed, of) = tally
+        .split_once(" of ")
+        .map(|(a, b)| {
+            (
+                a.rsplit(' ').next().unwrap().parse::<u64>().unwrap(),
+                b.split(' ').next().unwrap().parse::<u64>().unwrap(),
+            )
+        })
+        .unwrap();
+    assert!(failed >= 3 && failed == of, "{tally}");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Requests/sec"));
 }
 
 /// The capacity search against an echo with a hard limit: 4 connections to a backend that

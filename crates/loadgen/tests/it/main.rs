@@ -5,6 +5,7 @@ mod support;
 
 mod accounting;
 mod errors;
+mod metrics;
 mod mixes;
 mod models;
 mod programs;

@@ -18,6 +18,7 @@ correction, as in wrk2).\n\nDurations are a number of seconds or e.g. 250ms, 30s
 Out-of-range values are refused before anything is sent.\n\nExit status: 0 done, 1 the correctness probe failed, 2 bad arguments \
 or another error, 99 a --threshold failed, 130 interrupted."
 )]
+#[command(group(clap::ArgGroup::new("live").args(["metrics", "remote_write"]).multiple(true)))]
 pub struct LoadArgs {
     /// Target URL, e.g. http://127.0.0.1:8688/
     pub url: String,
@@ -163,19 +164,30 @@ pub struct LoadArgs {
     #[arg(long, value_name = "FILE", requires = "find_max")]
     pub svg: Option<PathBuf>,
     /// Serve the run's live figures for Prometheus on ADDRESS (e.g. 127.0.0.1:9464):
-    /// `GET /metrics`, text exposition format, updated once a second: requests sent and
-    /// finished by outcome, a latency histogram, target and achieved rate, in-flight requests,
-    /// the phase and the generator's CPU time.
+    /// `GET /metrics`, updated once a second: requests sent and finished by outcome, a latency
+    /// histogram, target and achieved rate, in-flight requests, the phase and the generator's
+    /// CPU time. Text exposition format; the protobuf one, with a native histogram beside the
+    /// classic buckets, when the scraper asks for it (Prometheus with native histograms on).
     #[arg(long, value_name = "ADDRESS", help_heading = "Live metrics")]
     pub metrics: Option<std::net::SocketAddr>,
-    /// A label every series of --metrics carries, NAME=VALUE (e.g. scenario=proxy).
+    /// A label every series of --metrics and --remote-write carries, NAME=VALUE (e.g.
+    /// scenario=proxy).
     /// Repeatable.
-    #[arg(long = "metrics-label", value_name = "NAME=VALUE", value_parser = parse_label, requires = "metrics", help_heading = "Live metrics")]
+    #[arg(long = "metrics-label", value_name = "NAME=VALUE", value_parser = parse_label, requires = "live", help_heading = "Live metrics")]
     pub metrics_labels: Vec<(String, String)>,
     /// Keep serving --metrics this long after the run ends, so that a scraper's next scrape
     /// sees the final figures.
     #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration, requires = "metrics", help_heading = "Live metrics")]
     pub metrics_linger: std::time::Duration,
+    /// Push the same figures by Prometheus remote write 1.0 to URL (an http:// endpoint, e.g.
+    /// http://127.0.0.1:9090/api/v1/write; no TLS), every --remote-write-interval and once at
+    /// the end, from a thread of its own: an endpoint that is down or refuses is said once on
+    /// stderr and counted, and the run goes on. Labels: --metrics-label, job and instance.
+    #[arg(long, value_name = "URL", value_parser = parse_remote_write, help_heading = "Live metrics")]
+    pub remote_write: Option<gatebench_loadgen::metrics::RemoteWriteUrl>,
+    /// How often --remote-write pushes (at least 1s; the figures change once a second).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = parse_remote_write_interval, requires = "remote_write", help_heading = "Live metrics")]
+    pub remote_write_interval: std::time::Duration,
     /// A pass/fail condition on the run, k6-style: `METRIC OP LIMIT [over DURATION] [abort]`,
     /// e.g. 'p99<50ms', 'errors<0.1%', 'rate>=0.99*target over 10s', 'p99<100ms over 5s abort'.
     /// Judged on the whole measurement at the end and, with `over`, on every full window while
@@ -272,6 +284,20 @@ fn parse_label(s: &str) -> Result<(String, String), String> {
         .ok_or_else(|| format!("'{s}': expected NAME=VALUE"))?;
     gatebench_loadgen::metrics::check_label(k)?;
     Ok((k.to_owned(), v.to_owned()))
+}
+
+fn parse_remote_write(s: &str) -> Result<gatebench_loadgen::metrics::RemoteWriteUrl, String> {
+    s.parse()
+}
+
+fn parse_remote_write_interval(s: &str) -> Result<std::time::Duration, String> {
+    let d = parse_duration(s).map_err(|e| e.to_string())?;
+    if d < std::time::Duration::from_secs(1) {
+        return Err(format!(
+            "'{s}': at least 1s (the figures change once a second)"
+        ));
+    }
+    Ok(d)
 }
 
 fn parse_threshold(s: &str) -> Result<Threshold, String> {
