@@ -16,8 +16,10 @@
 # reopened as the proxy closes them), SIZE (4194304: the echo's GET answer, which slow readers
 # ask for), SETTLE (45 s after the attacks: more than the timers and the 30 s upstream pool idle
 # timeout), SHAPES (every shape of hostile_clients.py but the connection flood, which HOLD
-# replaces), ATTACKERS (idle: the attack clients under SCHED_IDLE; nice19: at nice 19, as
-# before), GATEBENCH, KEEP_TMP.
+# replaces), PACE (0.1 s: the least time between the starts of two runs of one shape, at most 10
+# runs a second each; a PING flood ends within a millisecond at the GOAWAY, and unpaced it
+# became a flood of ~5,500 new connections a second), ATTACKERS (idle: the attack clients under
+# SCHED_IDLE; nice19: at nice 19, as before), GATEBENCH, KEEP_TMP.
 # Layout: the proxy alone on core 0; the echo, the legitimate load and the attack clients on
 # core 1, the attack clients under SCHED_IDLE (`chrt --idle 0`). Real attackers run on other
 # machines: on a 2-core box, Python attack loops at normal priority took the generator's (and
@@ -44,6 +46,7 @@ MAXCONN=${MAXCONN:-512}
 HOLD=${HOLD:-400}
 SIZE=${SIZE:-4194304}
 SETTLE=${SETTLE:-45}
+PACE=${PACE:-0.1}
 SHAPES=${SHAPES:-idle-h2-preface stalled-h2-body slow-reader-h1 slow-reader-h2 rapid-reset ping-flood trickled-head}
 ATTACKERS=${ATTACKERS:-idle}
 case $ATTACKERS in
@@ -54,6 +57,7 @@ esac
 for v in DURATION QUIET RATE CONNS TIMER MAXCONN HOLD SIZE SETTLE; do
   [[ ${!v} =~ ^[1-9][0-9]*$ ]] || gb_die "$v must be a positive integer, got '${!v}'"
 done
+[[ $PACE =~ ^[0-9]+(\.[0-9]+)?$ ]] || gb_die "PACE must be a number of seconds, got '$PACE'"
 ((HOLD + CONNS < MAXCONN)) || gb_die "HOLD + CONNS must stay under MAXCONN (the legitimate load needs room)"
 
 gb_init
@@ -95,16 +99,15 @@ cpu0=$(gb_proc_cpu_secs "$PROXY")
 end=$(($(date +%s) + DURATION))
 attack_pids=()
 for shape in $SHAPES; do
-  (
-    while (($(date +%s) < end)); do
-      "${attacker[@]}" python3 "$here/hostile_clients.py" "$shape" soak "$PORT" "$PORT" 15 >>"$GB_TMP/attacks.tsv" 2>/dev/null || true
-    done
-  ) &
+  # One process per shape, repeating it until the end (UNTIL), a run at most every PACE
+  # seconds: no process start per attack.
+  UNTIL=$end PACE=$PACE "${attacker[@]}" python3 "$here/hostile_clients.py" "$shape" soak "$PORT" "$PORT" 15 \
+    >>"$GB_TMP/attacks-$shape.tsv" 2>/dev/null &
   attack_pids+=("$!")
   gb_track_pid "$!"
 done
 HOLD=$HOLD "${attacker[@]}" python3 "$here/hostile_clients.py" hold-connections soak "$PORT" "$PORT" "$DURATION" \
-  >>"$GB_TMP/attacks.tsv" 2>/dev/null &
+  >>"$GB_TMP/attacks-hold.tsv" 2>/dev/null &
 attack_pids+=("$!")
 gb_track_pid "$!"
 load "$DURATION" "$GB_TMP/soak.json" &
@@ -117,6 +120,7 @@ done
 wait "$load_pid" || true
 printf 'metric\tattack\tproxy_cpu_seconds\t%s\t\n' "$(awk -v a="$(gb_proc_cpu_secs "$PROXY")" -v b="$cpu0" 'BEGIN { printf "%.2f", a - b }')" >>"$out"
 for pid in "${attack_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+cat "$GB_TMP"/attacks-*.tsv >"$GB_TMP/attacks.tsv"
 gb_log "attacks over; settling ${SETTLE}s"
 sleep "$SETTLE"
 sample after

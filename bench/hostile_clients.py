@@ -11,6 +11,9 @@ HTTP/2 frames are written by hand (RFC 9113 §4; HPACK literals without indexing
 §6.2.2), so no library decides what goes on the wire.
 
     hostile_clients.py SHAPE TARGET_NAME H1_PORT H2C_PORT [CAP_SECONDS]
+
+With UNTIL=<Unix seconds> in the environment, the shape is repeated until then (one line each),
+each run starting PACE seconds (default 0) or more after the one before.
 """
 
 import os
@@ -387,11 +390,24 @@ SHAPES = {
 def main():
     shape, target, h1, h2c = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     cap = float(sys.argv[5]) if len(sys.argv) > 5 else 15.0
-    try:
-        outcome, seconds, count, detail = SHAPES[shape](h1, h2c, cap)
-    except Exception as error:  # a shape that broke is a result too, never a crash of the run
-        outcome, seconds, count, detail = "error", 0.0, 0, repr(error)[:80]
-    print("\t".join([shape, target, outcome, "%.2f" % seconds, str(count), detail]))
+    # UNTIL (Unix seconds): repeat the shape in this process until then, one line per run. A
+    # soak's attacks then cost no process start per run: starting Python is mostly kernel work
+    # (exec, page faults) that the scheduler cannot cut short for the measured processes.
+    # PACE (seconds): the least time from one run's start to the next's, so that a shape that
+    # ends at once (a PING flood cut off by GOAWAY) stays that shape rather than becoming a
+    # flood of new connections.
+    until = float(os.environ.get("UNTIL", "0"))
+    pace = float(os.environ.get("PACE", "0"))
+    while True:
+        started = time.monotonic()
+        try:
+            outcome, seconds, count, detail = SHAPES[shape](h1, h2c, cap)
+        except Exception as error:  # a shape that broke is a result too, never a crash of the run
+            outcome, seconds, count, detail = "error", 0.0, 0, repr(error)[:80]
+        print("\t".join([shape, target, outcome, "%.2f" % seconds, str(count), detail]), flush=True)
+        if time.time() >= until:
+            break
+        time.sleep(max(0.0, pace - (time.monotonic() - started)))
 
 
 if __name__ == "__main__":
