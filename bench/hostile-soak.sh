@@ -21,15 +21,16 @@
 # became a flood of ~5,500 new connections a second), ATTACKERS (idle: the attack clients under
 # SCHED_IDLE; nice19: at nice 19, as before), GATEBENCH, KEEP_TMP.
 # Layout: the proxy alone on core 0; the echo, the legitimate load and the attack clients on
-# core 1, the attack clients under SCHED_IDLE (`chrt --idle 0`). Real attackers run on other
-# machines: on a 2-core box, Python attack loops at normal priority took the generator's (and
-# the proxy's) CPU, and the legitimate p99 then measured the shared box, not the proxy (the
-# runs of 2026-11-28 morning: 4.9 ms against 1.1 ms quiet with every process unpinned). At
-# nice 19 they still delayed each wake-up of the generator and the echo on core 1 by up to a
-# scheduler slice (the kernel lets a running task finish its slice before a woken one of
-# normal priority runs), three times per legitimate request; a SCHED_IDLE task is preempted
-# at once. The attacks still get every cycle the measured processes leave, so the proxy sees
-# them at full force (its CPU seconds are in the results).
+# core 1, the attack clients under SCHED_IDLE (`chrt --idle 0`), each shape one long-lived
+# process. Real attackers run on other machines: on a 2-core box, Python attack loops at normal
+# priority took the generator's (and the proxy's) CPU, and the legitimate p99 then measured the
+# shared box, not the proxy (the runs of 2026-11-28 morning: 4.9 ms against 1.1 ms quiet with
+# every process unpinned). At nice 19 they still delayed the generator's and the echo's
+# wake-ups on core 1 (60 s trials of the same load: p99 5.6 ms at nice 19, 2.2 ms under
+# SCHED_IDLE, which the kernel preempts at once); and a new process per attack run (the
+# harness of those runs) cost kernel time the scheduler cannot cut short. The attacks still get
+# every cycle the measured processes leave, so the proxy sees them at full force (its CPU
+# seconds over the attacks are in the results).
 # Results: bench/results/hostile-soak-<stamp>.tsv (samples every 10 s and the checks) and .md.
 set -euo pipefail
 
