@@ -12,6 +12,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use gatebench_loadgen::metrics::LiveMetrics;
 use gatebench_loadgen::{IntervalView, LoadConfig, LoadSpec, Protocol as LoadProtocol, RunOptions};
 use gatebench_model::LoadReport;
 
@@ -37,12 +38,14 @@ pub trait Driver {
     fn verify(&mut self, config: &LoadConfig) -> Result<(), RunnerError>;
     /// Runs the load; `on_interval` gets the live view once a second (for the display). The
     /// report keeps every second with its latency histogram (`timeline`), which the cell's
-    /// `timeline.csv` and `latency.hlog` are made from. A failure is [`RunnerError::Load`].
+    /// `timeline.csv` and `latency.hlog` are made from; `metrics`, when given, gets its live
+    /// figures (`gatebench run --metrics`). A failure is [`RunnerError::Load`].
     fn load(
         &mut self,
         config: LoadConfig,
         on_interval: &mut dyn FnMut(&IntervalView),
         stop: Arc<AtomicBool>,
+        metrics: Option<Arc<LiveMetrics>>,
     ) -> Result<LoadReport, RunnerError>;
 }
 
@@ -108,6 +111,7 @@ impl Driver for NetDriver {
         config: LoadConfig,
         on_interval: &mut dyn FnMut(&IntervalView),
         stop: Arc<AtomicBool>,
+        metrics: Option<Arc<LiveMetrics>>,
     ) -> Result<LoadReport, RunnerError> {
         gatebench_loadgen::run(
             config,
@@ -117,7 +121,7 @@ impl Driver for NetDriver {
                 stop: Some(stop),
                 anchor: None,
                 timeline: true,
-                metrics: None,
+                metrics,
                 on_second: None,
             },
         )

@@ -48,6 +48,7 @@ pub mod sampler;
 pub mod settle;
 pub mod shards;
 pub mod suite;
+pub mod suite_metrics;
 
 pub use error::RunnerError;
 pub use matrix::{Cell, Plan};

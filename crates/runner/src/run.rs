@@ -22,6 +22,7 @@ use crate::pin::Placement;
 use crate::results::{environment, ResultsDir};
 use crate::settle::{Settling, UntilStable};
 use crate::suite::Suite;
+use crate::suite_metrics::SuiteMetrics;
 
 /// Where the run stands, for the progress display.
 #[derive(Debug)]
@@ -85,6 +86,8 @@ pub struct RunSettings {
     /// `--until-stable`: each load cell repeated, right after itself, until its median
     /// throughput has settled ([`crate::settle`]) or the cap is reached.
     pub until_stable: Option<UntilStable>,
+    /// `--metrics`: the suite's live figures, each load cell's fed as it runs.
+    pub metrics: Option<Arc<SuiteMetrics>>,
 }
 
 /// What a run produced.
@@ -186,6 +189,11 @@ pub fn run_suite(
                 .map(|(_, why)| why.as_str()),
             order: (i + 1) as u32,
             hosts: &settings.hosts,
+            metrics: settings
+                .metrics
+                .as_ref()
+                .filter(|_| cell.kind.is_load())
+                .map(|m| m.begin_cell(suite, cell)),
         };
         let out = run_cell(&ctx, cell, launcher, driver, &mut |e| {
             observer.cell_event(&progress(i), &e)
@@ -202,6 +210,10 @@ pub fn run_suite(
             out.samples_csv.as_deref(),
             out.timeline_csv.as_deref(),
         )?;
+        if let Some(m) = &settings.metrics {
+            m.cell_done(out.record.status == gatebench_model::CellStatus::Failed);
+            m.planned(cells.len());
+        }
         records.push(out.record);
         let record = records.last().expect("just pushed");
         let files = CellFiles {

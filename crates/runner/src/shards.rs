@@ -99,6 +99,8 @@ pub struct ShardedRun<'a> {
     pub deadline: Duration,
     /// The scenario's thresholds, judged on the merged seconds.
     pub thresholds: &'a [Threshold],
+    /// Where the merged seconds' live figures go (`gatebench run --metrics`).
+    pub metrics: Option<Arc<gatebench_loadgen::metrics::LiveMetrics>>,
     /// Where each shard's log is kept.
     pub cell_dir: &'a Path,
     /// Ctrl-C.
@@ -177,7 +179,7 @@ pub fn run(
             }
         }
     }
-    let mut live = live::LiveMerge::new(n, start_unix_s, r.warmup, r.thresholds);
+    let mut live = live::LiveMerge::new(n, start_unix_s, r.warmup, r.thresholds, r.metrics.clone());
     // Set once the shards were asked to stop for a threshold: each then ends with 130.
     let mut interrupted = false;
     let until = Instant::now() + START_LEAD + deadline;

@@ -25,6 +25,7 @@ use crate::signal;
 
 mod args;
 
+pub(crate) use args::parse_label;
 pub use args::{ArrivalSpacing, LoadArgs, ReplayFormatArg, START_AT_TOLERANCE};
 
 /// Runs the subcommand (`--find-max` runs `cmd::find_max` instead, from `main`).

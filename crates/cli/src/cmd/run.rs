@@ -16,6 +16,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Args;
 use gatebench_history::store::fingerprint;
+use gatebench_loadgen::metrics::MetricsServer;
 use gatebench_model::{CellKind, CellRecord, CellStatus};
 use gatebench_report::export::Exporter;
 use gatebench_report::fmt::rate;
@@ -30,6 +31,7 @@ use gatebench_runner::pin::Placement;
 use gatebench_runner::results::{self, ResultsDir};
 use gatebench_runner::settle::{Settling, UntilStable};
 use gatebench_runner::suite::{Intensity, Overrides};
+use gatebench_runner::suite_metrics::SuiteMetrics;
 use gatebench_runner::{Observer, Plan, Progress, RunSettings, RunnerError, Suite};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
 
@@ -139,6 +141,15 @@ pub struct RunArgs {
     /// Replace the version when the history already has it.
     #[arg(long, requires = "history", help_heading = "Release history")]
     pub replace: bool,
+    /// Serve the suite's live figures for Prometheus at ADDRESS (`127.0.0.1:9464`;
+    /// `127.0.0.1:0` picks a free port, printed): the load cell in progress as `gatebench load
+    /// --metrics` serves a run, its series labelled with the suite, the cell and its matrix
+    /// values, and `gatebench_suite_cells{state}` (docs/metrics.md).
+    #[arg(long, value_name = "ADDRESS", help_heading = "Live metrics")]
+    pub metrics: Option<std::net::SocketAddr>,
+    /// A label every series of --metrics carries, NAME=VALUE (repeatable).
+    #[arg(long = "metrics-label", value_name = "NAME=VALUE", value_parser = crate::cmd::load::parse_label, requires = "metrics", help_heading = "Live metrics")]
+    pub metrics_labels: Vec<(String, String)>,
 }
 
 /// Runs the subcommand.
@@ -170,6 +181,30 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             let identity = fingerprint::suite_identity(&suite.to_toml())
                 .map_err(|e| anyhow::anyhow!("the resolved suite: {e}"))?;
             Some(LiveHistory::check(given, &identity, version, args.replace)?)
+        }
+        _ => None,
+    };
+    // The metrics address is taken before anything runs: one in use is one line, exit 2.
+    if let Some((name, _)) = args
+        .metrics_labels
+        .iter()
+        .find(|(k, _)| SuiteMetrics::CELL_LABELS.contains(&k.as_str()))
+    {
+        anyhow::bail!(
+            "--metrics-label {name}: gatebench sets that label itself ({})",
+            SuiteMetrics::CELL_LABELS.join(", ")
+        );
+    }
+    let suite_metrics = args
+        .metrics
+        .map(|_| SuiteMetrics::new(&suite, &args.metrics_labels));
+    let _metrics_server = match (args.metrics, &suite_metrics) {
+        (Some(addr), Some(m)) => {
+            let server = MetricsServer::start(addr, m.clone())
+                .with_context(|| format!("--metrics: cannot listen on {addr}"))?;
+            m.planned(plan.cells.len());
+            println!("Metrics: http://{}/metrics", server.addr());
+            Some(server)
         }
         _ => None,
     };
@@ -208,6 +243,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             confidence: 0.95,
             max_repeats: args.max_repeats,
         }),
+        metrics: suite_metrics,
     };
     let (exporter, _) = Exporter::open(&out_dir)?;
     let mut observer = Sinks {

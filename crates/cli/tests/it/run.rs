@@ -539,3 +539,135 @@ fn thresholds_that_cannot_hold_are_refused_before_the_run() {
     }
     let _ = std::fs::remove_dir_all(tmp);
 }
+
+/// `gatebench run --metrics`: while a suite runs, a scrape shows the load cell in progress
+/// with the suite's labels and the run's progress; an address in use is refused before
+/// anything runs.
+#[test]
+fn a_suite_serves_its_cells_live_figures_for_prometheus() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let _shared = crate::support::shared();
+    let tmp = temp_dir("suite metrics");
+    let suite = r#"[suite]
+name = "live"
+warmup = "0s"
+duration = "3s"
+
+[matrix]
+users = [2]
+sizes = [50]
+delays = ["0ms"]
+
+[[scenario]]
+name = "first"
+backend = { serve = "echo --port {port}" }
+
+[[scenario]]
+name = "second"
+backend = { serve = "echo --port {port}" }
+"#;
+    std::fs::write(tmp.join("suite.toml"), suite).unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gatebench"))
+        .args([
+            "run",
+            "suite.toml",
+            "--out",
+            "out",
+            "--metrics",
+            "127.0.0.1:0",
+        ])
+        .args(["--metrics-label", "team=edge"])
+        .current_dir(&tmp)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().expect("a Metrics: line").unwrap();
+        if let Some(rest) = line.strip_prefix("Metrics: http://") {
+            break rest.trim_end_matches("/metrics").to_owned();
+        }
+    };
+    // Keep reading stdout so the run never blocks on a full pipe.
+    let rest = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
+    let scrape = || -> String {
+        let Ok(mut c) = std::net::TcpStream::connect(&addr) else {
+            return String::new();
+        };
+        let _ = c.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        let mut body = String::new();
+        let _ = c.read_to_string(&mut body);
+        body
+    };
+    // The second cell's own series, once it runs: its labels, its answers counted, and the
+    // first cell done.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let seen = loop {
+        let body = scrape();
+        let ok = body.lines().find(|l| {
+            l.starts_with("gatebench_requests_total{")
+                && l.contains("scenario=\"second\"")
+                && l.contains("phase=\"measurement\"")
+                && l.contains("outcome=\"ok\"")
+                && !l.ends_with(" 0")
+        });
+        if ok.is_some() {
+            break body;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never saw the second cell: {body}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    let line = seen
+        .lines()
+        .find(|l| l.starts_with("gatebench_requests_total{") && l.contains("outcome=\"ok\""))
+        .unwrap();
+    for label in [
+        "team=\"edge\"",
+        "suite=\"live\"",
+        "cell=\"second_u2_s50_d0_r1\"",
+        "users=\"2\"",
+        "size_bytes=\"50\"",
+        "delay_ms=\"0\"",
+        "protocol=\"h1c\"",
+        "repeat=\"1\"",
+    ] {
+        assert!(line.contains(label), "{label} in {line}");
+    }
+    assert!(seen.contains("state=\"planned\"} 2"), "{seen}");
+    assert!(seen.contains("state=\"done\"} 1"), "{seen}");
+    assert!(child.wait().unwrap().success());
+    let _ = rest.join();
+
+    // An address in use: one line, exit 2, before anything runs.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let a = taken.local_addr().unwrap().to_string();
+    let out = gatebench(
+        &["run", "suite.toml", "--out", "out2", "--metrics", &a],
+        &tmp,
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("--metrics: cannot listen on"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(!tmp.join("out2").exists());
+    let out = gatebench(
+        &[
+            "run",
+            "suite.toml",
+            "--metrics",
+            "127.0.0.1:0",
+            "--metrics-label",
+            "cell=x",
+        ],
+        &tmp,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--metrics-label cell: gatebench sets that label itself"));
+    let _ = std::fs::remove_dir_all(tmp);
+}

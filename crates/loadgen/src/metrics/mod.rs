@@ -184,6 +184,18 @@ pub struct Snapshot {
     pub families: Vec<Family>,
 }
 
+/// What a metrics server serves: the figures now, as metric families.
+pub trait Source {
+    /// The figures now.
+    fn snapshot(&self) -> Snapshot;
+}
+
+impl Source for LiveMetrics {
+    fn snapshot(&self) -> Snapshot {
+        LiveMetrics::snapshot(self)
+    }
+}
+
 /// The live figures of one run, shared by the collector (writes once a second) and the
 /// metrics server and remote writer (read when they scrape or push).
 #[derive(Debug)]
@@ -212,8 +224,9 @@ impl LiveMetrics {
     }
 
     /// One more second of the run: what was sent and finished in it, its latency, its length
-    /// and target rate, and whether it lies in the warm-up.
-    pub(crate) fn second(
+    /// and target rate, and whether it lies in the warm-up. (The run's collector calls it; a
+    /// coordinator of shards, with the merged seconds.)
+    pub fn second(
         &self,
         warmup: bool,
         sent: u64,

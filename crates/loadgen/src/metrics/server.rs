@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{scrape, text, LiveMetrics};
+#[cfg(test)]
+use super::LiveMetrics;
+use super::{scrape, text, Source};
 
 /// Most scrapes answered at once.
 const MAX_SCRAPES: usize = 8;
@@ -27,8 +29,11 @@ pub struct MetricsServer {
 
 impl MetricsServer {
     /// Listens on `addr` (a port in use or an address this machine lacks is an error here,
-    /// before the run) and serves `metrics`.
-    pub fn start(addr: SocketAddr, metrics: Arc<LiveMetrics>) -> io::Result<MetricsServer> {
+    /// before the run) and serves `metrics` (a run's [`super::LiveMetrics`], or a suite's).
+    pub fn start(
+        addr: SocketAddr,
+        metrics: Arc<dyn Source + Send + Sync>,
+    ) -> io::Result<MetricsServer> {
         let listener = TcpListener::bind(addr)?;
         let addr = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
@@ -52,7 +57,7 @@ impl MetricsServer {
                     let spawned = std::thread::Builder::new()
                         .name("gatebench-scrape".into())
                         .spawn(move || {
-                            let _ = answer(c, &metrics);
+                            let _ = answer(c, &*metrics);
                             done.fetch_sub(1, Ordering::AcqRel);
                         });
                     if spawned.is_err() {
@@ -86,7 +91,7 @@ impl Drop for MetricsServer {
 
 /// Reads one request head (bounded in size and time) and answers it: the exposition for
 /// `GET /metrics`, 404 otherwise; then closes.
-fn answer(mut c: TcpStream, metrics: &LiveMetrics) -> io::Result<()> {
+fn answer(mut c: TcpStream, metrics: &(dyn Source + Send + Sync)) -> io::Result<()> {
     c.set_read_timeout(Some(Duration::from_secs(2)))?;
     c.set_write_timeout(Some(Duration::from_secs(2)))?;
     let mut head = Vec::with_capacity(1024);

@@ -128,7 +128,12 @@ fn run_load(
             }
             events(CellEvent::Interval(v));
         };
-        let report = fx.driver.load(config, &mut on_interval, ctx.stop.clone())?;
+        let report = fx.driver.load(
+            config,
+            &mut on_interval,
+            ctx.stop.clone(),
+            ctx.metrics.clone(),
+        )?;
         return Ok((report, local_start_s));
     }
     // Split across the generator hosts; the load starts at the shards' common instant.
@@ -152,6 +157,7 @@ fn run_load(
             warmup: suite.warmup,
             deadline: suite.warmup + suite.duration + l.timeout + Duration::from_secs(30),
             thresholds: &run.sc.thresholds,
+            metrics: ctx.metrics.clone(),
             cell_dir: ctx.cell_dir,
             stop: ctx.stop,
         },

@@ -70,6 +70,7 @@ fn one_load(
         config,
         &mut |v| events(CellEvent::Interval(v)),
         ctx.stop.clone(),
+        None,
     )?;
     if ctx.stop.load(Ordering::Relaxed) {
         return Err(RunnerError::Interrupted);

@@ -9,8 +9,10 @@
 //! line each, in order.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
+use gatebench_loadgen::metrics::LiveMetrics;
 use gatebench_loadgen::threshold::{Threshold, Watch};
 use gatebench_loadgen::IntervalView;
 use gatebench_model::merge::SecondSum;
@@ -32,6 +34,8 @@ pub(crate) struct LiveMerge {
     total_responses: u64,
     total_errors: u64,
     watch: Watch,
+    /// Fed each merged second (`gatebench run --metrics`).
+    metrics: Option<Arc<LiveMetrics>>,
 }
 
 impl LiveMerge {
@@ -42,6 +46,7 @@ impl LiveMerge {
         start_unix_s: f64,
         warmup: Duration,
         thresholds: &[Threshold],
+        metrics: Option<Arc<LiveMetrics>>,
     ) -> LiveMerge {
         LiveMerge {
             pending: vec![VecDeque::new(); shards],
@@ -53,6 +58,7 @@ impl LiveMerge {
             total_responses: 0,
             total_errors: 0,
             watch: Watch::new(thresholds.to_vec()),
+            metrics,
         }
     }
 
@@ -156,14 +162,17 @@ impl LiveMerge {
             total_responses: self.total_responses,
             total_errors: self.total_errors,
         });
-        if s.t_s < -0.5 || self.watch.is_empty() {
-            return None;
-        }
         let latency = sum
             .latency()
             .cloned()
             .unwrap_or_else(gatebench_model::histogram::new_histogram);
         let target = (s.target_rate > 0.0).then_some(s.target_rate);
+        if let Some(m) = &self.metrics {
+            m.second(s.t_s < -0.5, s.sent, &outcomes, &latency, length, target);
+        }
+        if s.t_s < -0.5 || self.watch.is_empty() {
+            return None;
+        }
         self.watch
             .second(latency, censored_min_ns, outcomes, length, target)
     }
@@ -226,7 +235,7 @@ mod tests {
 
     #[test]
     fn a_second_is_merged_once_every_shard_gave_it_or_ended() {
-        let mut live = LiveMerge::new(2, 1000.0, Duration::from_secs(1), &[]);
+        let mut live = LiveMerge::new(2, 1000.0, Duration::from_secs(1), &[], None);
         let mut views: Vec<IntervalView> = Vec::new();
         let mut show = |v: &IntervalView| views.push(v.clone());
         live.push(0, &second(-1.0, 10, 100)).unwrap();
@@ -258,7 +267,7 @@ mod tests {
     #[test]
     fn an_abort_threshold_breaches_on_the_merged_seconds_not_one_shards() {
         let t: Threshold = "p99<0.2ms abort".parse().unwrap();
-        let mut live = LiveMerge::new(2, 0.0, Duration::ZERO, &[t]);
+        let mut live = LiveMerge::new(2, 0.0, Duration::ZERO, &[t], None);
         // Shard 0 alone would hold (100 µs); with shard 1's 300 µs the merged p99 breaches.
         live.push(0, &second(0.0, 100, 100)).unwrap();
         assert_eq!(live.merge_ready(1.0, &mut |_| {}).unwrap(), None);
@@ -275,7 +284,7 @@ mod tests {
 
     #[test]
     fn a_second_that_does_not_parse_is_named_with_its_shard() {
-        let mut live = LiveMerge::new(2, 0.0, Duration::ZERO, &[]);
+        let mut live = LiveMerge::new(2, 0.0, Duration::ZERO, &[], None);
         let e = live.push(1, "{\"second\":").unwrap_err();
         assert!(
             e.starts_with("shard 1 streamed a second that does not parse"),

@@ -44,6 +44,7 @@ fn run_one(s: &Suite, launcher: &mut FakeLauncher, driver: &mut FakeDriver) -> C
     let plan = Plan::new(s, &[], &[]).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let ctx = CellContext {
+        metrics: None,
         suite: s,
         exe: Path::new("/opt/gatebench"),
         cell_dir: &dir,
@@ -258,6 +259,7 @@ sut = { command = "lb {backends:-b {index}={url}}" }
     std::fs::create_dir_all(&cell_dir).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let ctx = CellContext {
+        metrics: None,
         suite: &s,
         exe: Path::new("/opt/gatebench"),
         cell_dir: &cell_dir,
@@ -462,6 +464,7 @@ sut = { command = "proxyd -c {cell_dir}/proxy.conf -p {port}", ready = "http://1
     std::fs::create_dir_all(&cell_dir).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let ctx = CellContext {
+        metrics: None,
         suite: &s,
         exe: Path::new("/opt/gatebench"),
         cell_dir: &cell_dir,
@@ -566,6 +569,7 @@ sut = { command = "ext --port {port}" }
 
 fn settings(stop: Arc<AtomicBool>) -> RunSettings {
     RunSettings {
+        metrics: None,
         exe: "/opt/gatebench".into(),
         stop,
         placement: Placement::default(),

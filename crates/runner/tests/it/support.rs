@@ -136,6 +136,7 @@ impl Driver for FakeDriver {
         config: LoadConfig,
         on_interval: &mut dyn FnMut(&IntervalView),
         _stop: Arc<AtomicBool>,
+        _metrics: Option<Arc<gatebench_loadgen::metrics::LiveMetrics>>,
     ) -> Result<LoadReport, RunnerError> {
         self.calls.lock().unwrap().push(format!(
             "load {} -c {}",

@@ -278,7 +278,7 @@ pub enum ArrivalSpacing {
 pub const START_AT_TOLERANCE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Parses `I/N` (0-based index, shard count): `0/2`, `1/2`.
-fn parse_label(s: &str) -> Result<(String, String), String> {
+pub(crate) fn parse_label(s: &str) -> Result<(String, String), String> {
     let (k, v) = s
         .split_once('=')
         .ok_or_else(|| format!("'{s}': expected NAME=VALUE"))?;

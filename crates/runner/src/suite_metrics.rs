@@ -1,0 +1,131 @@
+//! A suite's live figures for Prometheus (`gatebench run --metrics ADDRESS`): the load cell in
+//! progress with the suite's labels, and how far the run is.
+//!
+//! Rule: each load cell gets figures of its own (`gatebench load --metrics`'s families), every
+//! series labelled with the suite, the cell's id and its matrix values (`scenario`, `users` or
+//! `rate`, `size_bytes`, `delay_ms`, `protocol`, `repeat`) besides the user's own labels, so a
+//! dashboard tells the cells apart and a cell's counters start at zero; between cells, and
+//! after the last, the last cell's final figures stay. The run's progress is
+//! `gatebench_suite_cells{state="planned"|"done"|"failed"}`. A sharded cell's figures are its
+//! shards' seconds merged live (`crate::shards`).
+//!
+//! Not here yet: the SUT's samples (CPU, memory, threads, open files, GC) as live series; they
+//! are in each cell's `samples.csv` and record.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use gatebench_loadgen::metrics::{Family, Kind, LiveMetrics, Series, Snapshot, Source, Value};
+
+use crate::matrix::Cell;
+use crate::suite::{Intensity, Suite};
+
+/// A suite's live figures.
+#[derive(Debug)]
+pub struct SuiteMetrics {
+    /// The user's labels (`--metrics-label`), then `suite`.
+    labels: Vec<(String, String)>,
+    current: Mutex<Option<Arc<LiveMetrics>>>,
+    planned: AtomicU64,
+    done: AtomicU64,
+    failed: AtomicU64,
+}
+
+impl SuiteMetrics {
+    /// The labels each cell's series get from gatebench (a user's label may not use them).
+    pub const CELL_LABELS: [&'static str; 10] = [
+        "cell",
+        "scenario",
+        "users",
+        "rate",
+        "size_bytes",
+        "delay_ms",
+        "protocol",
+        "repeat",
+        "phase",
+        "outcome",
+    ];
+
+    /// Figures of `suite`, with the user's `labels` on every series.
+    pub fn new(suite: &Suite, labels: &[(String, String)]) -> Arc<SuiteMetrics> {
+        let mut l = labels.to_vec();
+        if !l.iter().any(|(k, _)| k == "suite") {
+            l.push(("suite".to_owned(), suite.name.clone()));
+        }
+        Arc::new(SuiteMetrics {
+            labels: l,
+            current: Mutex::new(None),
+            planned: AtomicU64::new(0),
+            done: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+        })
+    }
+
+    /// The run plans `n` cells.
+    pub fn planned(&self, n: usize) {
+        self.planned.store(n as u64, Ordering::Relaxed);
+    }
+
+    /// A cell ended, failed or not.
+    pub fn cell_done(&self, failed: bool) {
+        self.done.fetch_add(1, Ordering::Relaxed);
+        if failed {
+            self.failed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Fresh figures for load cell `cell` of `suite`, served from now on.
+    pub fn begin_cell(&self, suite: &Suite, cell: &Cell) -> Arc<LiveMetrics> {
+        let mut labels = self.labels.clone();
+        let sc = &suite.scenarios[cell.scenario];
+        labels.push(("cell".into(), cell.id.clone()));
+        labels.push(("scenario".into(), sc.name.clone()));
+        match &cell.intensity {
+            Intensity::Users(u) => labels.push(("users".into(), u.to_string())),
+            Intensity::Rate(r) => labels.push(("rate".into(), r.to_string())),
+            Intensity::Program(p) => labels.push(("rate".into(), p.to_string())),
+        }
+        labels.push(("size_bytes".into(), cell.size.to_string()));
+        labels.push((
+            "delay_ms".into(),
+            (cell.delay.as_secs_f64() * 1e3).to_string(),
+        ));
+        labels.push(("protocol".into(), cell.protocol.name().to_owned()));
+        labels.push(("repeat".into(), cell.repeat.to_string()));
+        let live = LiveMetrics::new(&labels);
+        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(live.clone());
+        live
+    }
+}
+
+impl Source for SuiteMetrics {
+    fn snapshot(&self) -> Snapshot {
+        let current = self
+            .current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let mut snap = match current {
+            Some(live) => live.snapshot(),
+            None => Snapshot {
+                labels: self.labels.clone().into(),
+                families: Vec::new(),
+            },
+        };
+        let state = |name: &'static str, n: &AtomicU64| Series {
+            labels: vec![("state", name)],
+            value: Value::Int(n.load(Ordering::Relaxed)),
+        };
+        snap.families.push(Family {
+            name: "gatebench_suite_cells",
+            help: "Cells of the suite run: planned, done (failed or not), failed.",
+            kind: Kind::Gauge,
+            series: vec![
+                state("planned", &self.planned),
+                state("done", &self.done),
+                state("failed", &self.failed),
+            ],
+        });
+        snap
+    }
+}
