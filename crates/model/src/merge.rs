@@ -296,6 +296,7 @@ pub fn merge(records: &[LoadReport]) -> Result<LoadReport, MergeError> {
         valid: shards.iter().all(|r| r.valid),
         shard: None,
         thresholds: Vec::new(),
+        stream: None,
         merged: Some(MergeInfo {
             count,
             start_skew_ms: (latest - earliest) as f64 / 1e3,

@@ -294,6 +294,7 @@ pub fn report(config: &LoadConfig) -> LoadReport {
         shard: None,
         merged: None,
         thresholds: Vec::new(),
+        stream: None,
     }
 }
 
