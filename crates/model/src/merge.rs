@@ -649,6 +649,7 @@ mod tests {
             }),
             merged: None,
             thresholds: Vec::new(),
+            stream: None,
         }
     }
 

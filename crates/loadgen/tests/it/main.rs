@@ -10,3 +10,4 @@ mod models;
 mod programs;
 mod protocols;
 mod schema;
+mod streams;
