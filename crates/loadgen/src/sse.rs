@@ -89,6 +89,8 @@ pub(crate) struct SseParser {
     kind: Vec<u8>,
     /// A value for `id` being read (set as the last event id when its line ends).
     id_pending: Vec<u8>,
+    /// The `id` value being read holds NUL (anywhere, also past the part kept).
+    id_nul: bool,
     id: Vec<u8>,
     /// A field line was read since the last empty line: the stream is inside an event.
     in_event: bool,
@@ -108,6 +110,7 @@ impl SseParser {
             data: Vec::new(),
             kind: Vec::new(),
             id_pending: Vec::new(),
+            id_nul: false,
             id: Vec::new(),
             in_event: false,
             max_data,
@@ -130,7 +133,8 @@ impl SseParser {
     /// Whether the stream, were it to end now, would end inside an event: a line not ended, or
     /// fields read since the last empty line (such an event is never dispatched).
     pub(crate) fn mid_event(&self) -> bool {
-        self.in_event || self.state != State::LineStart
+        // A part of what may be a byte order mark is a line begun.
+        self.in_event || self.state != State::LineStart || (1..BOM.len()).contains(&self.bom_seen)
     }
 
     /// Reads `bytes`, the next part of the stream, calling `on_event` for each event it
@@ -242,7 +246,10 @@ impl SseParser {
         let f = self.field();
         match f {
             Field::Event => self.kind.clear(),
-            Field::Id => self.id_pending.clear(),
+            Field::Id => {
+                self.id_pending.clear();
+                self.id_nul = false;
+            }
             Field::Data | Field::Other => {}
         }
         f
@@ -269,7 +276,10 @@ impl SseParser {
                 self.data.extend_from_slice(part);
             }
             Field::Event => keep_cut(&mut self.kind, part),
-            Field::Id => keep_cut(&mut self.id_pending, part),
+            Field::Id => {
+                self.id_nul |= part.contains(&0);
+                keep_cut(&mut self.id_pending, part);
+            }
             Field::Other => {}
         }
         Ok(())
@@ -289,7 +299,7 @@ impl SseParser {
             Field::Event => {}
             Field::Id => {
                 // An id holding NUL is ignored (the spec's rule).
-                if !self.id_pending.contains(&0) {
+                if !self.id_nul {
                     std::mem::swap(&mut self.id, &mut self.id_pending);
                 }
                 self.id_pending.clear();
