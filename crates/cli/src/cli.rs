@@ -24,7 +24,7 @@ pub enum Command {
     /// Load one URL (what wrk, wrk2, oha or hey are used for).
     Load(Box<crate::cmd::load::LoadArgs>),
     /// Run a built-in reference service.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Run a benchmark suite (the built-in default, or a suite file) into a results directory.
     Run(crate::cmd::run::RunArgs),
     /// Re-render a results directory: its summaries, report.html and the SVG plots.

@@ -182,7 +182,7 @@ impl Chat {
         let body = ChatBody {
             chat: self.clone(),
             id: n,
-            rng: splitmix(n ^ 0x5EED_0F_C4A7),
+            rng: splitmix(n ^ 0x005E_ED0F_C4A7),
             arrived,
             next_at: arrived + first,
             sleep: Box::pin(tokio::time::sleep_until(arrived + first)),
