@@ -253,6 +253,104 @@ pub fn checked_head(buf: &[u8], max_head: usize, max_body: u64) -> (usize, Body)
 /// Every `regress-*` input of the corpus, replayed here on what its fix changed, so that a
 /// fault found once cannot come back unseen: `cargo test --manifest-path fuzz/Cargo.toml`
 /// (run by `.ci/run`).
+/// The WHATWG reading of an event stream (see `fuzz_targets/sse.rs`): the events as (type,
+/// data, last id), whether a data line passed `max_data`, whether the stream ended inside an
+/// event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseReference {
+    /// Events dispatched, in order.
+    pub events: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>,
+    /// A data line would have taken the data past `max_data`.
+    pub too_large: bool,
+    /// The stream ended inside an event (`true` when `too_large`).
+    pub mid_event: bool,
+}
+
+/// Reads `stream` as the WHATWG algorithm does, line by line (see [`SseReference`]); type and
+/// id are cut at `max_name` bytes.
+pub fn sse_reference(stream: &[u8], max_data: usize, max_name: usize) -> SseReference {
+    let stream = stream.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(stream);
+    // Complete lines, and whether an unterminated one is left.
+    let mut lines: Vec<&[u8]> = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while i < stream.len() {
+        match stream[i] {
+            b'\n' => {
+                lines.push(&stream[start..i]);
+                i += 1;
+                start = i;
+            }
+            b'\r' => {
+                lines.push(&stream[start..i]);
+                i += if stream.get(i + 1) == Some(&b'\n') { 2 } else { 1 };
+                start = i;
+            }
+            _ => i += 1,
+        }
+    }
+    let unterminated = start < stream.len();
+    // The parser refuses an oversized data line as its bytes arrive, ended or not.
+    let last = &stream[start..];
+    let last_data = last
+        .strip_prefix(b"data:")
+        .map(|v| v.strip_prefix(b" ").unwrap_or(v));
+    let (mut data, mut kind, mut id) = (Vec::new(), Vec::new(), Vec::new());
+    let mut events = Vec::new();
+    let mut in_event = false;
+    for line in lines {
+        if line.is_empty() {
+            if !data.is_empty() {
+                data.pop();
+                events.push((kind.clone(), data.clone(), id.clone()));
+            }
+            data.clear();
+            kind.clear();
+            in_event = false;
+            continue;
+        }
+        if line[0] == b':' {
+            continue;
+        }
+        in_event = true;
+        let (name, value) = match line.iter().position(|&b| b == b':') {
+            Some(c) => {
+                let v = &line[c + 1..];
+                (&line[..c], v.strip_prefix(b" ").unwrap_or(v))
+            }
+            None => (line, &b""[..]),
+        };
+        match name {
+            b"data" => {
+                if data.len() + value.len() + 1 > max_data {
+                    return SseReference {
+                        events,
+                        too_large: true,
+                        mid_event: true,
+                    };
+                }
+                data.extend_from_slice(value);
+                data.push(b'\n');
+            }
+            b"event" => kind = value[..value.len().min(max_name)].to_vec(),
+            b"id" if !value.contains(&0) => id = value[..value.len().min(max_name)].to_vec(),
+            _ => {}
+        }
+    }
+    if last_data.is_some_and(|v| data.len() + v.len() + 1 > max_data) {
+        return SseReference {
+            events,
+            too_large: true,
+            mid_event: true,
+        };
+    }
+    SseReference {
+        events,
+        too_large: false,
+        mid_event: in_event || unterminated,
+    }
+}
+
 #[cfg(test)]
 mod regressions {
     use super::*;

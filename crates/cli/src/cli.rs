@@ -24,7 +24,7 @@ pub enum Command {
     /// Load one URL (what wrk, wrk2, oha or hey are used for).
     Load(Box<crate::cmd::load::LoadArgs>),
     /// Run a built-in reference service.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Run a benchmark suite (the built-in default, or a suite file) into a results directory.
     Run(crate::cmd::run::RunArgs),
     /// Re-render a results directory: its summaries, report.html and the SVG plots.
@@ -110,6 +110,36 @@ pub struct ServeArgs {
     /// HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS.
     #[arg(long, value_name = "N", default_value_t = 256)]
     pub h2_max_streams: u32,
+    /// echo: POST /v1/chat/completions with "stream": true is answered as a model streaming
+    /// a completion (server-sent chat.completion.chunk events, then data: [DONE]); this is the
+    /// time from the request to its first token. A request may set its own with the header
+    /// x-gatebench-first-token-ms.
+    #[arg(long, value_name = "DURATION", default_value = "100ms", value_parser = parse_duration, help_heading = "Echo: emulated model (chat completions)")]
+    pub chat_first_token: std::time::Duration,
+    /// echo: the time between tokens (header x-gatebench-token-interval-ms).
+    #[arg(long, value_name = "DURATION", default_value = "20ms", value_parser = parse_duration, help_heading = "Echo: emulated model (chat completions)")]
+    pub chat_interval: std::time::Duration,
+    /// echo: each gap between tokens is the interval plus a uniform draw in ±this (header
+    /// x-gatebench-token-jitter-ms).
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = parse_duration, help_heading = "Echo: emulated model (chat completions)")]
+    pub chat_jitter: std::time::Duration,
+    /// echo: tokens per completion, 1 to 1000000 (header x-gatebench-tokens); the request's
+    /// max_tokens caps it.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 16,
+        help_heading = "Echo: emulated model (chat completions)"
+    )]
+    pub chat_tokens: u32,
+    /// echo: append one line per completed stream to FILE: microseconds from the request to
+    /// the first token, then each gap between tokens, as the echo produced them.
+    #[arg(
+        long,
+        value_name = "FILE",
+        help_heading = "Echo: emulated model (chat completions)"
+    )]
+    pub chat_log: Option<PathBuf>,
     /// Upstream URL, http:// or https:// (proxy, transform: one; balance: repeat for each).
     #[arg(long = "upstream", value_name = "URL", help_heading = "Intermediaries")]
     pub upstreams: Vec<String>,

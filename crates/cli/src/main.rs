@@ -26,7 +26,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Load(args) if args.find_max => cmd::find_max::run(*args),
         Command::Load(args) => cmd::load::run(*args),
-        Command::Serve(args) => cmd::serve::run(args),
+        Command::Serve(args) => cmd::serve::run(*args),
         Command::Run(args) => cmd::run::run(args),
         Command::Report(args) => cmd::report::run(args),
         Command::Compare(args) => cmd::compare::run(args),

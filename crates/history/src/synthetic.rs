@@ -329,6 +329,7 @@ fn record(spec: &RunSpec, rng: &mut SplitMix64, point: &Point<'_>) -> Result<Cel
             shard: None,
             merged: None,
             thresholds: Vec::new(),
+            stream: None,
         }),
         sut_warmup: None,
         sut_measurement: Some(ResourceSummary {

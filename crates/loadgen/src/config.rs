@@ -18,6 +18,7 @@ use crate::bounds::{
 pub use crate::classes::{ClassInfo, ReplayTimes, RequestSet, Requests};
 use crate::error::LoadgenError;
 use crate::request::{RequestBody, RequestTemplate};
+use crate::stream::StreamSpec;
 use crate::target::is_token_byte;
 pub use crate::target::Target;
 use crate::threshold::{Threshold, MAX_THRESHOLDS};
@@ -143,6 +144,8 @@ pub struct LoadSpec {
     pub tls: TlsOptions,
     /// Pass/fail conditions judged while the run goes and at its end (`--threshold`).
     pub thresholds: Vec<Threshold>,
+    /// Read responses as streams of events, each timed (`--stream`); `None`: whole responses.
+    pub stream: Option<StreamSpec>,
 }
 
 impl LoadSpec {
@@ -171,6 +174,7 @@ impl LoadSpec {
             streams: 1,
             tls: TlsOptions::default(),
             thresholds: Vec::new(),
+            stream: None,
         }
     }
 }
@@ -208,6 +212,8 @@ pub struct LoadConfig {
     pub tls: TlsOptions,
     /// Pass/fail conditions judged while the run goes and at its end.
     pub thresholds: Vec<Threshold>,
+    /// Stream mode, if on.
+    pub stream: Option<StreamSpec>,
     /// The spec's header lines, for the record.
     headers: Vec<String>,
     /// The spec's method, for the record.
@@ -340,6 +346,22 @@ impl LoadConfig {
                 "--streams needs HTTP/2 (--http2 for https://, --h2c for http://)",
             ));
         }
+        if let Some(st) = spec.stream {
+            if spec.protocol != Protocol::Http1 {
+                return Err(LoadgenError::config(
+                    "--stream reads HTTP/1.1 responses only for now: leave out --http2/--h2c",
+                ));
+            }
+            if st.stall.is_zero() || st.stall > MAX_DURATION {
+                return Err(cfg(
+                    "--stall",
+                    format!(
+                        "must be more than 0 and at most {MAX_DURATION_TEXT}, got {}",
+                        humantime::format_duration(st.stall)
+                    ),
+                ));
+            }
+        }
         let target = Target::parse(&spec.url)?;
         if !target.tls && (spec.tls.insecure || spec.tls.cacert.is_some() || spec.tls.sni.is_some())
         {
@@ -412,6 +434,7 @@ impl LoadConfig {
             keepalive: spec.keepalive,
             verify: spec.verify,
             thresholds: spec.thresholds,
+            stream: spec.stream,
             headers: spec.headers,
         })
     }

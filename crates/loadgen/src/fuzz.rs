@@ -4,6 +4,7 @@
 //! - [`h2_conn`]: the HTTP/2 connection state machine fed server bytes and client actions.
 //! - [`HpackDecoder`], [`huffman_decode`]: HTTP/2 header decompression.
 //! - [`http1_exchange`]: one HTTP/1.1 exchange against scripted response bytes.
+//! - [`sse_events`]: the server-sent event parser fed a stream in pieces.
 
 use std::future::Future;
 use std::io;
@@ -109,3 +110,42 @@ impl AsyncWrite for Script {
         Poll::Ready(Ok(()))
     }
 }
+
+/// What the event-stream parser made of a stream: each event dispatched as (type, data, last
+/// event id), whether it refused the stream (an event over `max_data`), and whether the stream
+/// ended inside an event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseResult {
+    /// The events, in order.
+    pub events: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>,
+    /// An event grew past `max_data` (feeding stopped there).
+    pub too_large: bool,
+    /// The stream ended inside an event (meaningless when `too_large`).
+    pub mid_event: bool,
+}
+
+/// Feeds `pieces` to a parser holding at most `max_data` bytes of data.
+pub fn sse_events(pieces: &[&[u8]], max_data: usize) -> SseResult {
+    let mut parser = crate::sse::SseParser::new(max_data);
+    let mut events = Vec::new();
+    for piece in pieces {
+        let fed = parser.feed(piece, |e| {
+            events.push((e.kind.to_vec(), e.data.to_vec(), e.id.to_vec()));
+        });
+        if fed.is_err() {
+            return SseResult {
+                events,
+                too_large: true,
+                mid_event: true,
+            };
+        }
+    }
+    SseResult {
+        events,
+        too_large: false,
+        mid_event: parser.mid_event(),
+    }
+}
+
+/// Longest event type and id the parser keeps.
+pub const SSE_MAX_NAME: usize = crate::sse::MAX_NAME;

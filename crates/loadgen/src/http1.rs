@@ -22,6 +22,7 @@
 use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
+use std::time::Instant;
 
 use gatebench_h1::{BodyLength, Chunked, Step};
 use gatebench_model::Outcome;
@@ -30,6 +31,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use crate::body::BodyCheck;
 use crate::exchange::{classify_io, Answer, Failure};
 use crate::request::RequestTemplate;
+use crate::stream::{is_event_stream, StreamWatch};
 
 /// Receive buffer per connection. Response heads and trailer sections must fit in it.
 const BUF_SIZE: usize = 16 * 1024;
@@ -42,6 +44,12 @@ pub(crate) struct H1Conn<S> {
     /// Unconsumed bytes are `buf[start..end]`.
     start: usize,
     end: usize,
+    /// Stream mode: how responses are read as events (`stream`).
+    stream: Option<StreamWatch>,
+    /// Stream mode: this response is read as a stream (a 2xx, once its head came).
+    streaming: bool,
+    /// Stream mode: when the last read returned (the instant its bytes arrived).
+    read_at: Instant,
 }
 
 /// What a read that does not wait found.
@@ -62,6 +70,8 @@ struct Head {
     len: usize,
     body: BodyLength,
     keep_alive: bool,
+    /// Stream mode: the Content-Type is `text/event-stream`.
+    event_stream: bool,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
@@ -72,7 +82,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
             buf: vec![0u8; BUF_SIZE].into_boxed_slice(),
             start: 0,
             end: 0,
+            stream: None,
+            streaming: false,
+            read_at: Instant::now(),
         }
+    }
+
+    /// Reads responses as streams of events through `watch` (stream mode).
+    pub(crate) fn with_stream(mut self, watch: Option<StreamWatch>) -> Self {
+        self.stream = watch;
+        self
+    }
+
+    /// The stream watch, to begin each request's stream.
+    pub(crate) fn stream_mut(&mut self) -> Option<&mut StreamWatch> {
+        self.stream.as_mut()
     }
 
     /// Sends `req` and reads its response. `verify` compares a 2xx body with the request body
@@ -82,6 +106,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
         req: &RequestTemplate,
         verify: bool,
     ) -> Result<Answer, Failure> {
+        self.streaming = false;
         // flush: a no-op on TCP, pushes the records out on TLS.
         let written = match self.io.write_all(req.bytes()).await {
             Ok(()) => self.io.flush().await,
@@ -132,6 +157,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
             break head;
         };
         let mut outcome = req.outcome_of(head.status);
+        if outcome == Outcome::Ok && !req.head_only() {
+            if let Some(w) = self.stream.as_mut() {
+                w.head(self.read_at, head.event_stream)?;
+                self.streaming = true;
+            }
+        }
         let expected = (verify && outcome == Outcome::Ok && !req.head_only()).then(|| req.body());
         let mut check = BodyCheck::new(expected.map(|b| &b[..]).filter(|b| !b.is_empty()));
         match head.body {
@@ -144,6 +175,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
                     let n =
                         (self.end - self.start).min(usize::try_from(left).unwrap_or(usize::MAX));
                     check.feed(&self.buf[self.start..self.start + n]);
+                    self.stream_body(self.start, self.start + n)?;
                     self.start += n;
                     left -= n as u64;
                 }
@@ -151,6 +183,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
             BodyLength::Chunked => self.read_chunked(&mut check, read).await?,
             BodyLength::UntilClose => loop {
                 check.feed(&self.buf[self.start..self.end]);
+                self.stream_body(self.start, self.end)?;
                 self.start = self.end;
                 match self.fill(read).await {
                     Ok(()) => {}
@@ -185,10 +218,26 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
                 Ready::Nothing | Ready::Eof => {}
             }
         }
+        if self.streaming {
+            self.streaming = false;
+            if let Some(w) = self.stream.as_mut() {
+                w.end(self.read_at)?;
+            }
+        }
         if !check.matches() {
             outcome = Outcome::BodyMismatch;
         }
         Ok((outcome, reusable))
+    }
+
+    /// Stream mode: body bytes `buf[from..to]` go to the stream watch.
+    fn stream_body(&mut self, from: usize, to: usize) -> Result<(), Outcome> {
+        if self.streaming {
+            if let Some(w) = self.stream.as_mut() {
+                w.body(&self.buf[from..to], self.read_at)?;
+            }
+        }
+        Ok(())
     }
 
     /// Before the next request is written on this kept connection: whether the server sent
@@ -240,6 +289,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
                 len: head.len,
                 body: head.framing.response_body(head.status, head_only),
                 keep_alive: head.framing.persistent(head.http10),
+                // Looked at only in stream mode.
+                event_stream: self.stream.is_some()
+                    && head.fields.iter().any(|f| {
+                        f.name.eq_ignore_ascii_case("content-type") && is_event_stream(f.value)
+                    }),
             })),
             Ok(None) => {
                 if self.start == 0 && self.end == self.buf.len() {
@@ -251,8 +305,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
         }
     }
 
-    /// Reads more bytes into the buffer. EOF is `Incomplete`.
+    /// Reads more bytes into the buffer. EOF is `Incomplete`. While a stream is read, a read
+    /// that brings nothing before the stall time is `StreamStalled`.
     async fn fill(&mut self, read: &mut u64) -> Result<(), Outcome> {
+        let stall_at = match (&self.stream, self.streaming) {
+            (Some(w), true) => w.stall_at(),
+            _ => return self.fill_now(read).await,
+        };
+        let filled = tokio::time::timeout_at(stall_at.into(), self.fill_now(read)).await;
+        self.read_at = Instant::now();
+        filled.unwrap_or(Err(Outcome::StreamStalled))
+    }
+
+    /// [`H1Conn::fill`] without the stall time.
+    async fn fill_now(&mut self, read: &mut u64) -> Result<(), Outcome> {
         if self.start == self.end {
             self.start = 0;
             self.end = 0;
@@ -269,6 +335,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
             Ok(n) => {
                 self.end += n;
                 *read += n as u64;
+                if self.stream.is_some() {
+                    self.read_at = Instant::now();
+                }
                 Ok(())
             }
             Err(e) => Err(classify_io(&e)),
@@ -287,6 +356,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
                 Ok(Step::Framing(n)) => self.start += n,
                 Ok(Step::Data(n)) => {
                     check.feed(&self.buf[self.start..self.start + n]);
+                    self.stream_body(self.start, self.start + n)?;
                     self.start += n;
                 }
                 Ok(Step::Done(n)) => {

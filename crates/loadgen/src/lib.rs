@@ -31,6 +31,9 @@
 //!   server's limit.
 //! - `body`: response-body verification shared by both.
 //! - `schedule`: arrival model × stop rule: who sends when.
+//! - `sse`: the server-sent event stream format, parsed as it arrives (WHATWG).
+//! - [`stream`]: stream mode (`--stream`): responses read as events, each timed.
+//! - [`llm`]: the LLM-gateway mode's chat-completions request and token test.
 //! - `worker`: one thread, its runtime, its connections and statistics.
 //! - `target`: the URL, parsed and resolved; HTTP token syntax.
 //! - [`stats`]: histograms and counters, exact merging, summaries.
@@ -62,6 +65,7 @@ mod http1;
 mod http2;
 mod huffman;
 pub mod limits;
+pub mod llm;
 pub mod metrics;
 pub mod mix;
 pub mod probe;
@@ -69,8 +73,10 @@ pub mod replay;
 pub mod request;
 pub mod run;
 mod schedule;
+mod sse;
 pub mod start;
 pub mod stats;
+pub mod stream;
 mod target;
 pub mod threshold;
 mod throttle;
@@ -80,9 +86,11 @@ mod worker;
 pub use arrival::{ArrivalProgram, RateProgram, Spacing};
 pub use config::{Arrival, LoadConfig, LoadSpec, Protocol, Requests, StopRule};
 pub use error::LoadgenError;
+pub use llm::ChatRequest;
 pub use mix::Mix;
 pub use probe::probe;
 pub use replay::{Replay, ReplayFormat};
 pub use request::RequestBody;
 pub use run::{run, IntervalView, RunOptions, RunOutput};
+pub use stream::{StreamMode, StreamSpec};
 pub use tls::TlsOptions;

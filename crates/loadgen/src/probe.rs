@@ -12,6 +12,7 @@ use crate::error::LoadgenError;
 use crate::exchange::{Answer, Failure};
 use crate::http1::H1Conn;
 use crate::http2;
+use crate::stream::{StreamBook, StreamWatch};
 use crate::worker::transport;
 
 /// How long the probe waits for its answer at most.
@@ -46,13 +47,23 @@ async fn probe_async(config: &LoadConfig) -> Result<(), LoadgenError> {
         })?;
     let answer: Result<Answer, Failure> = match config.protocol {
         Protocol::Http1 => {
-            let mut conn = H1Conn::new(stream);
-            tokio::time::timeout(
-                config.timeout.min(PROBE_TIMEOUT),
-                conn.exchange(config.request(), config.verify),
-            )
-            .await
-            .map_err(|_| fail("no response within the timeout".into()))?
+            // Stream mode: the probe's answer must be a stream that ends complete, and may
+            // take the whole request timeout to (a completion of many tokens).
+            let watch = config
+                .stream
+                .map(|spec| StreamWatch::new(spec, StreamBook::default()));
+            let limit = if watch.is_some() {
+                config.timeout
+            } else {
+                config.timeout.min(PROBE_TIMEOUT)
+            };
+            let mut conn = H1Conn::new(stream).with_stream(watch);
+            if let Some(w) = conn.stream_mut() {
+                w.begin(0, std::time::Instant::now());
+            }
+            tokio::time::timeout(limit, conn.exchange(config.request(), config.verify))
+                .await
+                .map_err(|_| fail("no response within the timeout".into()))?
         }
         Protocol::Http2 => {
             if config.target.tls && !est.alpn_h2 {

@@ -260,9 +260,11 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
     let mut warm = PhaseStats::default();
     let mut meas = PhaseStats::default();
     let mut classes = vec![ClassStats::default(); config.requests.classes().len()];
+    let mut stream = crate::stream::StreamStats::default();
     for r in &results {
         warm.merge(&r.phases[0]);
         meas.merge(&r.phases[1]);
+        stream.merge(&r.stream);
         for (c, w) in classes.iter_mut().zip(&r.classes) {
             c.merge(w);
         }
@@ -303,6 +305,9 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
         throttled,
     );
     out.report.timeline = timeline;
+    out.report.stream = config
+        .stream
+        .map(|spec| stream.report(spec, out.report.measurement.duration_s));
     out.report.thresholds = watch.finish(&out.report);
     if let Some(m) = &collector.opts.metrics {
         m.finish(&out.report.measurement.outcomes);
@@ -830,6 +835,7 @@ fn build(
         shard: None,
         merged: None,
         thresholds: Vec::new(),
+        stream: None,
     };
     RunOutput {
         report,

@@ -23,6 +23,7 @@ use crate::connect::{connect, Established, Stream, Transport};
 use crate::exchange::{Answer, Failure};
 use crate::schedule::{Clock, OpenPlan, Permit, Phase, Quota, Schedule, Stop};
 use crate::stats::{record, ClassStats, IntervalStats, PhaseStats};
+use crate::stream::{StreamBook, StreamStats, StreamWatch};
 
 /// Messages from workers to the collector.
 #[derive(Debug)]
@@ -53,6 +54,8 @@ pub(crate) struct WorkerResult {
     pub last: IntervalStats,
     /// How the thread itself was kept from running: see [`Stalls`].
     pub stalls: Stalls,
+    /// Stream mode: the measurement's stream figures.
+    pub stream: StreamStats,
 }
 
 /// How long the worker's own thread was kept from running, measured by a task that sleeps
@@ -109,6 +112,8 @@ struct Shared {
     stopped: tokio::sync::Notify,
     /// The thread's own stalls so far.
     stalls: Cell<Stalls>,
+    /// Stream mode: the phases' stream figures, shared by the connections' watches.
+    stream: StreamBook,
 }
 
 /// How long a settled request took or had waited: `(corrected, uncorrected)`, the first from
@@ -181,6 +186,13 @@ impl Shared {
     fn schedule_is_open(&self) -> bool {
         self.config.arrival.is_open()
     }
+
+    /// Stream mode: a new connection's watch.
+    fn stream_watch(&self) -> Option<StreamWatch> {
+        self.config
+            .stream
+            .map(|spec| StreamWatch::new(spec, self.stream.clone()))
+    }
 }
 
 /// A settled request of a class, recorded as [`Shared::complete`] records it in the phase.
@@ -251,6 +263,7 @@ pub(crate) fn run(plan: WorkerPlan, tx: Sender<WorkerMsg>) -> WorkerResult {
         interval: RefCell::new(IntervalStats::new(0)),
         stopped: tokio::sync::Notify::new(),
         stalls: Cell::new(Stalls::default()),
+        stream: StreamBook::default(),
     });
     let local = LocalSet::new();
     let id = plan.id;
@@ -328,6 +341,7 @@ pub(crate) fn run(plan: WorkerPlan, tx: Sender<WorkerMsg>) -> WorkerResult {
             }
         }
     });
+    let stream = std::mem::take(&mut shared.stream.borrow_mut()[1]);
     let cpu1 = thread_cpu();
     WorkerResult {
         phases,
@@ -338,6 +352,7 @@ pub(crate) fn run(plan: WorkerPlan, tx: Sender<WorkerMsg>) -> WorkerResult {
         stopped_at: shared.schedule.stopped_at(),
         last,
         stalls: shared.stalls.get(),
+        stream,
     }
 }
 

@@ -17,6 +17,7 @@
 //! - [`suite`]: the records of a suite run: manifest, environment, one record per cell.
 //! - [`capacity`]: the record of a capacity search (`gatebench load --find-max`).
 //! - [`cost`]: the record of an intermediary-cost measurement (`gatebench cost`).
+//! - [`stream`]: the figures of a streamed run (SSE, LLM chat completions, chunked bodies).
 //! - [`merge`]: shards of one load run (`gatebench load --shard I/N`) merged into one record.
 
 pub mod capacity;
@@ -26,6 +27,7 @@ pub mod latency;
 pub mod load;
 pub mod merge;
 pub mod outcome;
+pub mod stream;
 pub mod suite;
 
 pub use capacity::{CapacityReport, CapacityStep, CapacityVerdict};
@@ -38,6 +40,7 @@ pub use load::{
     SecondRecord, SelfCheck, ShardInfo, ThresholdResult, ToolInfo,
 };
 pub use outcome::{Outcome, OutcomeCounts};
+pub use stream::{RateSummary, StreamReport};
 pub use suite::{
     CellKind, CellParams, CellRecord, CellStatus, Environment, GcSummary, ProcessRecord,
     ResourceSummary, RunManifest, SystemSettings,

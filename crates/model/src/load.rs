@@ -425,6 +425,10 @@ pub struct LoadReport {
     /// The run's thresholds (`--threshold`) and how each ended; empty without any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thresholds: Vec<ThresholdResult>,
+    /// With `--stream`: the measurement's stream figures (time to first event, gaps between
+    /// events, rates). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<crate::stream::StreamReport>,
 }
 
 /// A threshold of a run (`--threshold`) and its verdict.

@@ -335,6 +335,7 @@ pub fn merge(records: &[LoadReport]) -> Result<LoadReport, MergeError> {
         valid: shards.iter().all(|r| r.valid),
         shard: None,
         thresholds: Vec::new(),
+        stream: None,
         merged: Some(MergeInfo {
             live: None,
             count,
@@ -688,6 +689,7 @@ mod tests {
             }),
             merged: None,
             thresholds: Vec::new(),
+            stream: None,
         }
     }
 

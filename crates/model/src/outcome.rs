@@ -56,6 +56,18 @@ pub enum Outcome {
     StreamReset,
     /// HTTP/2: the connection went away (GOAWAY) with this stream unanswered.
     GoAway,
+    /// Stream mode (`--stream`): a 2xx response whose stream went silent — no event (no chunk
+    /// in `chunks` mode) for the stall time — before it ended. Counted once, when the stall
+    /// timer fires; the connection is closed.
+    StreamStalled,
+    /// Stream mode: a 2xx response whose body ended, framed correctly, but whose stream did
+    /// not: cut inside an event, or (LLM mode) without its `data: [DONE]`. A body cut off by the
+    /// connection's close before its framing says it ended is `incomplete`, as without streams.
+    StreamIncomplete,
+    /// Stream mode (`sse`, `llm`): a 2xx response that is not an event stream (its
+    /// Content-Type is not `text/event-stream`), or an event stream that cannot be read on (an
+    /// event larger than the parser's limit).
+    NotEventStream,
     /// Sent, and still outstanding when the run ended, but not long enough to call it a stall
     /// (see [`Outcome::Unanswered`]): it may well have been answered in time. Neither success
     /// nor failure.
@@ -68,7 +80,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome, in report order.
-    pub const ALL: [Outcome; 21] = [
+    pub const ALL: [Outcome; 24] = [
         Outcome::Ok,
         Outcome::StatusOther,
         Outcome::Status3xx,
@@ -88,6 +100,9 @@ impl Outcome {
         Outcome::RefusedStream,
         Outcome::StreamReset,
         Outcome::GoAway,
+        Outcome::StreamStalled,
+        Outcome::StreamIncomplete,
+        Outcome::NotEventStream,
         Outcome::InFlight,
         Outcome::NeverSent,
     ];
@@ -122,6 +137,9 @@ impl Outcome {
             Outcome::RefusedStream => "refused_stream",
             Outcome::StreamReset => "stream_reset",
             Outcome::GoAway => "goaway",
+            Outcome::StreamStalled => "stream_stalled",
+            Outcome::StreamIncomplete => "stream_incomplete",
+            Outcome::NotEventStream => "not_event_stream",
             Outcome::InFlight => "in_flight",
             Outcome::NeverSent => "never_sent",
         }
@@ -149,6 +167,9 @@ impl Outcome {
             Outcome::RefusedStream => "refused stream",
             Outcome::StreamReset => "stream reset",
             Outcome::GoAway => "GOAWAY",
+            Outcome::StreamStalled => "stream stalled",
+            Outcome::StreamIncomplete => "stream incomplete",
+            Outcome::NotEventStream => "not an event stream",
             Outcome::InFlight => "in flight at end",
             Outcome::NeverSent => "never sent (backlog)",
         }

@@ -3,6 +3,7 @@
 //!
 //! # Layout
 //! - [`load_text`]: the human report of one `gatebench load` run.
+//! - [`stream_text`]: its stream section (`--stream`): first token, inter-token gaps, rates.
 //! - [`capacity`]: the capacity search's table and latency-against-rate chart.
 //! - [`summary`]: the summary of a suite run (seed-004 columns) as Markdown, CSV and JSON.
 //! - [`fmt`]: number formatting shared by the renderers.
@@ -29,6 +30,7 @@ pub mod html;
 pub mod load_text;
 pub mod searches;
 pub mod stats;
+pub mod stream_text;
 pub mod summary;
 pub mod svg;
 pub mod table;

@@ -113,6 +113,9 @@ pub fn render(r: &LoadReport) -> String {
     if let Some(cls) = &r.classes {
         classes(&mut out, cls, r.measurement.requests);
     }
+    if let Some(s) = &r.stream {
+        crate::stream_text::render(&mut out, s);
+    }
     if let Some(worst) = r.timeline.as_deref().and_then(worst_second) {
         let _ = writeln!(
             out,

@@ -31,6 +31,9 @@
 //! connection window for bytes not yet taken), one HTTP/2 connection holds at most the budget
 //! plus 1 MiB of request bodies, not `h2_max_streams` × `max_body`.
 //!
+//! `POST /v1/chat/completions` with `"stream": true` is answered by an emulated model's token
+//! stream (server-sent events on a set schedule, [`chat`]), for benchmarks of AI gateways.
+//!
 //! It does not measure anything.
 
 use std::future::Future;
@@ -44,6 +47,8 @@ use http::{Method, Request, Response, StatusCode};
 use hyper::body::Body;
 use tokio::net::TcpListener;
 use tracing::{debug, info};
+
+pub mod chat;
 
 use crate::error::ServicesError;
 use crate::protocol::body::{Budget, ClientBody, Held, ResBody};
@@ -145,6 +150,8 @@ pub struct EchoConfig {
     /// Most client connections served at once (at least 1); further clients wait in the
     /// accept queue until one ends.
     pub max_connections: usize,
+    /// The emulated model's schedule for `POST /v1/chat/completions` streams.
+    pub chat: chat::ChatConfig,
 }
 
 impl Default for EchoConfig {
@@ -162,6 +169,7 @@ impl Default for EchoConfig {
             h2_max_streams: 256,
             header_timeout: Duration::from_secs(10),
             max_connections: server::default_max_connections(),
+            chat: chat::ChatConfig::default(),
         }
     }
 }
@@ -172,6 +180,7 @@ impl EchoConfig {
     pub fn validate(&self) -> Result<(), ServicesError> {
         server::check_threads(self.threads)?;
         server::check_max_connections(self.max_connections)?;
+        self.chat.validate()?;
         if self.h2_max_streams == 0 {
             return Err(ServicesError::invalid(
                 "h2_max_streams",
@@ -224,7 +233,8 @@ impl EchoConfig {
             },
             limits.idle,
         );
-        Ok((Arc::new(protocols), EchoState::new(self, limits)))
+        let chat = Arc::new(chat::Chat::new(&self.chat)?);
+        Ok((Arc::new(protocols), EchoState::new(self, limits, chat)))
     }
 
     /// Logs what is being served; `threads` is `None` on the caller's runtime.
@@ -310,10 +320,12 @@ struct EchoState {
     max_body: usize,
     /// Bytes of bodies one connection may hold at once.
     budget: usize,
+    /// The emulated model.
+    chat: Arc<chat::Chat>,
 }
 
 impl EchoState {
-    fn new(config: &EchoConfig, limits: &EchoLimits) -> Arc<Self> {
+    fn new(config: &EchoConfig, limits: &EchoLimits, chat: Arc<chat::Chat>) -> Arc<Self> {
         let get_body: Bytes = GET_PATTERN
             .iter()
             .copied()
@@ -327,6 +339,7 @@ impl EchoState {
             delay: config.delay,
             max_body: config.max_body,
             budget: limits.h2_body_budget.max(config.max_body),
+            chat,
         })
     }
 
@@ -433,6 +446,7 @@ async fn echo(
     req: Request<ClientBody>,
     http1: bool,
 ) -> Response<ResBody> {
+    let arrived = tokio::time::Instant::now();
     let (parts, mut body) = req.into_parts();
     let hint = body.size_hint();
     // A declared length over the limit is refused before a byte of the body is read.
@@ -488,6 +502,11 @@ async fn echo(
     } else {
         rest.freeze()
     };
+    if parts.method == Method::POST && parts.uri.path() == chat::PATH {
+        if let Some(max_tokens) = chat::Chat::asks_for_stream(&body) {
+            return state.chat.respond(&parts.headers, max_tokens, arrived);
+        }
+    }
     let content_type = parts
         .headers
         .get(CONTENT_TYPE)
@@ -549,6 +568,7 @@ mod tests {
                     ..EchoConfig::default()
                 },
                 &EchoLimits::default(),
+                Arc::new(chat::Chat::new(&chat::ChatConfig::default()).unwrap()),
             );
             assert_eq!(state.get_body.len(), size);
             assert!(GET_PATTERN.starts_with(&state.get_body[..size.min(13)]));

@@ -123,6 +123,26 @@ pub enum Behavior {
     CloseAfterEach,
     /// Accepts but never reads and never answers (for timeouts with the request unread).
     Silent,
+    /// Answers each request with raw bytes written in pieces, each after its pause (the
+    /// pieces include the response head): streams of events on a schedule. With `hang`, after
+    /// the last piece the connection stays open and silent (a stalled stream); otherwise the
+    /// next request is read.
+    Paced {
+        /// `(pause before it, bytes)`, written and flushed one by one.
+        pieces: Vec<(Duration, Vec<u8>)>,
+        /// Go silent after the last piece instead of reading the next request.
+        hang: bool,
+    },
+    /// Answers the first request with `head`, then writes `piece` every `every`, for ever
+    /// (until the client goes away): a stream that never ends, or a line that never does.
+    Endless {
+        /// The response head (and any first bytes of the body).
+        head: Vec<u8>,
+        /// Written again and again.
+        piece: Vec<u8>,
+        /// The pause between pieces.
+        every: Duration,
+    },
 }
 
 /// An address on 127.0.0.1 where nothing listens: binds port 0, reads the port, drops the

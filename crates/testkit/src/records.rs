@@ -92,6 +92,7 @@ pub fn load_report(
         shard: None,
         merged: None,
         thresholds: Vec::new(),
+        stream: None,
     }
 }
 

@@ -143,6 +143,27 @@ async fn play(stream: TcpStream, script: &Script) -> io::Result<()> {
             }
         }
         Behavior::Silent => std::future::pending::<()>().await,
+        Behavior::Paced { pieces, hang } => {
+            while conn.next_request().await?.is_some() {
+                for (pause, bytes) in pieces {
+                    tokio::time::sleep(*pause).await;
+                    conn.send(bytes).await?;
+                }
+                if *hang {
+                    conn.drain().await?;
+                    break;
+                }
+            }
+        }
+        Behavior::Endless { head, piece, every } => {
+            if conn.next_request().await?.is_some() {
+                conn.send(head).await?;
+                loop {
+                    tokio::time::sleep(*every).await;
+                    conn.send(piece).await?;
+                }
+            }
+        }
     }
     Ok(())
 }

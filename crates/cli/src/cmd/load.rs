@@ -15,8 +15,9 @@ use anyhow::{Context, Result};
 use gatebench_loadgen::metrics::{LiveMetrics, MetricsServer, RemoteWrite};
 use gatebench_loadgen::start::Anchor;
 use gatebench_loadgen::{
-    Arrival, ArrivalProgram, IntervalView, LoadConfig, LoadSpec, Mix, Protocol, RateProgram,
-    Replay, ReplayFormat, RequestBody, Requests, RunOptions, Spacing, StopRule, TlsOptions,
+    Arrival, ArrivalProgram, ChatRequest, IntervalView, LoadConfig, LoadSpec, Mix, Protocol,
+    RateProgram, Replay, ReplayFormat, RequestBody, Requests, RunOptions, Spacing, StopRule,
+    StreamMode, StreamSpec, TlsOptions,
 };
 use gatebench_model::{LiveSecond, ShardInfo};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
@@ -26,7 +27,7 @@ use crate::signal;
 mod args;
 
 pub(crate) use args::parse_label;
-pub use args::{ArrivalSpacing, LoadArgs, ReplayFormatArg, START_AT_TOLERANCE};
+pub use args::{ArrivalSpacing, LoadArgs, ReplayFormatArg, StreamModeArg, START_AT_TOLERANCE};
 
 /// Runs the subcommand (`--find-max` runs `cmd::find_max` instead, from `main`).
 pub fn run(args: LoadArgs) -> Result<ExitCode> {
@@ -382,6 +383,30 @@ pub(crate) fn spec(args: &LoadArgs) -> Result<LoadSpec> {
     s.verify = args.verify;
     s.expect_status = args.expect_status;
     s.thresholds = args.thresholds.clone();
+    let mode = if args.llm {
+        let chat = ChatRequest {
+            model: args.llm_model.clone(),
+            prompt: args.llm_prompt.clone(),
+            max_tokens: args.max_tokens,
+        };
+        s.method = "POST".into();
+        // The caller's headers come last: one may replace Accept or add Authorization.
+        let mut headers: Vec<String> = ChatRequest::headers().map(String::from).into();
+        headers.append(&mut s.headers);
+        s.headers = headers;
+        s.body = RequestBody::Inline(chat.body());
+        Some(StreamMode::Llm)
+    } else {
+        args.stream.map(|m| match m {
+            StreamModeArg::Sse => StreamMode::Sse,
+            StreamModeArg::Llm => StreamMode::Llm,
+            StreamModeArg::Chunks => StreamMode::Chunks,
+        })
+    };
+    s.stream = mode.map(|mode| StreamSpec {
+        mode,
+        stall: args.stall,
+    });
     let https = args
         .url
         .trim_start()

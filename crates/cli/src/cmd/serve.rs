@@ -9,6 +9,7 @@ use std::net::TcpListener;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context, Result};
+use gatebench_services::echo::chat::ChatConfig;
 use gatebench_services::echo::{EchoConfig, EchoLimits};
 use gatebench_services::json_xml::JsonXmlLimits;
 use gatebench_services::tls::{generate_self_signed, TlsSettings};
@@ -50,6 +51,13 @@ fn echo(args: ServeArgs) -> Result<ExitCode> {
         max_connections: args
             .max_connections
             .unwrap_or_else(|| EchoConfig::default().max_connections),
+        chat: ChatConfig {
+            first_token: args.chat_first_token,
+            interval: args.chat_interval,
+            jitter: args.chat_jitter,
+            tokens: args.chat_tokens,
+            log: args.chat_log.clone(),
+        },
     };
     // Refused before a certificate is made or anything listens.
     config.validate().map_err(by_option)?;

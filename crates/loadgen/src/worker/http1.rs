@@ -44,7 +44,7 @@ pub(super) async fn slot(shared: Rc<Shared>) {
             None => match shared.open_connection(phase, had_conn).await {
                 Ok((stream, _)) => {
                     had_conn = true;
-                    conn.insert(H1Conn::new(stream))
+                    conn.insert(H1Conn::new(stream).with_stream(shared.stream_watch()))
                 }
                 Err(outcome) => {
                     if outcome != Outcome::InFlight {
@@ -62,6 +62,9 @@ pub(super) async fn slot(shared: Rc<Shared>) {
             // cut short by the end.
             shared.complete(phase, permit.req, Outcome::InFlight, Took::Nothing);
             continue;
+        }
+        if let Some(w) = c.stream_mut() {
+            w.begin(phase as usize, start);
         }
         timer.as_mut().reset(limit.into());
         let result = tokio::select! {

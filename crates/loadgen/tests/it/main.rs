@@ -11,3 +11,4 @@ mod models;
 mod programs;
 mod protocols;
 mod schema;
+mod streams;

@@ -126,6 +126,46 @@ fn arrival_program_record_matches_schema() {
     });
 }
 
+/// A `--stream sse` record (the echo's emulated model, read as plain events) has its stream
+/// section, and the schema holds it to its shape.
+#[test]
+fn stream_record_matches_schema() {
+    let echo = support::Echo::start_with(gatebench_services::echo::EchoConfig {
+        threads: 1,
+        chat: gatebench_services::echo::chat::ChatConfig {
+            first_token: Duration::from_millis(10),
+            interval: Duration::from_millis(5),
+            tokens: 4,
+            ..Default::default()
+        },
+        ..Default::default()
+    });
+    let mut spec = support::spec(
+        &format!("http://{}/v1/chat/completions", echo.addr),
+        2,
+        Duration::from_millis(400),
+    );
+    spec.method = "POST".into();
+    spec.body = gatebench_loadgen::RequestBody::Inline(br#"{"stream":true}"#.to_vec());
+    spec.stream = Some(gatebench_loadgen::StreamSpec {
+        mode: gatebench_loadgen::StreamMode::Sse,
+        stall: Duration::from_secs(1),
+    });
+    let out = support::run(spec);
+    let record = serde_json::to_value(&out.report).unwrap();
+    assert_eq!(record["stream"]["unit"], "events");
+    // The role chunk, four tokens and the finish-and-[DONE] frame: six events a stream.
+    let s = out.report.stream.as_ref().unwrap();
+    assert!(s.completed > 0 && s.events >= 6 * s.completed, "{s:?}");
+    let schema = Schema::load();
+    schema.assert_valid(&record);
+    let mut bad = record.clone();
+    bad["stream"]["mode"] = "websocket".into();
+    schema.assert_rejected(&bad, "/stream/mode", |k| {
+        matches!(k, ErrorKind::Enum { .. })
+    });
+}
+
 #[test]
 fn open_model_record_with_warmup_matches_schema() {
     let echo = support::Echo::start(Duration::ZERO);
@@ -204,11 +244,20 @@ fn schema_rejects_a_missing_outcome_class() {
         .expect("outcomes is an object");
     assert_eq!(
         outcomes.len(),
-        21,
+        gatebench_model::Outcome::COUNT,
         "every class is present in a real record"
     );
+    // The stream classes came later: a record written before them lacks them and is valid.
+    let mut older = record.clone();
+    let old = older["measurement"]["outcomes"].as_object_mut().unwrap();
+    for later in ["stream_stalled", "stream_incomplete", "not_event_stream"] {
+        old.remove(later).expect("a stream class");
+    }
+    let schema = Schema::load();
+    schema.assert_valid(&older);
+    let outcomes = record["measurement"]["outcomes"].as_object_mut().unwrap();
     outcomes.remove("goaway").expect("`goaway` is a class");
-    Schema::load().assert_rejected(
+    schema.assert_rejected(
         &record,
         "/measurement/outcomes",
         |k| matches!(k, ErrorKind::Required { want } if want == &["goaway"]),

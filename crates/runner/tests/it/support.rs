@@ -295,6 +295,7 @@ pub fn report(config: &LoadConfig) -> LoadReport {
         shard: None,
         merged: None,
         thresholds: Vec::new(),
+        stream: None,
     }
 }
 

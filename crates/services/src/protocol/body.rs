@@ -246,6 +246,18 @@ pub(crate) enum ResBody {
     H1(H1Body),
     /// An HTTP/2 upstream's body, streamed from h2's client.
     Upstream(UpstreamBody),
+    /// A body a service produces over time (the echo's emulated token stream): each frame
+    /// goes to the client as soon as it is produced, never held for the next.
+    Produced(Produced),
+}
+
+/// A body produced by a service frame by frame, over time.
+pub(crate) struct Produced(pub(crate) Pin<Box<dyn Body<Data = Bytes, Error = BodyError> + Send>>);
+
+impl std::fmt::Debug for Produced {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Produced")
+    }
 }
 
 impl ResBody {
@@ -292,6 +304,7 @@ impl Body for ResBody {
                 return Poll::Ready(data.take().map(|d| Ok(Frame::data(d))))
             }
             ResBody::H1(body) => return Pin::new(body).poll_frame(cx),
+            ResBody::Produced(body) => return body.0.as_mut().poll_frame(cx),
             ResBody::Upstream(body) => body,
         };
         if let Some(error) = body.failed.take() {
@@ -327,6 +340,7 @@ impl Body for ResBody {
         match self {
             ResBody::Local(data) | ResBody::Held(data, _) => data.is_none(),
             ResBody::H1(body) => body.is_end_stream(),
+            ResBody::Produced(body) => body.0.is_end_stream(),
             ResBody::Upstream(body) => body.inner.is_end_stream(),
         }
     }
@@ -337,6 +351,7 @@ impl Body for ResBody {
                 SizeHint::with_exact(data.as_ref().map_or(0, |d| d.len() as u64))
             }
             ResBody::H1(body) => body.size_hint(),
+            ResBody::Produced(body) => body.0.size_hint(),
             ResBody::Upstream(body) => body.inner.size_hint(),
         }
     }

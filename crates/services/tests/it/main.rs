@@ -19,6 +19,7 @@
 //! - `passthrough`: every seed-004 protocol pair, pooling, streaming, intermediary headers.
 //! - `pool`: idle pooled upstream connections closed without traffic (timeout, upstream close).
 //! - `smuggling`: hostile framing, refused before the upstream sees a byte.
+//! - `sse`: server-sent event streams: the echo's emulated model, each event through the proxy.
 //! - `faults`: refused, hanging, resetting and misframing upstreams; truncation; stale pools.
 //! - `limits`: slow clients, oversized heads and bodies, idle connections, shutdown.
 //! - `balance`: round robin, dead and hanging upstreams, health checks, ejection.
@@ -35,5 +36,6 @@ mod limits;
 mod passthrough;
 mod pool;
 mod smuggling;
+mod sse;
 mod support;
 mod transform;

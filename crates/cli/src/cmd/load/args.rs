@@ -251,6 +251,66 @@ pub struct LoadArgs {
         help_heading = "Mixes and replay"
     )]
     pub speed: f64,
+
+    /// Read each 2xx response as a stream, timing every event as it arrives: `sse` (a
+    /// text/event-stream's events), `llm` (chat-completion chunks: a token is a chunk with
+    /// content, and the stream must end with `data: [DONE]`), `chunks` (any body: each read of
+    /// its bytes is one event). Reports time to first byte and first event, the gaps between
+    /// events, stream durations and events/s. HTTP/1.1 only for now.
+    #[arg(long, value_enum, value_name = "MODE", help_heading = "Streams")]
+    pub stream: Option<StreamModeArg>,
+    /// LLM-gateway mode: POST an OpenAI-style chat completion with "stream": true to the URL
+    /// (give its full path, e.g. http://gw:8080/v1/chat/completions) and read the answer as
+    /// --stream llm: time to first token, inter-token latency, tokens/s.
+    #[arg(
+        long,
+        conflicts_with_all = ["stream", "body", "body_file", "payload_size", "mix", "replay"],
+        help_heading = "Streams"
+    )]
+    pub llm: bool,
+    /// --llm: the request's "model".
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "gatebench",
+        requires = "llm",
+        help_heading = "Streams"
+    )]
+    pub llm_model: String,
+    /// --llm: the user message sent.
+    #[arg(
+        long,
+        value_name = "TEXT",
+        default_value = "Write a short story.",
+        requires = "llm",
+        help_heading = "Streams"
+    )]
+    pub llm_prompt: String,
+    /// --llm: the request's "max_tokens".
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 128,
+        requires = "llm",
+        help_heading = "Streams"
+    )]
+    pub max_tokens: u32,
+    /// With --stream or --llm: a stream with no event (token) for this long, after its head or
+    /// its last event, is counted as stream_stalled and its connection closed. The whole
+    /// stream must still end within --timeout.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Streams")]
+    pub stall: std::time::Duration,
+}
+
+/// `--stream`'s modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum StreamModeArg {
+    /// Server-sent events (text/event-stream).
+    Sse,
+    /// OpenAI-style chat-completion chunks as server-sent events.
+    Llm,
+    /// Any body: each read of its bytes is one event.
+    Chunks,
 }
 
 /// A `--replay` file's format.
