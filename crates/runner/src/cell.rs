@@ -101,8 +101,8 @@ pub struct CellContext<'a> {
     pub order: u32,
     /// The remote hosts of the SUT and the back-ends, ready (empty: all here).
     pub hosts: &'a HostPlan,
-    /// Where the load's live figures go (`gatebench run --metrics`): this cell's, fresh.
-    pub metrics: Option<Arc<gatebench_loadgen::metrics::LiveMetrics>>,
+    /// Where the cell's live figures go (`gatebench run --metrics`), begun for this cell.
+    pub metrics: Option<Arc<crate::suite_metrics::SuiteMetrics>>,
 }
 
 /// The result of a cell.

@@ -193,7 +193,10 @@ pub fn run_suite(
                 .metrics
                 .as_ref()
                 .filter(|_| cell.kind.is_load())
-                .map(|m| m.begin_cell(suite, cell)),
+                .map(|m| {
+                    m.begin_cell(suite, cell);
+                    m.clone()
+                }),
         };
         let out = run_cell(&ctx, cell, launcher, driver, &mut |e| {
             observer.cell_event(&progress(i), &e)

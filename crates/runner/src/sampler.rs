@@ -144,14 +144,22 @@ pub struct Sampler {
     handle: JoinHandle<Vec<Sample>>,
 }
 
+/// Told of each sample as it is taken (`gatebench run --metrics`).
+pub type Tap = Arc<dyn Fn(&Sample) + Send + Sync>;
+
 impl Sampler {
     /// Starts sampling process group `pgid` every `period`; times are relative to `origin`.
     pub fn start(pgid: u32, origin: Instant, period: Duration) -> Sampler {
+        Sampler::start_tapped(pgid, origin, period, None)
+    }
+
+    /// As [`Sampler::start`], `tap` told of each sample as it is taken.
+    pub fn start_tapped(pgid: u32, origin: Instant, period: Duration, tap: Option<Tap>) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let handle = std::thread::Builder::new()
             .name("gatebench-sampler".into())
-            .spawn(move || sample_loop(pgid, origin, period, &flag))
+            .spawn(move || sample_loop(pgid, origin, period, &flag, tap))
             .expect("spawning the sampler thread");
         Sampler { stop, handle }
     }
@@ -163,7 +171,13 @@ impl Sampler {
     }
 }
 
-fn sample_loop(pgid: u32, origin: Instant, period: Duration, stop: &AtomicBool) -> Vec<Sample> {
+fn sample_loop(
+    pgid: u32,
+    origin: Instant,
+    period: Duration,
+    stop: &AtomicBool,
+    tap: Option<Tap>,
+) -> Vec<Sample> {
     let mut out = Vec::new();
     sample_every(
         pgid,
@@ -171,6 +185,9 @@ fn sample_loop(pgid: u32, origin: Instant, period: Duration, stop: &AtomicBool) 
         period,
         &|| stop.load(Ordering::Relaxed),
         &mut |s| {
+            if let Some(t) = &tap {
+                t(&s);
+            }
             out.push(s);
             true
         },

@@ -9,8 +9,11 @@
 //! `gatebench_suite_cells{state="planned"|"done"|"failed"}`. A sharded cell's figures are its
 //! shards' seconds merged live (`crate::shards`).
 //!
-//! Not here yet: the SUT's samples (CPU, memory, threads, open files, GC) as live series; they
-//! are in each cell's `samples.csv` and record.
+//! The SUT's samples are live series too (`gatebench_sut_cpu_percent`, `…_resident_memory_bytes`,
+//! `…_threads`, `…_open_files`, and the machine's `gatebench_machine_load1`), the latest of
+//! the cell in progress, when the SUT runs on this machine. Not here yet: a remote SUT's samples
+//! (they reach this machine after the cell), and GC figures (read from the GC log after the
+//! cell).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -18,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use gatebench_loadgen::metrics::{Family, Kind, LiveMetrics, Series, Snapshot, Source, Value};
 
 use crate::matrix::Cell;
+use crate::sampler::Sample;
 use crate::suite::{Intensity, Suite};
 
 /// A suite's live figures.
@@ -26,6 +30,8 @@ pub struct SuiteMetrics {
     /// The user's labels (`--metrics-label`), then `suite`.
     labels: Vec<(String, String)>,
     current: Mutex<Option<Arc<LiveMetrics>>>,
+    /// The SUT's latest sample in the cell in progress (a local SUT's).
+    sut: Mutex<Option<Sample>>,
     planned: AtomicU64,
     done: AtomicU64,
     failed: AtomicU64,
@@ -55,6 +61,7 @@ impl SuiteMetrics {
         Arc::new(SuiteMetrics {
             labels: l,
             current: Mutex::new(None),
+            sut: Mutex::new(None),
             planned: AtomicU64::new(0),
             done: AtomicU64::new(0),
             failed: AtomicU64::new(0),
@@ -94,7 +101,21 @@ impl SuiteMetrics {
         labels.push(("repeat".into(), cell.repeat.to_string()));
         let live = LiveMetrics::new(&labels);
         *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(live.clone());
+        *self.sut.lock().unwrap_or_else(|e| e.into_inner()) = None;
         live
+    }
+
+    /// The figures of the load cell in progress (the last one's between cells).
+    pub fn current(&self) -> Option<Arc<LiveMetrics>> {
+        self.current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The SUT's sample just taken in the cell in progress.
+    pub fn sut_sample(&self, s: &Sample) {
+        *self.sut.lock().unwrap_or_else(|e| e.into_inner()) = Some(s.clone());
     }
 }
 
@@ -116,6 +137,45 @@ impl Source for SuiteMetrics {
             labels: vec![("state", name)],
             value: Value::Int(n.load(Ordering::Relaxed)),
         };
+        let sut = self.sut.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(s) = sut {
+            let gauge = |name: &'static str, help: &'static str, value: Value| Family {
+                name,
+                help,
+                kind: Kind::Gauge,
+                series: vec![Series {
+                    labels: Vec::new(),
+                    value,
+                }],
+            };
+            snap.families.extend([
+                gauge(
+                    "gatebench_sut_cpu_percent",
+                    "The SUT's CPU over the last sample, percent of one core (its process group).",
+                    Value::Float(s.cpu_percent),
+                ),
+                gauge(
+                    "gatebench_sut_resident_memory_bytes",
+                    "The SUT's resident memory (its process group).",
+                    Value::Int(s.rss_kib * 1024),
+                ),
+                gauge(
+                    "gatebench_sut_threads",
+                    "The SUT's threads (its process group).",
+                    Value::Int(s.threads),
+                ),
+                gauge(
+                    "gatebench_sut_open_files",
+                    "The SUT's open file descriptors (its process group).",
+                    Value::Int(s.fds),
+                ),
+                gauge(
+                    "gatebench_machine_load1",
+                    "The machine's 1-minute load average.",
+                    Value::Float(s.loadavg_1m),
+                ),
+            ]);
+        }
         snap.families.push(Family {
             name: "gatebench_suite_cells",
             help: "Cells of the suite run: planned, done (failed or not), failed.",

@@ -541,8 +541,8 @@ fn thresholds_that_cannot_hold_are_refused_before_the_run() {
 }
 
 /// `gatebench run --metrics`: while a suite runs, a scrape shows the load cell in progress
-/// with the suite's labels and the run's progress; an address in use is refused before
-/// anything runs.
+/// with the suite's labels, its SUT's latest sample and the run's progress; an address in use
+/// is refused before anything runs.
 #[test]
 fn a_suite_serves_its_cells_live_figures_for_prometheus() {
     use std::io::{BufRead, BufReader, Read, Write};
@@ -612,7 +612,13 @@ backend = { serve = "echo --port {port}" }
                 && l.contains("outcome=\"ok\"")
                 && !l.ends_with(" 0")
         });
-        if ok.is_some() {
+        // The SUT's sample of this cell (one a second) is served beside its load.
+        let sut = body.lines().any(|l| {
+            l.starts_with("gatebench_sut_resident_memory_bytes{")
+                && l.contains("scenario=\"second\"")
+                && !l.ends_with(" 0")
+        });
+        if ok.is_some() && sut {
             break body;
         }
         assert!(

@@ -4,6 +4,7 @@
 //! load record's own timeline (`seconds.rs`). The rule: the live view the load gives while it
 //! runs drives the display and nothing else.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gatebench_loadgen::IntervalView;
@@ -34,10 +35,14 @@ impl Sampling {
     pub(super) fn start(run: &CellRun<'_, '_>, started: &mut Started) -> Sampling {
         let sampler = match started.remote_sampler.take() {
             Some(s) => s,
-            None => AnySampler::Local(Sampler::start(
+            None => AnySampler::Local(Sampler::start_tapped(
                 started.target_pid,
                 run.origin,
                 SAMPLE_PERIOD,
+                run.ctx
+                    .metrics
+                    .clone()
+                    .map(|m| Arc::new(move |s: &Sample| m.sut_sample(s)) as crate::sampler::Tap),
             )),
         };
         Sampling {
@@ -132,7 +137,7 @@ fn run_load(
             config,
             &mut on_interval,
             ctx.stop.clone(),
-            ctx.metrics.clone(),
+            ctx.metrics.as_ref().and_then(|m| m.current()),
         )?;
         return Ok((report, local_start_s));
     }
@@ -157,7 +162,7 @@ fn run_load(
             warmup: suite.warmup,
             deadline: suite.warmup + suite.duration + l.timeout + Duration::from_secs(30),
             thresholds: &run.sc.thresholds,
-            metrics: ctx.metrics.clone(),
+            metrics: ctx.metrics.as_ref().and_then(|m| m.current()),
             cell_dir: ctx.cell_dir,
             stop: ctx.stop,
         },
