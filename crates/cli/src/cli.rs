@@ -111,7 +111,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 256)]
     pub h2_max_streams: u32,
     /// echo: POST /v1/chat/completions with "stream": true is answered as a model streaming
-    /// a completion (server-sent chat.completion.chunk events, then data: [DONE]); this is the
+    /// a completion (server-sent chat.completion.chunk events, then the closing DONE event); this is the
     /// time from the request to its first token. A request may set its own with the header
     /// x-gatebench-first-token-ms.
     #[arg(long, value_name = "DURATION", default_value = "100ms", value_parser = parse_duration, help_heading = "Echo: emulated model (chat completions)")]

@@ -24,7 +24,7 @@
 //! - the body ended, framed right, inside an event or (LLM) without `data: [DONE]` →
 //!   `stream_incomplete`;
 //! - a 2xx that is not `text/event-stream` (`sse`, `llm`), or an event past the parser's limit
-//!   ([`MAX_EVENT`]) → `not_event_stream`.
+//!   (`MAX_EVENT`) → `not_event_stream`.
 //!
 //! Only the HTTP/1.1 client reads streams for now (`--stream` with `--http2` is refused).
 

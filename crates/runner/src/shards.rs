@@ -11,7 +11,7 @@
 //! `generator-<I>.log` in the cell's directory.
 //!
 //! While the load runs, each shard streams its finished seconds (`--live-seconds`) and the
-//! coordinator merges them as they come ([`live`]): one live line per second for the whole
+//! coordinator merges them as they come (`shards/live.rs`): one live line per second for the whole
 //! load, and the scenario's thresholds judged on the merged seconds, so that an `abort` one
 //! stops every shard (SIGINT: each ends early and still prints its record). At the end the live
 //! merge is compared with the exact merge of the records (`merged.live` in the record). The

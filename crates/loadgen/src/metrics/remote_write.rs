@@ -23,7 +23,7 @@
 //! labels (`--metrics-label`) name `job` or `instance` themselves.
 //!
 //! **It never holds up the load.** The collector, once a second, hands a copy of the figures
-//! to a bounded queue without waiting ([`Feed::offer`]); a thread of its own takes everything
+//! to a bounded queue without waiting (`Feed::offer`); a thread of its own takes everything
 //! queued and sends it as one request. A full queue (the endpoint slower than the interval)
 //! drops the newest copy, counted; a push that fails (no connection, a timeout, a status other
 //! than 2xx) is counted and not retried — the counters are cumulative, so the next push that
