@@ -2,15 +2,17 @@
 # Mixed attack soak (issue 23): every hostile-client shape at once against gatebench's proxy,
 # plus connections held open up to near the connection cap, while a steady open-model load of
 # legitimate requests runs. Checks:
-#   - the legitimate load has 0 errors and its p99 stays within 2 x the quiet p99 (a run of the
-#     same load before the attacks);
+#   - the legitimate load has 0 errors and its p99 stays within 2 x the quiet p99, judged against
+#     each of two quiet runs of the same load, one before the attacks and one after them (the
+#     lower of the two decides: one quiet minute on a shared box was a noisy baseline, 1.4 to
+#     3.05 ms in three soaks of 2026-11-28);
 #   - the proxy's open files and RSS return to their baseline (taken after the quiet run) once
 #     the attacks stop and the timers have run out (SETTLE seconds).
 #
 #   bench/hostile-soak.sh                 # 10 minutes
 #   DURATION=60 bench/hostile-soak.sh     # a short trial
 #
-# Environment: DURATION (600 s of attacks), QUIET (60 s quiet run), RATE (200 req/s legitimate,
+# Environment: DURATION (600 s of attacks), QUIET (180 s: each quiet run), RATE (200 req/s legitimate,
 # POST 64 bytes, open model), CONNS (32), TIMER (3 s: the proxy's header, body, send and idle
 # timeouts), MAXCONN (512: the proxy's --max-connections), HOLD (400 idle connections held open,
 # reopened as the proxy closes them), SIZE (4194304: the echo's GET answer, which slow readers
@@ -39,7 +41,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/lib.sh"
 
 DURATION=${DURATION:-600}
-QUIET=${QUIET:-60}
+QUIET=${QUIET:-180}
 RATE=${RATE:-200}
 CONNS=${CONNS:-32}
 TIMER=${TIMER:-3}
@@ -90,7 +92,7 @@ load() {
   printf 'kind\tphase\tepoch_or_metric\trss_kib_or_value\topen_files\n'
 } >"$out"
 
-gb_log "quiet run: ${QUIET}s at $RATE req/s"
+gb_log "quiet run before the attacks: ${QUIET}s at $RATE req/s"
 load "$QUIET" "$GB_TMP/quiet.json"
 sleep "$SETTLE"
 sample baseline
@@ -125,10 +127,12 @@ cat "$GB_TMP"/attacks-*.tsv >"$GB_TMP/attacks.tsv"
 gb_log "attacks over; settling ${SETTLE}s"
 sleep "$SETTLE"
 sample after
+gb_log "quiet run after the attacks: ${QUIET}s at $RATE req/s"
+load "$QUIET" "$GB_TMP/quiet-after.json"
 
-python3 - "$out" "$GB_TMP/quiet.json" "$GB_TMP/soak.json" "$GB_TMP/attacks.tsv" "$DURATION" <<'PY' | tee "${out%.tsv}.md"
+python3 - "$out" "$GB_TMP/quiet.json" "$GB_TMP/soak.json" "$GB_TMP/attacks.tsv" "$DURATION" "$GB_TMP/quiet-after.json" <<'PY' | tee "${out%.tsv}.md"
 import json, sys
-out, quiet, soak, attacks, duration = sys.argv[1:6]
+out, quiet, soak, attacks, duration, quiet_after = sys.argv[1:7]
 
 def stats(path):
     m = json.load(open(path))["measurement"]
@@ -142,6 +146,8 @@ after = next(r for r in rows if r[1] == "after")
 peak_rss = max(int(r[3]) for r in rows)
 peak_fds = max(int(r[4]) for r in rows)
 q_out, q_p99, q_err, q_rps = stats(quiet)
+a_out, a_p99, a_err, a_rps = stats(quiet_after)
+low_p99 = min(p for p in (q_p99, a_p99) if p is not None) if (q_p99, a_p99) != (None, None) else None
 s_out, s_p99, s_err, s_rps = stats(soak)
 errors = sum(v for k, v in s_out.items() if k != "ok")
 shapes = {}
@@ -152,8 +158,10 @@ for line in open(attacks):
         shapes[f[0]][f[2].split(" ")[0]] += 1
 checks = [
     ("legitimate load: 0 errors", errors == 0, "%d non-ok outcomes of %d" % (errors, sum(s_out.values()))),
-    ("legitimate p99 within 2 x quiet p99", s_p99 is not None and q_p99 is not None and s_p99 <= 2 * q_p99,
-     "%.2f ms vs quiet %.2f ms" % (s_p99 or -1, q_p99 or -1)),
+    ("legitimate p99 within 2 x quiet p99 (the lower quiet run)", s_p99 is not None and low_p99 is not None and s_p99 <= 2 * low_p99,
+     "%.2f ms vs quiet %.2f ms before, %.2f ms after" % (s_p99 or -1, q_p99 or -1, a_p99 or -1)),
+    ("quiet runs: 0 errors", sum(v for k, v in q_out.items() if k != "ok") + sum(v for k, v in a_out.items() if k != "ok") == 0,
+     "before %s, after %s" % (json.dumps({k: v for k, v in q_out.items() if v}), json.dumps({k: v for k, v in a_out.items() if v}))),
     ("open files back to baseline", int(after[4]) <= int(base[4]), "%s after, %s baseline, peak %d" % (after[4], base[4], peak_fds)),
     ("RSS back to baseline (+25 %)", int(after[3]) <= 1.25 * int(base[3]),
      "%s KiB after, %s KiB baseline, peak %d KiB" % (after[3], base[3], peak_rss)),
@@ -165,7 +173,7 @@ print("|---|---|---|")
 for name, ok, what in checks:
     print("| %s | %s | %s |" % (name, "pass" if ok else "FAIL", what))
 print()
-print("Legitimate load: quiet %.0f req/s, soak %.0f req/s; outcomes during the soak: %s." % (q_rps or 0, s_rps or 0, json.dumps(s_out)))
+print("Legitimate load: quiet %.0f req/s before and %.0f after, soak %.0f req/s; outcomes during the soak: %s." % (q_rps or 0, a_rps or 0, s_rps or 0, json.dumps(s_out)))
 print()
 print("The proxy's CPU during the attacks: %.1f s in %s s (%.1f %% of its core)." % (proxy_cpu, duration, 100 * proxy_cpu / float(duration)))
 print()
