@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use gatebench_model::{
-    histogram, ClassReport, ConnectionStats, LiveSecond, LoadReport, Outcome, PhaseHistograms,
-    PhaseReport, SecondRecord, SelfCheck, ToolInfo, SCHEMA_VERSION,
+    histogram, ClassReport, ConnectionStats, LiveSecond, LoadReport, Outcome, OutcomeCounts,
+    PhaseHistograms, PhaseReport, SecondRecord, SelfCheck, ToolInfo, SCHEMA_VERSION,
 };
 
 use crate::arrival::Curve;
@@ -48,7 +48,7 @@ const QUOTA_WARN_SHARE: f64 = 0.01;
 const QUOTA_WARN_FLOOR: Duration = Duration::from_millis(20);
 
 /// The live view of one second of the run.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct IntervalView {
     /// Seconds since the run started (warm-up included), 0-based.
     pub index: u64,
@@ -71,6 +71,23 @@ pub struct IntervalView {
     pub total_responses: u64,
     /// Errors so far.
     pub total_errors: u64,
+    /// Requests sent in this interval.
+    pub sent: u64,
+    /// The target rate over this interval (open model), requests per second.
+    pub target_rate: Option<f64>,
+    /// p50, p90 and the largest latency of this interval, ms (corrected in the open model;
+    /// timeouts in as the time they had waited).
+    pub p50_ms: f64,
+    /// See `p50_ms`.
+    pub p90_ms: f64,
+    /// See `p50_ms`.
+    pub max_ms: f64,
+    /// This interval's outcomes by class.
+    pub outcomes: OutcomeCounts,
+    /// Connections opened in this interval.
+    pub opened: u64,
+    /// The longest stall of a generator thread so far.
+    pub stall_longest: Duration,
 }
 
 /// Optional outputs of a run.
@@ -648,6 +665,7 @@ impl<'o, 'a> Collector<'o, 'a> {
         self.total_responses += iv.responses();
         self.total_errors += iv.errors();
         if let Some(m) = &self.opts.metrics {
+            m.connections_opened(iv.opened);
             m.second(
                 start < self.warmup,
                 iv.sent,
@@ -672,6 +690,14 @@ impl<'o, 'a> Collector<'o, 'a> {
             }
         }
         if let Some(cb) = self.opts.on_interval.as_deref_mut() {
+            let all = iv.all_latency();
+            let q = |p: f64| {
+                if all.is_empty() {
+                    0.0
+                } else {
+                    all.value_at_quantile(p) as f64 / 1e6
+                }
+            };
             let view = IntervalView {
                 index: iv.index,
                 elapsed: start + length,
@@ -680,16 +706,21 @@ impl<'o, 'a> Collector<'o, 'a> {
                 errors: iv.errors(),
                 length,
                 rps: iv.responses() as f64 / length.as_secs_f64().max(1e-3),
-                p99_ms: {
-                    let all = iv.all_latency();
-                    if all.is_empty() {
-                        0.0
-                    } else {
-                        all.value_at_quantile(0.99) as f64 / 1e6
-                    }
-                },
+                p99_ms: q(0.99),
                 total_responses: self.total_responses,
                 total_errors: self.total_errors,
+                sent: iv.sent,
+                target_rate: target_rate.or(self.fixed_rate),
+                p50_ms: q(0.5),
+                p90_ms: q(0.9),
+                max_ms: if all.is_empty() {
+                    0.0
+                } else {
+                    all.max() as f64 / 1e6
+                },
+                outcomes: iv.outcomes,
+                opened: iv.opened,
+                stall_longest: iv.stall_longest,
             };
             cb(&view);
         }

@@ -248,6 +248,10 @@ pub struct IntervalStats {
     pub censored: LatencyHistogram,
     /// Open model: `censored` measured from the actual send.
     pub censored_uncorrected: LatencyHistogram,
+    /// Connections opened in this second.
+    pub opened: u64,
+    /// The longest stall of a generator thread so far (at the end of this second).
+    pub stall_longest: Duration,
 }
 
 impl IntervalStats {
@@ -262,6 +266,8 @@ impl IntervalStats {
             latency_uncorrected: new_histogram(),
             censored: new_sparse_histogram(),
             censored_uncorrected: new_sparse_histogram(),
+            opened: 0,
+            stall_longest: Duration::ZERO,
         }
     }
 
@@ -273,6 +279,8 @@ impl IntervalStats {
         add(&mut self.latency_uncorrected, &other.latency_uncorrected);
         add(&mut self.censored, &other.censored);
         add(&mut self.censored_uncorrected, &other.censored_uncorrected);
+        self.opened += other.opened;
+        self.stall_longest = self.stall_longest.max(other.stall_longest);
         // Workers that ran longer cover more of the last second.
         self.length = self.length.max(other.length);
     }
@@ -287,6 +295,7 @@ impl IntervalStats {
         self.latency_uncorrected.reset();
         self.censored.reset();
         self.censored_uncorrected.reset();
+        self.opened = 0;
     }
 
     /// Every latency value of the interval, censored ones included (what the interval log

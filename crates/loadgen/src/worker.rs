@@ -278,6 +278,7 @@ pub(crate) fn run(plan: WorkerPlan, tx: Sender<WorkerMsg>) -> WorkerResult {
                     let at = start + Duration::from_secs(index + 1);
                     tokio::time::sleep_until(at.into()).await;
                     let mut iv = shared.interval.borrow_mut();
+                    iv.stall_longest = shared.stalls.get().longest;
                     let snapshot = iv.clone();
                     index += 1;
                     iv.reset(index);
@@ -316,6 +317,7 @@ pub(crate) fn run(plan: WorkerPlan, tx: Sender<WorkerMsg>) -> WorkerResult {
     });
     let end = finished;
     let mut last = shared.interval.borrow().clone();
+    last.stall_longest = shared.stalls.get().longest;
     // The last interval ends with the worker, part-way through its second.
     last.length = end
         .saturating_duration_since(plan.clock.start + Duration::from_secs(last.index))
@@ -455,6 +457,7 @@ impl Shared {
                 let mut phases = self.phases.borrow_mut();
                 let p = &mut phases[phase as usize];
                 p.conns.opened += 1;
+                self.interval.borrow_mut().opened += 1;
                 if had_conn {
                     p.conns.reconnects += 1;
                 }

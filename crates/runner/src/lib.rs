@@ -37,6 +37,7 @@ pub mod cell;
 pub mod driver;
 pub mod error;
 pub mod gc;
+pub mod gc_follow;
 pub mod hosts;
 pub mod launch;
 pub mod matrix;

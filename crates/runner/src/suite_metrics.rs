@@ -11,15 +11,17 @@
 //!
 //! The SUT's samples are live series too (`gatebench_sut_cpu_percent`, `…_resident_memory_bytes`,
 //! `…_threads`, `…_open_files`, and the machine's `gatebench_machine_load1`), the latest of
-//! the cell in progress, when the SUT runs on this machine. Not here yet: a remote SUT's samples
-//! (they reach this machine after the cell), and GC figures (read from the GC log after the
-//! cell).
+//! the cell in progress, on this machine or on the SUT's remote host (its sampler's lines come
+//! back over ssh as they are taken), and its GC pauses from its GC log followed while the load
+//! runs (`gatebench_sut_gc_*`, counted from the cell's load start; not for a log at a path on
+//! a remote host, which is fetched after the cell).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use gatebench_loadgen::metrics::{Family, Kind, LiveMetrics, Series, Snapshot, Source, Value};
 
+use crate::gc_follow::{GcLive, GcTap};
 use crate::matrix::Cell;
 use crate::sampler::Sample;
 use crate::suite::{Intensity, Suite};
@@ -30,8 +32,10 @@ pub struct SuiteMetrics {
     /// The user's labels (`--metrics-label`), then `suite`.
     labels: Vec<(String, String)>,
     current: Mutex<Option<Arc<LiveMetrics>>>,
-    /// The SUT's latest sample in the cell in progress (a local SUT's).
+    /// The SUT's latest sample in the cell in progress.
     sut: Mutex<Option<Sample>>,
+    /// The SUT's GC pauses since the load of the cell in progress began.
+    gc: Mutex<Option<GcLive>>,
     planned: AtomicU64,
     done: AtomicU64,
     failed: AtomicU64,
@@ -62,10 +66,16 @@ impl SuiteMetrics {
             labels: l,
             current: Mutex::new(None),
             sut: Mutex::new(None),
+            gc: Mutex::new(None),
             planned: AtomicU64::new(0),
             done: AtomicU64::new(0),
             failed: AtomicU64::new(0),
         })
+    }
+
+    /// The labels every series carries: the user's, then `suite`.
+    pub fn labels(&self) -> &[(String, String)] {
+        &self.labels
     }
 
     /// The run plans `n` cells.
@@ -102,6 +112,7 @@ impl SuiteMetrics {
         let live = LiveMetrics::new(&labels);
         *self.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(live.clone());
         *self.sut.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *self.gc.lock().unwrap_or_else(|e| e.into_inner()) = None;
         live
     }
 
@@ -116,6 +127,20 @@ impl SuiteMetrics {
     /// The SUT's sample just taken in the cell in progress.
     pub fn sut_sample(&self, s: &Sample) {
         *self.sut.lock().unwrap_or_else(|e| e.into_inner()) = Some(s.clone());
+    }
+
+    /// A GC log follower's tap: the SUT's pauses so far in the cell in progress.
+    pub fn gc_tap(self: &Arc<Self>) -> GcTap {
+        let m = self.clone();
+        Arc::new(move |g: &GcLive| {
+            *m.gc.lock().unwrap_or_else(|e| e.into_inner()) = Some(*g);
+        })
+    }
+
+    /// A sampler's tap that hands each sample to [`SuiteMetrics::sut_sample`].
+    pub fn tap(self: &Arc<Self>) -> crate::sampler::Tap {
+        let m = self.clone();
+        Arc::new(move |s: &Sample| m.sut_sample(s))
     }
 }
 
@@ -176,6 +201,10 @@ impl Source for SuiteMetrics {
                 ),
             ]);
         }
+        let gc = *self.gc.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(g) = gc {
+            snap.families.extend(gc_families(&g));
+        }
         snap.families.push(Family {
             name: "gatebench_suite_cells",
             help: "Cells of the suite run: planned, done (failed or not), failed.",
@@ -188,4 +217,53 @@ impl Source for SuiteMetrics {
         });
         snap
     }
+}
+
+/// The SUT's GC pauses as series: counters from the cell's load start, the longest pause, and
+/// the heap after the latest collection.
+fn gc_families(g: &GcLive) -> Vec<Family> {
+    let one = |name: &'static str, help: &'static str, kind: Kind, value: Value| Family {
+        name,
+        help,
+        kind,
+        series: vec![Series {
+            labels: Vec::new(),
+            value,
+        }],
+    };
+    let mut out = vec![
+        one(
+            "gatebench_sut_gc_pauses_total",
+            "The SUT's stop-the-world GC pauses since the cell's load began (from its GC log).",
+            Kind::Counter,
+            Value::Int(g.pauses),
+        ),
+        one(
+            "gatebench_sut_gc_pause_seconds_total",
+            "The SUT's GC pause time since the cell's load began.",
+            Kind::Counter,
+            Value::Float(g.pause_seconds),
+        ),
+        one(
+            "gatebench_sut_gc_pause_max_seconds",
+            "The SUT's longest GC pause since the cell's load began.",
+            Kind::Gauge,
+            Value::Float(g.pause_max_seconds),
+        ),
+        one(
+            "gatebench_sut_gc_full_collections_total",
+            "The SUT's full-collection GC events since the cell's load began.",
+            Kind::Counter,
+            Value::Int(g.full),
+        ),
+    ];
+    if let Some(mib) = g.heap_after_mib {
+        out.push(one(
+            "gatebench_sut_gc_heap_after_bytes",
+            "The SUT's heap after its latest collection, as its GC log says.",
+            Kind::Gauge,
+            Value::Float(mib * 1024.0 * 1024.0),
+        ));
+    }
+    out
 }

@@ -32,8 +32,10 @@
 //! - `request`: the minimal request framing (head, `Content-Length`, body).
 //! - [`h2`]: scripted HTTP/2 servers (refused and reset streams, GOAWAY, a stream limit).
 //! - [`records`]: complete result records for renderer and comparison tests.
+//! - `post_sink`: [`PostSink`], an endpoint that keeps the POSTs it receives (remote write).
 
 pub mod h2;
+mod post_sink;
 pub mod records;
 mod request;
 mod script;
@@ -42,6 +44,7 @@ mod server;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::time::Duration;
 
+pub use crate::post_sink::{Post, PostSink};
 pub use crate::server::TestServer;
 
 /// A request head a [`TestServer`] read: what its request line said, and when it was read.

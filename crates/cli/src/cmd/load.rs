@@ -1,8 +1,8 @@
 //! `gatebench load URL`: the single-shot load generator.
 //!
 //! Validates every argument and opens every output file before the first request, runs the
-//! correctness probe, then the load with a live progress line on stderr (an indicatif spinner,
-//! only when stderr is a terminal), and prints the text report, the JSON record and the interval log.
+//! correctness probe, then the load with a live panel on stderr (`panel.rs`, only when stderr
+//! is a terminal), and prints the text report, the JSON record and the interval log.
 
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
@@ -20,14 +20,15 @@ use gatebench_loadgen::{
     StreamMode, StreamSpec, TlsOptions,
 };
 use gatebench_model::{LiveSecond, ShardInfo};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
 
 use crate::signal;
 
 mod args;
+mod panel;
 
-pub(crate) use args::parse_label;
+pub(crate) use args::{parse_label, parse_remote_write, parse_remote_write_interval};
 pub use args::{ArrivalSpacing, LoadArgs, ReplayFormatArg, StreamModeArg, START_AT_TOLERANCE};
+use panel::Panel;
 
 /// Runs the subcommand (`--find-max` runs `cmd::find_max` instead, from `main`).
 pub fn run(args: LoadArgs) -> Result<ExitCode> {
@@ -105,26 +106,18 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
         None => None,
     };
     // Cleared when dropped, so an error or the report starts on a clean line.
-    let spinner = live.then(|| {
-        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
-            .with_style(
-                ProgressStyle::with_template("{spinner} {msg}").expect("the template is valid"),
-            )
-            .with_finish(ProgressFinish::AndClear);
-        bar.set_message("starting");
-        bar.enable_steady_tick(Duration::from_millis(200));
-        bar
+    let panel = live.then(|| {
+        let planned = config.stop.duration.map(|d| d + config.warmup);
+        let p = Panel::new(planned, config.threads);
+        let mut p = PanelOnStderr(p);
+        p.0.draw(&mut std::io::stderr().lock(), panel::terminal_width());
+        std::cell::RefCell::new(p)
     });
     let mut progress = |v: &IntervalView| {
-        if let Some(bar) = &spinner {
-            bar.set_message(format!(
-                "[{:>4}s{}] {:>10.0} req/s  p99 {:>9}  errors {}",
-                v.elapsed.as_secs(),
-                if v.warmup { " warm-up" } else { "" },
-                v.rps,
-                gatebench_report::fmt::duration_ms(v.p99_ms),
-                v.total_errors
-            ));
+        if let Some(p) = &panel {
+            let mut p = p.borrow_mut();
+            p.0.update(v);
+            p.0.draw(&mut std::io::stderr().lock(), panel::terminal_width());
         }
     };
     // Each second as one line, flushed at once: the coordinator reads them as they come.
@@ -151,9 +144,7 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
     )?;
     let mut output = output;
     output.report.shard = shard;
-    if let Some(bar) = spinner {
-        bar.finish_and_clear();
-    }
+    drop(panel);
     // An `abort` threshold stops the run through its own flag; Ctrl-C is the caller's.
     let aborted = output.report.thresholds.iter().any(|t| t.aborted);
     let interrupted = stop.load(Ordering::Relaxed) && !aborted;
@@ -190,27 +181,7 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
     if let Some(r) = remote {
         // The last push, of the final figures; a dead endpoint fails it at once, a slow one
         // holds the exit up at most this long.
-        let stats = r.finish(Duration::from_secs(15));
-        if stats.failed > 0 || stats.dropped > 0 || stats.unfinished {
-            eprintln!(
-                "gatebench: --remote-write: {} of {} pushes failed{}{}",
-                stats.failed,
-                stats.failed + stats.pushed,
-                if stats.dropped > 0 {
-                    format!(
-                        ", {} copies of the figures dropped (queue full)",
-                        stats.dropped
-                    )
-                } else {
-                    String::new()
-                },
-                if stats.unfinished {
-                    "; the last push had not finished after 15 s"
-                } else {
-                    ""
-                }
-            );
-        }
+        say_remote_write(&r.finish(Duration::from_secs(15)));
     }
     if let Some(out) = json_out.as_mut() {
         let json =
@@ -553,6 +524,40 @@ impl Output {
                 f.flush()
             }
         }
+    }
+}
+
+/// Says on stderr what went wrong with a run's remote-write pushes, if anything did.
+pub(crate) fn say_remote_write(stats: &gatebench_loadgen::metrics::RemoteWriteStats) {
+    if stats.failed == 0 && stats.dropped == 0 && !stats.unfinished {
+        return;
+    }
+    eprintln!(
+        "gatebench: --remote-write: {} of {} pushes failed{}{}",
+        stats.failed,
+        stats.failed + stats.pushed,
+        if stats.dropped > 0 {
+            format!(
+                ", {} copies of the figures dropped (queue full)",
+                stats.dropped
+            )
+        } else {
+            String::new()
+        },
+        if stats.unfinished {
+            "; the last push had not finished after 15 s"
+        } else {
+            ""
+        }
+    );
+}
+
+/// The live panel, erased from the terminal when dropped (the run's end or an error).
+struct PanelOnStderr(Panel);
+
+impl Drop for PanelOnStderr {
+    fn drop(&mut self) {
+        self.0.clear(&mut std::io::stderr().lock());
     }
 }
 

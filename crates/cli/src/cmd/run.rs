@@ -16,7 +16,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Args;
 use gatebench_history::store::fingerprint;
-use gatebench_loadgen::metrics::MetricsServer;
+use gatebench_loadgen::metrics::{MetricsServer, RemoteWrite};
 use gatebench_model::{CellKind, CellRecord, CellStatus};
 use gatebench_report::export::Exporter;
 use gatebench_report::fmt::rate;
@@ -41,6 +41,7 @@ use crate::signal;
 /// `gatebench run [SUITE]`.
 #[derive(Debug, Args)]
 #[command(
+    group(clap::ArgGroup::new("live").args(["metrics", "remote_write"]).multiple(true)),
     disable_version_flag = true,
     after_help = "Without SUITE, runs the built-in default suite: seed 004's eight \
 scenarios, a round-robin balancer over five echo back-ends and the echo back-end alone, on the \
@@ -147,9 +148,18 @@ pub struct RunArgs {
     /// values, and `gatebench_suite_cells{state}` (docs/metrics.md).
     #[arg(long, value_name = "ADDRESS", help_heading = "Live metrics")]
     pub metrics: Option<std::net::SocketAddr>,
-    /// A label every series of --metrics carries, NAME=VALUE (repeatable).
-    #[arg(long = "metrics-label", value_name = "NAME=VALUE", value_parser = crate::cmd::load::parse_label, requires = "metrics", help_heading = "Live metrics")]
+    /// A label every series of --metrics and --remote-write carries, NAME=VALUE (repeatable).
+    #[arg(long = "metrics-label", value_name = "NAME=VALUE", value_parser = crate::cmd::load::parse_label, requires = "live", help_heading = "Live metrics")]
     pub metrics_labels: Vec<(String, String)>,
+    /// Push the same figures by Prometheus remote write 1.0 to URL (an http:// endpoint, e.g.
+    /// http://127.0.0.1:9090/api/v1/write; no TLS) every --remote-write-interval and once at
+    /// the end, from a thread of its own: an endpoint that is down or refuses is said once and
+    /// counted, and the suite goes on.
+    #[arg(long, value_name = "URL", value_parser = crate::cmd::load::parse_remote_write, help_heading = "Live metrics")]
+    pub remote_write: Option<gatebench_loadgen::metrics::RemoteWriteUrl>,
+    /// How often --remote-write pushes (at least 1s).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = crate::cmd::load::parse_remote_write_interval, requires = "remote_write", help_heading = "Live metrics")]
+    pub remote_write_interval: std::time::Duration,
 }
 
 /// Runs the subcommand.
@@ -195,14 +205,15 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
             SuiteMetrics::CELL_LABELS.join(", ")
         );
     }
-    let suite_metrics = args
-        .metrics
-        .map(|_| SuiteMetrics::new(&suite, &args.metrics_labels));
+    let suite_metrics = (args.metrics.is_some() || args.remote_write.is_some()).then(|| {
+        let m = SuiteMetrics::new(&suite, &args.metrics_labels);
+        m.planned(plan.cells.len());
+        m
+    });
     let _metrics_server = match (args.metrics, &suite_metrics) {
         (Some(addr), Some(m)) => {
             let server = MetricsServer::start(addr, m.clone())
                 .with_context(|| format!("--metrics: cannot listen on {addr}"))?;
-            m.planned(plan.cells.len());
             println!("Metrics: http://{}/metrics", server.addr());
             Some(server)
         }
@@ -227,6 +238,20 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         dir.write_json("hosts.json", &reports)?;
     }
     println!("Results: {}", out_dir.display());
+    // Pushes start with the run: an endpoint that is down is found by the first push, said
+    // once, and does not stop the suite.
+    let remote = match (&args.remote_write, &suite_metrics) {
+        (Some(url), Some(m)) => Some(
+            RemoteWrite::start_ticking(
+                url.clone(),
+                args.remote_write_interval,
+                m.clone(),
+                m.labels(),
+            )
+            .context("--remote-write: cannot start its thread")?,
+        ),
+        _ => None,
+    };
     if let Some(h) = &mut history {
         h.begin(&out_dir, args.commit.as_deref(), args.date, args.replace)?;
     }
@@ -281,6 +306,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     );
     if let Some(bound) = args.until_stable {
         print!("{}", settling_text(&run.settling, bound, args.max_repeats));
+    }
+    if let Some(r) = remote {
+        crate::cmd::load::say_remote_write(&r.finish(Duration::from_secs(15)));
     }
     if run.interrupted {
         eprintln!(

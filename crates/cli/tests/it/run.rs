@@ -565,8 +565,26 @@ backend = { serve = "echo --port {port}" }
 [[scenario]]
 name = "second"
 backend = { serve = "echo --port {port}" }
+gc_format = "go"
+gc_log = "gc.log"
 "#;
     std::fs::write(tmp.join("suite.toml"), suite).unwrap();
+    // A GC log the second cell follows: this test writes Go's gctrace lines into it while the
+    // suite runs (two pauses a line), as a Go SUT would.
+    std::fs::write(tmp.join("gc.log"), "").unwrap();
+    let writing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let writer = {
+        let (path, writing) = (tmp.join("gc.log"), writing.clone());
+        std::thread::spawn(move || {
+            let mut log = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+            while writing.load(std::sync::atomic::Ordering::Relaxed) {
+                log.write_all(b"gc 7 @0.500s 1%: 0.020+1.0+0.030 ms clock, 0.04+0/0.1/0+0.06 ms cpu, 4->4->1 MB, 5 MB goal, 2 P\n").unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        })
+    };
+    // The same figures pushed by remote write, beside the scrape.
+    let sink = gatebench_testkit::PostSink::start("/api/v1/write");
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gatebench"))
         .args([
             "run",
@@ -577,6 +595,7 @@ backend = { serve = "echo --port {port}" }
             "127.0.0.1:0",
         ])
         .args(["--metrics-label", "team=edge"])
+        .args(["--remote-write", &sink.url])
         .current_dir(&tmp)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
@@ -618,7 +637,13 @@ backend = { serve = "echo --port {port}" }
                 && l.contains("scenario=\"second\"")
                 && !l.ends_with(" 0")
         });
-        if ok.is_some() && sut {
+        // The GC log's pauses, followed while the cell's load runs.
+        let gc = body.lines().any(|l| {
+            l.starts_with("gatebench_sut_gc_pauses_total{")
+                && l.contains("scenario=\"second\"")
+                && !l.ends_with(" 0")
+        });
+        if ok.is_some() && sut && gc {
             break body;
         }
         assert!(
@@ -647,6 +672,45 @@ backend = { serve = "echo --port {port}" }
     assert!(seen.contains("state=\"done\"} 1"), "{seen}");
     assert!(child.wait().unwrap().success());
     let _ = rest.join();
+    writing.store(false, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+
+    // The pushes: one a second or so over the run, and the last one after the end carries the
+    // whole run (both cells done) and the last cell's counters equal to its record's.
+    let posts = sink.posts();
+    assert!(posts.len() >= 3, "{} pushes", posts.len());
+    let last = gatebench_loadgen::metrics::remote_write::decode(&posts.last().unwrap().1).unwrap();
+    let value = |name: &str, with: &[(&str, &str)]| -> f64 {
+        last.iter()
+            .filter(|(l, _)| {
+                l.iter().any(|(k, v)| k == "__name__" && v == name)
+                    && with
+                        .iter()
+                        .all(|(wk, wv)| l.iter().any(|(k, v)| k == wk && v == wv))
+            })
+            .map(|(_, samples)| samples.last().unwrap().0)
+            .sum()
+    };
+    assert_eq!(value("gatebench_suite_cells", &[("state", "done")]), 2.0);
+    let record: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(tmp.join("out/cells/second_u2_s50_d0_r1/record.json")).unwrap(),
+    )
+    .unwrap();
+    let requests = record["load"]["measurement"]["requests"].as_u64().unwrap();
+    assert!(requests > 0);
+    assert_eq!(
+        value(
+            "gatebench_requests_total",
+            &[
+                ("scenario", "second"),
+                ("phase", "measurement"),
+                ("team", "edge"),
+                ("job", "gatebench")
+            ]
+        ) as u64,
+        requests,
+        "every request of the last cell, pushed"
+    );
 
     // An address in use: one line, exit 2, before anything runs.
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -16,6 +16,7 @@
 //!   responses per second over the last second;
 //! - `gatebench_in_flight_requests`: sent and not finished, at the end of the last second;
 //! - `gatebench_phase`: 0 warm-up, 1 measurement, 2 done;
+//! - `gatebench_connections_opened_total`: connections the generator opened;
 //! - `gatebench_generator_cpu_seconds_total`: the generator process's CPU time (the self-check's
 //!   view of it).
 //!
@@ -118,6 +119,8 @@ struct State {
     achieved_rate: f64,
     in_flight: u64,
     phase: u8,
+    /// Connections opened, both phases.
+    opened: u64,
 }
 
 /// What kind of metric a family is.
@@ -251,6 +254,11 @@ impl LiveMetrics {
         self.tick();
     }
 
+    /// Connections opened in the second about to be given to [`LiveMetrics::second`].
+    pub fn connections_opened(&self, n: u64) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).opened += n;
+    }
+
     /// The run ended: the requests settled only then (in flight at the end, never sent) are
     /// counted, and the phase reads done.
     pub(crate) fn finish(&self, measurement: &OutcomeCounts) {
@@ -287,7 +295,7 @@ impl LiveMetrics {
     pub fn snapshot(&self) -> Snapshot {
         let s = self.state.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let cpu = process_cpu_seconds();
-        let mut families = Vec::with_capacity(9);
+        let mut families = Vec::with_capacity(10);
         families.push(Family {
             name: "gatebench_requests_sent_total",
             help: "Requests sent.",
@@ -361,6 +369,15 @@ impl LiveMetrics {
             f64::from(s.phase),
         ));
         families.push(Family {
+            name: "gatebench_connections_opened_total",
+            help: "Connections the generator opened (TCP, and TLS where the target is https).",
+            kind: Kind::Counter,
+            series: vec![Series {
+                labels: Vec::new(),
+                value: Value::Int(s.opened),
+            }],
+        });
+        families.push(Family {
             name: "gatebench_generator_cpu_seconds_total",
             help: "CPU time of the generator process.",
             kind: Kind::Counter,
@@ -402,7 +419,7 @@ pub fn check_label(name: &str) -> Result<(), String> {
 }
 
 /// User plus system CPU seconds of this process (`/proc/self/stat`); 0 where unreadable.
-fn process_cpu_seconds() -> f64 {
+pub fn process_cpu_seconds() -> f64 {
     let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
         return 0.0;
     };

@@ -44,7 +44,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use super::proto::{Field, Reader, Writer};
-use super::{Kind, LiveMetrics, Snapshot, Value};
+use super::{Kind, LiveMetrics, Snapshot, Source, Value};
 
 /// Copies of the figures waiting to be sent, at most.
 const QUEUE: usize = 32;
@@ -178,6 +178,11 @@ impl Feed {
         due
     }
 
+    /// Whether the queue still takes copies (the writer has not finished).
+    fn open(&self) -> bool {
+        self.tx.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+    }
+
     /// Queues a copy without waiting; a full queue drops it, counted.
     pub(crate) fn offer(&self, snap: Snapshot) {
         let tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
@@ -193,23 +198,73 @@ impl Feed {
     }
 }
 
-/// A running remote writer: its thread and the run's figures it reads.
-#[derive(Debug)]
+/// A running remote writer: its thread and the figures it reads.
 pub struct RemoteWrite {
     feed: Arc<Feed>,
-    metrics: Arc<LiveMetrics>,
+    source: Arc<dyn Source + Send + Sync>,
     last: Arc<Mutex<Option<(i64, Snapshot)>>>,
     done: Receiver<()>,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// With [`RemoteWrite::start_ticking`]: the thread that takes the copies.
+    ticker: Option<std::thread::JoinHandle<()>>,
+}
+
+impl fmt::Debug for RemoteWrite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RemoteWrite")
+            .field("feed", &self.feed)
+            .finish_non_exhaustive()
+    }
 }
 
 impl RemoteWrite {
-    /// Starts pushing `metrics` to `url` every `interval` (from the run's first second on).
-    /// Nothing is sent before the run: an endpoint that is down shows at the first push.
+    /// Starts pushing `metrics` to `url` every `interval` (from the run's first second on: the
+    /// run's collector hands each copy over as its second ends). Nothing is sent before the
+    /// run: an endpoint that is down shows at the first push.
     pub fn start(
         url: RemoteWriteUrl,
         interval: Duration,
         metrics: Arc<LiveMetrics>,
+    ) -> std::io::Result<RemoteWrite> {
+        let w = RemoteWrite::spawn(url, interval, metrics.clone(), metrics.labels())?;
+        metrics.attach(w.feed.clone());
+        Ok(w)
+    }
+
+    /// Starts pushing whatever `source` shows to `url` every `interval`, taken by a thread of
+    /// its own (a suite's figures, which span many runs); `labels` are the source's own, for
+    /// the `job` and `instance` rule.
+    pub fn start_ticking(
+        url: RemoteWriteUrl,
+        interval: Duration,
+        source: Arc<dyn Source + Send + Sync>,
+        labels: &[(String, String)],
+    ) -> std::io::Result<RemoteWrite> {
+        let mut w = RemoteWrite::spawn(url, interval, source.clone(), labels)?;
+        let feed = w.feed.clone();
+        w.ticker = Some(
+            std::thread::Builder::new()
+                .name("gatebench-remote-write-tick".into())
+                .spawn(move || {
+                    let step = Duration::from_millis(50);
+                    let mut next = Instant::now() + interval;
+                    while feed.open() {
+                        if Instant::now() >= next {
+                            feed.offer(source.snapshot());
+                            next += interval;
+                        }
+                        std::thread::sleep(step);
+                    }
+                })?,
+        );
+        Ok(w)
+    }
+
+    fn spawn(
+        url: RemoteWriteUrl,
+        interval: Duration,
+        source: Arc<dyn Source + Send + Sync>,
+        labels: &[(String, String)],
     ) -> std::io::Result<RemoteWrite> {
         let (tx, rx) = mpsc::sync_channel(QUEUE);
         let counters = Arc::new(Counters::default());
@@ -221,7 +276,7 @@ impl RemoteWrite {
         });
         let last = Arc::new(Mutex::new(None));
         let (done_tx, done) = mpsc::channel();
-        let extra = identity(metrics.labels());
+        let extra = identity(labels);
         let sender = Sender {
             url,
             counters,
@@ -235,13 +290,13 @@ impl RemoteWrite {
                 sender.run(rx, &final_slot);
                 let _ = done_tx.send(());
             })?;
-        metrics.attach(feed.clone());
         Ok(RemoteWrite {
             feed,
-            metrics,
+            source,
             last,
             done,
             thread: Some(thread),
+            ticker: None,
         })
     }
 
@@ -249,13 +304,17 @@ impl RemoteWrite {
     /// push at most `wait`; then what became of every push.
     pub fn finish(mut self, wait: Duration) -> RemoteWriteStats {
         *self.last.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some((unix_ms(), self.metrics.snapshot()));
-        // Closing the queue tells the thread to send what is left and the final figures.
+            Some((unix_ms(), self.source.snapshot()));
+        // Closing the queue tells the thread to send what is left and the final figures (and
+        // the ticker, if any, to stop).
         self.feed
             .tx
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take();
+        if let Some(t) = self.ticker.take() {
+            let _ = t.join();
+        }
         let unfinished = self.done.recv_timeout(wait).is_err();
         if !unfinished {
             if let Some(t) = self.thread.take() {
@@ -274,6 +333,21 @@ impl RemoteWrite {
                 .unwrap_or_else(|e| e.into_inner())
                 .clone(),
             unfinished,
+        }
+    }
+}
+
+impl Drop for RemoteWrite {
+    /// A writer dropped without [`RemoteWrite::finish`] (an error path): its threads end, what
+    /// is queued is still sent.
+    fn drop(&mut self) {
+        self.feed
+            .tx
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(t) = self.ticker.take() {
+            let _ = t.join();
         }
     }
 }

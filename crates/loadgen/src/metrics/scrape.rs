@@ -271,6 +271,7 @@ mod tests {
                 "gatebench_achieved_rate",
                 "gatebench_in_flight_requests",
                 "gatebench_phase",
+                "gatebench_connections_opened_total",
                 "gatebench_generator_cpu_seconds_total"
             ]
         );

@@ -4,91 +4,16 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gatebench_loadgen::metrics::native::index;
 use gatebench_loadgen::metrics::{remote_write, scrape, LiveMetrics, MetricsServer, RemoteWrite};
 use gatebench_loadgen::{LoadConfig, RunOptions, RunOutput};
 
+use gatebench_testkit::PostSink;
+
 use crate::support::{spec, Echo};
-
-/// One POST as received: its head and its body.
-type Post = (String, Vec<u8>);
-
-/// A remote-write receiver on 127.0.0.1:0: reads each POST (head, Content-Length body),
-/// answers 204 and keeps the head and the body.
-struct Receiver {
-    url: String,
-    got: Arc<Mutex<Vec<Post>>>,
-    stop: Arc<AtomicBool>,
-    addr: std::net::SocketAddr,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Receiver {
-    fn start() -> Receiver {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap();
-        let got = Arc::new(Mutex::new(Vec::new()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (g, s) = (got.clone(), stop.clone());
-        let thread = std::thread::spawn(move || {
-            for c in l.incoming() {
-                if s.load(Ordering::Relaxed) {
-                    break;
-                }
-                let Ok(mut c) = c else { continue };
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 4096];
-                let head_end = loop {
-                    if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        break i + 4;
-                    }
-                    let n = c.read(&mut chunk).unwrap();
-                    assert!(n > 0, "the client closed before its head ended");
-                    buf.extend_from_slice(&chunk[..n]);
-                };
-                let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-                let len: usize = head
-                    .lines()
-                    .find_map(|l| {
-                        let (k, v) = l.split_once(':')?;
-                        k.eq_ignore_ascii_case("content-length")
-                            .then(|| v.trim().parse().unwrap())
-                    })
-                    .expect("a Content-Length");
-                while buf.len() < head_end + len {
-                    let n = c.read(&mut chunk).unwrap();
-                    assert!(n > 0, "the client closed before its body ended");
-                    buf.extend_from_slice(&chunk[..n]);
-                }
-                g.lock()
-                    .unwrap()
-                    .push((head, buf[head_end..head_end + len].to_vec()));
-                let _ = c.write_all(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n");
-            }
-        });
-        Receiver {
-            url: format!("http://{addr}/api/v1/write"),
-            got,
-            stop,
-            addr,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        let _ = TcpStream::connect(self.addr);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
 
 /// Runs a closed-model load of `d` (after `warmup`) that updates `live` once a second.
 fn run_with_metrics(
@@ -122,7 +47,7 @@ fn value_of<'a>(labels: &'a [(String, String)], name: &str) -> Option<&'a str> {
 #[test]
 fn remote_write_pushes_decode_to_the_records_totals() {
     let echo = Echo::start(Duration::ZERO);
-    let rx = Receiver::start();
+    let rx = PostSink::start("/api/v1/write");
     let live = LiveMetrics::new(&[("scenario".into(), "echo".into())]);
     let rw = RemoteWrite::start(
         rx.url.parse().unwrap(),
@@ -140,7 +65,7 @@ fn remote_write_pushes_decode_to_the_records_totals() {
     });
     let stats = rw.finish(Duration::from_secs(10));
     assert_eq!((stats.failed, stats.dropped), (0, 0), "{stats:?}");
-    let got = rx.got.lock().unwrap().clone();
+    let got = rx.posts();
     assert_eq!(got.len() as u64, stats.pushed);
     assert!(
         got.len() >= 3,

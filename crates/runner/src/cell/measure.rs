@@ -4,7 +4,6 @@
 //! load record's own timeline (`seconds.rs`). The rule: the live view the load gives while it
 //! runs drives the display and nothing else.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gatebench_loadgen::IntervalView;
@@ -19,6 +18,7 @@ use super::{
 };
 use crate::error::RunnerError;
 use crate::gc::GcClock;
+use crate::gc_follow::GcFollower;
 use crate::pin;
 use crate::sampler::{self, CpuAt, CpuReading, Sample, Sampler, Window, Windows};
 use crate::shards::ShardedRun;
@@ -27,6 +27,8 @@ use crate::shards::ShardedRun;
 /// until it is finished.
 pub(super) struct Sampling {
     sampler: AnySampler,
+    /// The GC log followed for the live metrics, when they are on and the log is here.
+    gc: Option<GcFollower>,
     restore: Option<Vec<usize>>,
 }
 
@@ -39,14 +41,12 @@ impl Sampling {
                 started.target_pid,
                 run.origin,
                 SAMPLE_PERIOD,
-                run.ctx
-                    .metrics
-                    .clone()
-                    .map(|m| Arc::new(move |s: &Sample| m.sut_sample(s)) as crate::sampler::Tap),
+                run.ctx.metrics.as_ref().map(|m| m.tap()),
             )),
         };
         Sampling {
             sampler,
+            gc: follow_gc(run, started),
             restore: pin_generator(run.ctx.placement),
         }
     }
@@ -56,8 +56,29 @@ impl Sampling {
         if let Some(cpus) = self.restore {
             let _ = pin::pin_current_thread(&cpus);
         }
+        if let Some(gc) = self.gc {
+            gc.finish();
+        }
         self.sampler.finish()
     }
+}
+
+/// Follows the SUT's GC log for the live metrics: when they are on, the scenario has a GC log,
+/// and that log is on this machine (the SUT's own log is, wherever the SUT runs: its output
+/// comes back over ssh; a log at a path of a remote host is fetched only after the cell).
+fn follow_gc(run: &CellRun<'_, '_>, started: &Started) -> Option<GcFollower> {
+    let metrics = run.ctx.metrics.as_ref()?;
+    let spec = run.sc.gc.as_ref()?;
+    let log = started.gc.as_ref()?;
+    if started.target.remote.is_some() && spec.path.is_some() {
+        return None;
+    }
+    Some(GcFollower::start(
+        log.path.clone(),
+        spec.format,
+        SAMPLE_PERIOD,
+        metrics.gc_tap(),
+    ))
 }
 
 /// Runs a load cell's load and fills its record.

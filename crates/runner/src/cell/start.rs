@@ -121,6 +121,7 @@ pub(super) fn start(run: &CellRun<'_, '_>, fx: &mut Effects<'_>) -> Result<Start
             run.origin,
             SAMPLE_PERIOD,
             &r.dir,
+            run.ctx.metrics.as_ref().map(|m| m.tap()),
         )?)),
     };
     let backend = Backend::new(hosts.backend.addr, &hosts.backend_ports, backend_protocol);

@@ -400,7 +400,7 @@ impl Drop for RemoteProcess {
 
 /// The SUT's sampling on its remote host: `gatebench host sample` there, one line a second
 /// streamed back over ssh; each sample is placed on this machine's clock when its line
-/// arrives.
+/// arrives, and told to the tap (live metrics) at once.
 #[derive(Debug)]
 pub struct RemoteSampler {
     process: RemoteProcess,
@@ -409,13 +409,15 @@ pub struct RemoteSampler {
 }
 
 impl RemoteSampler {
-    /// Starts sampling process group `pgid` on `host`; times are relative to `origin`.
+    /// Starts sampling process group `pgid` on `host`; times are relative to `origin`; `tap`
+    /// is told of each sample as it arrives.
     pub fn start(
         host: &Arc<SshHost>,
         pgid: u32,
         origin: Instant,
         period: Duration,
         dir: &str,
+        tap: Option<crate::sampler::Tap>,
     ) -> Result<RemoteSampler, RunnerError> {
         let argv = vec![
             host.exe.clone(),
@@ -436,6 +438,9 @@ impl RemoteSampler {
                 for line in lines {
                     if let Some(mut s) = crate::sampler::parse_line(&line) {
                         s.t_s = origin.elapsed().as_secs_f64();
+                        if let Some(tap) = &tap {
+                            tap(&s);
+                        }
                         sink.lock().expect("sampler lock").push(s);
                     }
                 }

@@ -161,6 +161,7 @@ impl LiveMerge {
             p99_ms,
             total_responses: self.total_responses,
             total_errors: self.total_errors,
+            ..IntervalView::default()
         });
         let latency = sum
             .latency()

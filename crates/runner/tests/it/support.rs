@@ -164,6 +164,7 @@ impl Driver for FakeDriver {
                 p99_ms: if responses == 0 { 0.0 } else { 1.0 },
                 total_responses: total,
                 total_errors: 0,
+                ..IntervalView::default()
             });
         }
         if let Some(f) = &self.interrupt {

@@ -346,11 +346,13 @@ pub(crate) fn parse_label(s: &str) -> Result<(String, String), String> {
     Ok((k.to_owned(), v.to_owned()))
 }
 
-fn parse_remote_write(s: &str) -> Result<gatebench_loadgen::metrics::RemoteWriteUrl, String> {
+pub(crate) fn parse_remote_write(
+    s: &str,
+) -> Result<gatebench_loadgen::metrics::RemoteWriteUrl, String> {
     s.parse()
 }
 
-fn parse_remote_write_interval(s: &str) -> Result<std::time::Duration, String> {
+pub(crate) fn parse_remote_write_interval(s: &str) -> Result<std::time::Duration, String> {
     let d = parse_duration(s).map_err(|e| e.to_string())?;
     if d < std::time::Duration::from_secs(1) {
         return Err(format!(
