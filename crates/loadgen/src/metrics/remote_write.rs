@@ -300,13 +300,9 @@ impl RemoteWrite {
         })
     }
 
-    /// The run is over: pushes the final figures (after what is queued) and waits for that
-    /// push at most `wait`; then what became of every push.
-    pub fn finish(mut self, wait: Duration) -> RemoteWriteStats {
-        *self.last.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some((unix_ms(), self.source.snapshot()));
-        // Closing the queue tells the thread to send what is left and the final figures (and
-        // the ticker, if any, to stop).
+    /// Closes the queue, which tells the sending thread to send what is left and the final
+    /// figures, and stops the ticker, if any.
+    fn close(&mut self) {
         self.feed
             .tx
             .lock()
@@ -315,6 +311,14 @@ impl RemoteWrite {
         if let Some(t) = self.ticker.take() {
             let _ = t.join();
         }
+    }
+
+    /// The run is over: pushes the final figures (after what is queued) and waits for that
+    /// push at most `wait`; then what became of every push.
+    pub fn finish(mut self, wait: Duration) -> RemoteWriteStats {
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((unix_ms(), self.source.snapshot()));
+        self.close();
         let unfinished = self.done.recv_timeout(wait).is_err();
         if !unfinished {
             if let Some(t) = self.thread.take() {
@@ -341,14 +345,7 @@ impl Drop for RemoteWrite {
     /// A writer dropped without [`RemoteWrite::finish`] (an error path): its threads end, what
     /// is queued is still sent.
     fn drop(&mut self) {
-        self.feed
-            .tx
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        if let Some(t) = self.ticker.take() {
-            let _ = t.join();
-        }
+        self.close();
     }
 }
 
