@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The figures of docs/benchmarks.md, docs/proxy.md, docs/hosts.md, docs/seeds.md, docs/history.md,
-docs/metrics.md and README.md,
+docs/metrics.md, docs/conformance.md and README.md,
 printed from bench/results/.
 
 Every table of measured figures in those documents sits between two marker comments:
@@ -63,7 +63,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "bench", "results")
 DOCS = ["docs/benchmarks.md", "docs/proxy.md", "docs/hosts.md", "docs/seeds.md", "docs/history.md",
-        "docs/metrics.md", "README.md"]
+        "docs/metrics.md", "docs/conformance.md", "README.md"]
 
 BEGIN = re.compile(r"^<!-- figures:begin (.+?) -->$")
 END = "<!-- figures:end -->"
@@ -507,9 +507,12 @@ def cited_files(doc, text):
     problems = []
     names = set(os.listdir(RESULTS)) if os.path.isdir(RESULTS) else set()
     for n, line in enumerate(text.split("\n"), 1):
-        for m in re.finditer(r"bench/results/([A-Za-z0-9._-]*[A-Za-z0-9_-])", line):
-            if not os.path.exists(os.path.join(RESULTS, m.group(1))):
-                problems.append(f"{doc}:{n}: cites bench/results/{m.group(1)}, which is missing")
+        # `bench/results/NAME.{tsv,md}` cites NAME.tsv and NAME.md.
+        for m in re.finditer(r"bench/results/([A-Za-z0-9._-]*[A-Za-z0-9_-])(\.\{([a-z,]+)\})?", line):
+            paths = [m.group(1)] if not m.group(3) else [f"{m.group(1)}.{e}" for e in m.group(3).split(",")]
+            for p in paths:
+                if not os.path.exists(os.path.join(RESULTS, p)):
+                    problems.append(f"{doc}:{n}: cites bench/results/{p}, which is missing")
         for m in re.finditer(r"…(T\d{6})", line):
             if not any(m.group(1) in f for f in names):
                 problems.append(f"{doc}:{n}: cites a results file '…{m.group(1)}' that bench/results/ does not have")
