@@ -86,7 +86,19 @@ async fn probe_async(config: &LoadConfig) -> Result<(), LoadgenError> {
             .map_err(|_| fail("no response within the timeout".into()))?
         }
     };
-    let answer = answer.map_err(|f| fail(format!("no valid response: {}", f.outcome.label())))?;
+    let answer = answer.map_err(|f| match f.outcome {
+        // Asking for a stream of a target that does not serve one is bad input, not a failed
+        // check: one line, exit status 2, before any load.
+        Outcome::NotEventStream => LoadgenError::config(format!(
+            "{}: the answer to {} {} is not an event stream (no text/event-stream Content-Type), \
+             which --stream/--llm expect (--no-probe measures it anyway, each answer counted as \
+             not_event_stream)",
+            config.target.url,
+            config.request().method(),
+            config.request().path()
+        )),
+        other => fail(format!("no valid response: {}", other.label())),
+    })?;
     match answer.outcome {
         Outcome::Ok => Ok(()),
         Outcome::BodyMismatch => Err(fail(

@@ -232,3 +232,27 @@ fn a_replay_from_the_command_line_sends_every_line() {
     );
     assert!(err.contains("replay of"), "{err}");
 }
+
+/// `--stream sse` against a target that answers plain text: one line, exit 2, before any load.
+#[test]
+fn a_stream_load_of_a_target_that_serves_no_event_stream_is_refused() {
+    let _shared = crate::support::shared();
+    let server = TestServer::start(Behavior::Respond {
+        status: 200,
+        body: b"plain".to_vec(),
+    });
+    let o = gatebench(&["load", &server.url(), "--stream", "sse", "-n", "10"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("is not an event stream"), "{err}");
+    assert_eq!(
+        err.trim()
+            .lines()
+            .filter(|l| l.starts_with("gatebench:"))
+            .count(),
+        1,
+        "{err}"
+    );
+    // Only the probe's request reached the target.
+    assert_eq!(server.requests_seen(), 1);
+}
