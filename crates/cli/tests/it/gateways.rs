@@ -204,11 +204,17 @@ impl Traffic {
     }
 
     fn stop(self) -> u64 {
-        self.stop.store(true, Ordering::Relaxed);
-        for t in self.threads {
+        let Traffic {
+            stop,
+            errors,
+            threads,
+            ..
+        } = self;
+        stop.store(true, Ordering::Relaxed);
+        for t in threads {
             t.join().unwrap();
         }
-        self.errors()
+        errors.load(Ordering::Relaxed)
     }
 }
 

@@ -177,7 +177,10 @@ fn processes(
             let serve = matches!(b.program, Program::Serve(_));
             let addr = SocketAddr::new(hosts.backend.addr, *port);
             let tls = common.backend_protocol.tls();
-            origins.extend(count_if_echo(&mut spec, serve, addr, tls));
+            // Behind an intermediary only: an echo measured alone sees the generator.
+            if !target_is_backend {
+                origins.extend(count_if_echo(&mut spec, serve, addr, tls));
+            }
             out.push((name, spec, check));
         }
     }
