@@ -684,38 +684,38 @@ mod tests {
 
         4 cells: 3 ok, 1 failed. Each cell: 1 s warm-up (reported apart below), then 4 s measured. **Incomplete: 1 planned cells have no record** (the run was interrupted).
 
-        | Scenario Name | Concurrent Users | Message Size (Bytes) | Back-end Service Delay (ms) | Error % | Throughput (Requests/sec) | Average Response Time (ms) | Standard Deviation of Response Time (ms) | 99th Percentile of Response Time (ms) | SUT CPU (%) | SUT Memory (MiB) | SUT Max Threads | SUT Max Open Files | Load Average (1 min) | GC Throughput (%) | GC Pause p99 (ms) | Memory Footprint After Full GC (MiB) | Thresholds | Flags |
-        |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
-        | Echo back-end alone (baseline) | 100 | 50 | 0 | 0.00 | 19551.06 | 5.08 | 2.54 | 20.32 | 97.2 | 17.9 | 3 | 110 | 1.50 | no GC events |  |  |  |  |
-        | Passthrough HTTP service (h1c -> h1c) | 100 | 50 | 0 | 0.00 | 19551.06 | 5.08 | 2.54 | 20.32 | 97.2 | 17.9 | 3 | 110 | 1.50 |  |  |  | pass | generator-bound |
-        | Passthrough HTTP service (h1c -> h1c) | 100 | 1024 | 0 | 0.25 | 18266.21 | 5.43 | 2.71 | 21.72 | 97.2 | 17.9 | 3 | 110 | 1.50 | 98.80 | 7.25 | 20.6 | FAIL: errors<0.1% (errors 0.250%) | errors |
-        | Passthrough HTTPS service (h1 -> h1) | 100 | 50 | 0 |  |  |  |  |  |  |  |  |  |  |  |  |  |  | failed: sut (gatebench serve proxy) exited with status 2 before it was ready |
+        | Scenario Name | Concurrent Users | Message Size (Bytes) | Back-end Service Delay (ms) | Error % | Throughput (Requests/sec) | Average Response Time (ms) | Standard Deviation of Response Time (ms) | 99th Percentile of Response Time (ms) | SUT CPU (%) | SUT Memory (MiB) | SUT Max Threads | SUT Max Open Files | Load Average (1 min) | GC Throughput (%) | GC Pause p99 (ms) | Memory Footprint After Full GC (MiB) | Upstream Connections per 1,000 Requests | Upstream TLS Resumption (%) | Balance Spread | Thresholds | Flags |
+        |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
+        | Echo back-end alone (baseline) | 100 | 50 | 0 | 0.00 | 19551.06 | 5.08 | 2.54 | 20.32 | 97.2 | 17.9 | 3 | 110 | 1.50 | no GC events |  |  |  |  |  |  |  |
+        | Passthrough HTTP service (h1c -> h1c) | 100 | 50 | 0 | 0.00 | 19551.06 | 5.08 | 2.54 | 20.32 | 97.2 | 17.9 | 3 | 110 | 1.50 |  |  |  |  |  |  | pass | generator-bound |
+        | Passthrough HTTP service (h1c -> h1c) | 100 | 1024 | 0 | 0.25 | 18266.21 | 5.43 | 2.71 | 21.72 | 97.2 | 17.9 | 3 | 110 | 1.50 | 98.80 | 7.25 | 20.6 | 1.37 | 90.0 | 1.23 | FAIL: errors<0.1% (errors 0.250%) | errors |
+        | Passthrough HTTPS service (h1 -> h1) | 100 | 50 | 0 |  |  |  |  |  |  |  |  |  |  |  |  |  |  |  |  |  | failed: sut (gatebench serve proxy) exited with status 2 before it was ready |
 
         - `failed: …`: the cell produced no figures; the reason says which process or check failed.
         - `errors`: some requests failed; see Error % and the cell's record.json for the classes.
         - `generator-bound`: the load generator, not the system under test, was the bottleneck; the figures describe the generator.
 
-        SUT CPU is the mean over the measurement, in percent of one core; SUT Memory the mean resident set, in MiB; SUT Max Threads and Max Open Files the most at once (the SUT's whole process group); Load Average the machine's 1-minute load average, mean of the samples. The GC columns are filled when the scenario names its SUT's GC log: GC throughput is the share of the window outside stop-the-world pauses, the footprint the mean heap after a full collection.
+        SUT CPU is the mean over the measurement, in percent of one core; SUT Memory the mean resident set, in MiB; SUT Max Threads and Max Open Files the most at once (the SUT's whole process group); Load Average the machine's 1-minute load average, mean of the samples. The GC columns are filled when the scenario names its SUT's GC log: GC throughput is the share of the window outside stop-the-world pauses, the footprint the mean heap after a full collection. The upstream columns are filled when the back-ends are gatebench's echo: what they counted over the measurement, read before and after it.
 
         ## Warm-up (not part of the results)
 
-        | Scenario Name | Concurrent Users | Message Size (Bytes) | Back-end Service Delay (ms) | Error % | Throughput (Requests/sec) | Average Response Time (ms) | Standard Deviation of Response Time (ms) | 99th Percentile of Response Time (ms) | SUT CPU (%) | SUT Memory (MiB) | SUT Max Threads | SUT Max Open Files | Load Average (1 min) | GC Throughput (%) | GC Pause p99 (ms) | Memory Footprint After Full GC (MiB) | Thresholds | Flags |
-        |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
-        | Echo back-end alone (baseline) | 100 | 50 | 0 | 0.00 | 9000.00 | 1.50 | 0.75 | 6.00 | 80.0 | 12.0 | 0 | 0 | 0.00 |  |  |  |  |  |
-        | Passthrough HTTP service (h1c -> h1c) | 100 | 50 | 0 | 0.00 | 9000.00 | 1.50 | 0.75 | 6.00 | 80.0 | 12.0 | 0 | 0 | 0.00 |  |  |  |  | generator-bound |
-        | Passthrough HTTP service (h1c -> h1c) | 100 | 1024 | 0 | 0.00 | 9000.00 | 1.50 | 0.75 | 6.00 | 80.0 | 12.0 | 0 | 0 | 0.00 |  |  |  |  | errors |
-        | Passthrough HTTPS service (h1 -> h1) | 100 | 50 | 0 |  |  |  |  |  |  |  |  |  |  |  |  |  |  | failed: sut (gatebench serve proxy) exited with status 2 before it was ready |
+        | Scenario Name | Concurrent Users | Message Size (Bytes) | Back-end Service Delay (ms) | Error % | Throughput (Requests/sec) | Average Response Time (ms) | Standard Deviation of Response Time (ms) | 99th Percentile of Response Time (ms) | SUT CPU (%) | SUT Memory (MiB) | SUT Max Threads | SUT Max Open Files | Load Average (1 min) | GC Throughput (%) | GC Pause p99 (ms) | Memory Footprint After Full GC (MiB) | Upstream Connections per 1,000 Requests | Upstream TLS Resumption (%) | Balance Spread | Thresholds | Flags |
+        |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
+        | Echo back-end alone (baseline) | 100 | 50 | 0 | 0.00 | 9000.00 | 1.50 | 0.75 | 6.00 | 80.0 | 12.0 | 0 | 0 | 0.00 |  |  |  |  |  |  |  |  |
+        | Passthrough HTTP service (h1c -> h1c) | 100 | 50 | 0 | 0.00 | 9000.00 | 1.50 | 0.75 | 6.00 | 80.0 | 12.0 | 0 | 0 | 0.00 |  |  |  |  |  |  |  | generator-bound |
+        | Passthrough HTTP service (h1c -> h1c) | 100 | 1024 | 0 | 0.00 | 9000.00 | 1.50 | 0.75 | 6.00 | 80.0 | 12.0 | 0 | 0 | 0.00 |  |  |  |  |  |  |  | errors |
+        | Passthrough HTTPS service (h1 -> h1) | 100 | 50 | 0 |  |  |  |  |  |  |  |  |  |  |  |  |  |  |  |  |  | failed: sut (gatebench serve proxy) exited with status 2 before it was ready |
         ");
     }
 
     #[test]
     fn csv_summary() {
         insta::assert_snapshot!(csv(&fixture(), Phase::Measurement), @r#"
-        Scenario Name,Concurrent Users,Message Size (Bytes),Back-end Service Delay (ms),Error %,Throughput (Requests/sec),Average Response Time (ms),Standard Deviation of Response Time (ms),99th Percentile of Response Time (ms),SUT CPU (%),SUT Memory (MiB),SUT Max Threads,SUT Max Open Files,Load Average (1 min),GC Throughput (%),GC Pause p99 (ms),Memory Footprint After Full GC (MiB),Thresholds,Flags,Cell
-        Echo back-end alone (baseline),100,50,0,0.00,19551.06,5.08,2.54,20.32,97.2,17.9,3,110,1.50,no GC events,,,,,s0_u100_s50_d0_r1
-        Passthrough HTTP service (h1c -> h1c),100,50,0,0.00,19551.06,5.08,2.54,20.32,97.2,17.9,3,110,1.50,,,,pass,generator-bound,s1_u100_s50_d0_r1
-        Passthrough HTTP service (h1c -> h1c),100,1024,0,0.25,18266.21,5.43,2.71,21.72,97.2,17.9,3,110,1.50,98.80,7.25,20.6,FAIL: errors<0.1% (errors 0.250%),errors,s1_u100_s1024_d0_r1
-        Passthrough HTTPS service (h1 -> h1),100,50,0,,,,,,,,,,,,,,,failed: sut (gatebench serve proxy) exited with status 2 before it was ready,s2_u100_s50_d0_r1
+        Scenario Name,Concurrent Users,Message Size (Bytes),Back-end Service Delay (ms),Error %,Throughput (Requests/sec),Average Response Time (ms),Standard Deviation of Response Time (ms),99th Percentile of Response Time (ms),SUT CPU (%),SUT Memory (MiB),SUT Max Threads,SUT Max Open Files,Load Average (1 min),GC Throughput (%),GC Pause p99 (ms),Memory Footprint After Full GC (MiB),"Upstream Connections per 1,000 Requests",Upstream TLS Resumption (%),Balance Spread,Thresholds,Flags,Cell
+        Echo back-end alone (baseline),100,50,0,0.00,19551.06,5.08,2.54,20.32,97.2,17.9,3,110,1.50,no GC events,,,,,,,,s0_u100_s50_d0_r1
+        Passthrough HTTP service (h1c -> h1c),100,50,0,0.00,19551.06,5.08,2.54,20.32,97.2,17.9,3,110,1.50,,,,,,,pass,generator-bound,s1_u100_s50_d0_r1
+        Passthrough HTTP service (h1c -> h1c),100,1024,0,0.25,18266.21,5.43,2.71,21.72,97.2,17.9,3,110,1.50,98.80,7.25,20.6,1.37,90.0,1.23,FAIL: errors<0.1% (errors 0.250%),errors,s1_u100_s1024_d0_r1
+        Passthrough HTTPS service (h1 -> h1),100,50,0,,,,,,,,,,,,,,,,,,failed: sut (gatebench serve proxy) exited with status 2 before it was ready,s2_u100_s50_d0_r1
         "#);
     }
 
