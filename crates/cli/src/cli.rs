@@ -160,7 +160,12 @@ pub struct ServeArgs {
     /// the new set at once, requests in flight finish on their old upstream, pooled
     /// connections to upstreams that left are closed (busy ones after their exchange); a file
     /// that does not parse is refused with one log line and the old set kept.
-    #[arg(long, value_name = "PATH", conflicts_with = "upstreams", help_heading = "Intermediaries")]
+    #[arg(
+        long,
+        value_name = "PATH",
+        conflicts_with = "upstreams",
+        help_heading = "Intermediaries"
+    )]
     pub upstreams_file: Option<PathBuf>,
     /// Accept any upstream TLS certificate (self-signed test backends). Verified by default.
     #[arg(long, help_heading = "Intermediaries")]

@@ -787,11 +787,17 @@ mod tests {
         // The origin figures: 100 connections for 73,000 requests, 90 of 100 handshakes
         // resumed, the busier back-end at 45,000 × 2 / 73,000 of the even share.
         let close = |v: &serde_json::Value, want: f64| (v.as_f64().unwrap() - want).abs() < 1e-9;
-        assert!(close(&m[2]["upstream_connections_per_1k_requests"], 100_000.0 / 73_000.0));
+        assert!(close(
+            &m[2]["upstream_connections_per_1k_requests"],
+            100_000.0 / 73_000.0
+        ));
         assert!(close(&m[2]["upstream_tls_resumption_percent"], 90.0));
         assert!(close(&m[2]["balance_spread"], 90_000.0 / 73_000.0));
         assert!(m[1]["balance_spread"].is_null(), "no origin statistics");
-        assert!(v["warmup"][2]["balance_spread"].is_null(), "measurement only");
+        assert!(
+            v["warmup"][2]["balance_spread"].is_null(),
+            "measurement only"
+        );
     }
 
     #[test]

@@ -190,11 +190,7 @@ impl Balancer {
         Self::of(upstreams, ejection, Instant::now())
     }
 
-    fn of(
-        upstreams: Vec<Arc<Upstream>>,
-        ejection: Option<EjectionConfig>,
-        epoch: Instant,
-    ) -> Self {
+    fn of(upstreams: Vec<Arc<Upstream>>, ejection: Option<EjectionConfig>, epoch: Instant) -> Self {
         // One upstream is never ejected (see the module docs).
         let ejection = ejection.filter(|_| upstreams.len() > 1);
         Self {
@@ -216,12 +212,12 @@ impl Balancer {
     ) -> (Balancer, Vec<Arc<Upstream>>) {
         let upstreams: Vec<Arc<Upstream>> = targets
             .into_iter()
-            .map(|target| {
-                match self.upstreams.iter().find(|u| u.target.url == target.url) {
+            .map(
+                |target| match self.upstreams.iter().find(|u| u.target.url == target.url) {
                     Some(kept) => kept.clone(),
                     None => Arc::new(Upstream::new(target, pool())),
-                }
-            })
+                },
+            )
             .collect();
         let gone = self
             .upstreams
@@ -234,7 +230,10 @@ impl Balancer {
 
     /// The upstreams' URLs, in order.
     pub(crate) fn urls(&self) -> Vec<&str> {
-        self.upstreams.iter().map(|u| u.target.url.as_str()).collect()
+        self.upstreams
+            .iter()
+            .map(|u| u.target.url.as_str())
+            .collect()
     }
 
     fn now_ms(&self) -> u64 {
@@ -334,7 +333,6 @@ impl Balancer {
             .filter(|&i| self.eligible(i, &mut now))
             .count()
     }
-
 }
 
 /// The current set of upstreams of one service, replaceable while it runs (module docs).

@@ -65,8 +65,8 @@ use crate::protocol::h2::server::H2Handler;
 use crate::protocol::interim::{H2Interim, Interim};
 use crate::protocol::Answer;
 use crate::server::{self, ListenOptions, Opened, Protocols};
-use origin::Origin;
 use crate::tls::{self, TlsSettings};
+use origin::Origin;
 
 /// Largest `get_size` (1 GiB): the answer is built in memory.
 pub const MAX_GET_SIZE: u64 = 1 << 30;
@@ -371,7 +371,10 @@ impl EchoState {
             max_body: config.max_body,
             budget: limits.h2_body_budget.max(config.max_body),
             chat,
-            id: config.id.as_deref().and_then(|id| HeaderValue::from_str(id).ok()),
+            id: config
+                .id
+                .as_deref()
+                .and_then(|id| HeaderValue::from_str(id).ok()),
             origin: config.origin.clone(),
         })
     }
@@ -436,7 +439,9 @@ impl Echo {
         } else {
             Response::new(ResBody::Local(Some(body)))
         };
-        response.headers_mut().insert(CONTENT_TYPE, APPLICATION_JSON);
+        response
+            .headers_mut()
+            .insert(CONTENT_TYPE, APPLICATION_JSON);
         response
     }
 

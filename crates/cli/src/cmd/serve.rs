@@ -129,9 +129,7 @@ fn intermediary(args: ServeArgs) -> Result<ExitCode> {
         bail!("--id, --stats and --stats-file are the echo's (a back-end's) options, not the {name}'s");
     }
     let upstreams = match &args.upstreams_file {
-        Some(path) => {
-            gatebench_services::proxy::reload::read_upstreams(path).map_err(by_option)?
-        }
+        Some(path) => gatebench_services::proxy::reload::read_upstreams(path).map_err(by_option)?,
         None => args.upstreams.clone(),
     };
     let mut proxy = ProxyConfig {

@@ -73,7 +73,10 @@ fn the_echo_names_itself_and_counts_what_it_sees_without_its_readings() {
     let mut c = connect(&echo.url);
     for _ in 0..5 {
         let (status, backend, body) = exchange(&mut c, "/").unwrap();
-        assert_eq!((status, backend.as_deref(), body.as_str()), (200, Some("a"), "Hello, world!"));
+        assert_eq!(
+            (status, backend.as_deref(), body.as_str()),
+            (200, Some("a"), "Hello, world!")
+        );
     }
     let (_, backend, _) = exchange(&mut connect(&echo.url), "/health").unwrap();
     assert_eq!(backend.as_deref(), Some("a"));
@@ -94,8 +97,12 @@ fn the_echo_names_itself_and_counts_what_it_sees_without_its_readings() {
     assert_eq!(count(&on_exit, "connections_closed"), 2, "{on_exit}");
     // Without --id and --stats: no header, no statistics (the path is a plain GET).
     let plain = EchoChild::start(&[]);
-    let (status, backend, body) = exchange(&mut connect(&plain.url), "/__gatebench/origin").unwrap();
-    assert_eq!((status, backend, body.as_str()), (200, None, "Hello, world!"));
+    let (status, backend, body) =
+        exchange(&mut connect(&plain.url), "/__gatebench/origin").unwrap();
+    assert_eq!(
+        (status, backend, body.as_str()),
+        (200, None, "Hello, world!")
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -191,7 +198,10 @@ impl Traffic {
     fn wait_for(&self, backend: &str) -> Duration {
         let start = Instant::now();
         while self.last.lock().unwrap().as_deref() != Some(backend) {
-            assert!(start.elapsed() < Duration::from_secs(5), "no answer from {backend}");
+            assert!(
+                start.elapsed() < Duration::from_secs(5),
+                "no answer from {backend}"
+            );
             std::thread::sleep(Duration::from_millis(5));
         }
         let took = start.elapsed();
@@ -230,7 +240,7 @@ fn the_proxy_reloads_its_upstream_under_load_without_an_error() {
     let (file, log) = (dir.join("upstreams"), dir.join("proxy.log"));
     let a = EchoChild::start(&["--id", "a", "--stats"]);
     let b = EchoChild::start(&["--id", "b", "--stats"]);
-    write_file(&file, &[&a.url.trim_end_matches('/')]);
+    write_file(&file, &[a.url.trim_end_matches('/')]);
     let proxy = Intermediary::start("proxy", &file, &log, &[]);
     let traffic = Traffic::start(&proxy.url, 4);
     traffic.wait_for("a");
@@ -250,7 +260,7 @@ fn the_proxy_reloads_its_upstream_under_load_without_an_error() {
     );
     assert!(count(&after, "requests") > count(&before, "requests"));
     // A → B: new requests go to B, A's pooled connections are closed.
-    write_file(&file, &[&b.url.trim_end_matches('/')]);
+    write_file(&file, &[b.url.trim_end_matches('/')]);
     kill(&proxy.child, Signal::HUP);
     traffic.wait_for("b");
     let start = Instant::now();
@@ -259,11 +269,18 @@ fn the_proxy_reloads_its_upstream_under_load_without_an_error() {
         if count(&s, "connections_closed") == count(&s, "connections_opened") {
             break s;
         }
-        assert!(start.elapsed() < Duration::from_secs(5), "A's connections stay open: {s}");
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "A's connections stay open: {s}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(count(&origin(&a), "requests"), count(&drained, "requests"), "A still gets requests");
+    assert_eq!(
+        count(&origin(&a), "requests"),
+        count(&drained, "requests"),
+        "A still gets requests"
+    );
     // A broken file: refused, logged, B still serves.
     std::fs::write(&file, "http://127.0.0.1:1 http://127.0.0.1:2\n").unwrap();
     kill(&proxy.child, Signal::HUP);
@@ -283,9 +300,19 @@ fn the_balancer_takes_and_drops_members_and_checks_the_new_set() {
     let (file, log) = (dir.join("upstreams"), dir.join("balance.log"));
     let a = EchoChild::start(&["--id", "a"]);
     let mut b = EchoChild::start(&["--id", "b"]);
-    let (ua, ub) = (a.url.trim_end_matches('/'), b.url.trim_end_matches('/').to_owned());
+    let (ua, ub) = (
+        a.url.trim_end_matches('/'),
+        b.url.trim_end_matches('/').to_owned(),
+    );
     write_file(&file, &[ua]);
-    let checks = ["--health-interval", "100ms", "--health-timeout", "100ms", "--health-fall", "2"];
+    let checks = [
+        "--health-interval",
+        "100ms",
+        "--health-timeout",
+        "100ms",
+        "--health-fall",
+        "2",
+    ];
     let balance = Intermediary::start("balance", &file, &log, &checks);
     let traffic = Traffic::start(&balance.url, 4);
     traffic.wait_for("a");
@@ -301,7 +328,10 @@ fn the_balancer_takes_and_drops_members_and_checks_the_new_set() {
     b.child.wait().unwrap();
     let start = Instant::now();
     while health(&mut c).2 != "1 of 2 upstreams eligible\n" {
-        assert!(start.elapsed() < Duration::from_secs(5), "B never found down");
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "B never found down"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     traffic.wait_for("a");

@@ -74,7 +74,10 @@ pub(super) fn load(
     // start at an instant of their own).
     let sources = std::mem::take(&mut started.origins);
     let origins = OriginMarks::spawn(
-        sources.into_iter().filter(|_| run.ctx.hosts.generators.is_empty()).collect(),
+        sources
+            .into_iter()
+            .filter(|_| run.ctx.hosts.generators.is_empty())
+            .collect(),
         Instant::now() + run.ctx.suite.warmup,
     );
     let sampling = Sampling::start(run, &mut started);

@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 
 use gatebench_loadgen::LoadConfig;
 
+use super::origin::{count_if_echo, OriginSource};
 use super::process::{
     is_serve, log_tail, process_spec, render_templates, spec_summary, Common, ProcessAt,
 };
-use super::origin::{count_if_echo, OriginSource};
 use super::remote::{copy_templates, pick_ports, AnySampler, CellHosts, Place};
 use super::{load_config, CellRun, Effects, SAMPLE_PERIOD};
 use crate::driver::{wait_ready, ReadyCheck};

@@ -232,6 +232,9 @@ mod tests {
         threads.into_iter().for_each(|t| t.join().unwrap());
         assert_eq!(origin.snapshot().requests_h1, 4000);
         let empty = Origin::new(None).snapshot().to_json();
-        assert!(empty.contains("\"requests_per_connection\":null"), "{empty}");
+        assert!(
+            empty.contains("\"requests_per_connection\":null"),
+            "{empty}"
+        );
     }
 }
