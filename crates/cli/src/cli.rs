@@ -140,9 +140,33 @@ pub struct ServeArgs {
         help_heading = "Echo: emulated model (chat completions)"
     )]
     pub chat_log: Option<PathBuf>,
+    /// echo: this back-end's name, sent on every response as the header
+    /// x-gatebench-backend: NAME (to tell behind an intermediary who answered).
+    #[arg(long, value_name = "NAME", help_heading = "Echo: origin")]
+    pub id: Option<String>,
+    /// echo: count what this back-end sees (connections by protocol, TLS handshakes full and
+    /// resumed, requests, HTTP/2 streams) and answer them as JSON at GET /__gatebench/origin;
+    /// the reading's own connection is not counted.
+    #[arg(long, help_heading = "Echo: origin")]
+    pub stats: bool,
+    /// echo: write those statistics as JSON to PATH when the echo stops (implies --stats).
+    #[arg(long, value_name = "PATH", help_heading = "Echo: origin")]
+    pub stats_file: Option<PathBuf>,
     /// Upstream URL, http:// or https:// (proxy, transform: one; balance: repeat for each).
     #[arg(long = "upstream", value_name = "URL", help_heading = "Intermediaries")]
     pub upstreams: Vec<String>,
+    /// A file of upstream URLs, one a line (blank lines and # comments skipped), instead of
+    /// --upstream (proxy, transform: exactly one). Read again on SIGHUP: new requests go to
+    /// the new set at once, requests in flight finish on their old upstream, pooled
+    /// connections to upstreams that left are closed (busy ones after their exchange); a file
+    /// that does not parse is refused with one log line and the old set kept.
+    #[arg(
+        long,
+        value_name = "PATH",
+        conflicts_with = "upstreams",
+        help_heading = "Intermediaries"
+    )]
+    pub upstreams_file: Option<PathBuf>,
     /// Accept any upstream TLS certificate (self-signed test backends). Verified by default.
     #[arg(long, help_heading = "Intermediaries")]
     pub insecure_upstream: bool,

@@ -31,14 +31,20 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
     .clone()
 }
 
+/// Keeps a SIGHUP from ending the process (its default action) until a service listens for
+/// it: an intermediary that reloads on SIGHUP, from before it prints that it listens.
+pub fn hold_sighup() {
+    register(signal_hook::consts::SIGHUP, || {});
+}
+
 /// Registers `handler` for `sig` in signal-hook's registry.
 #[allow(unsafe_code)]
 fn register(sig: i32, handler: impl Fn() + Sync + Send + 'static) {
-    // SAFETY: the handler only does atomic loads and stores and calls signal-hook's
+    // SAFETY: the handler does nothing, or only atomic loads and stores and calls signal-hook's
     // `emulate_default_handler`, all of which are async-signal-safe; it allocates nothing,
     // takes no lock and touches no thread-local.
     unsafe { signal_hook::low_level::register(sig, handler) }
-        .expect("SIGINT and SIGTERM have handlers that can be registered");
+        .expect("SIGINT, SIGTERM and SIGHUP have handlers that can be registered");
 }
 
 /// Resolves on the first SIGINT or SIGTERM. Needs a tokio runtime with signals enabled.

@@ -348,6 +348,7 @@ fn record(spec: &RunSpec, rng: &mut SplitMix64, point: &Point<'_>) -> Result<Cel
         gc_measurement: None,
         capacity: None,
         cost: None,
+        origin: None,
     })
 }
 

@@ -17,6 +17,7 @@
 //! - [`suite`]: the records of a suite run: manifest, environment, one record per cell.
 //! - [`capacity`]: the record of a capacity search (`gatebench load --find-max`).
 //! - [`cost`]: the record of an intermediary-cost measurement (`gatebench cost`).
+//! - [`origin`]: what a cell's echo back-ends saw of its intermediary (origin statistics).
 //! - [`stream`]: the figures of a streamed run (SSE, LLM chat completions, chunked bodies).
 //! - [`merge`]: shards of one load run (`gatebench load --shard I/N`) merged into one record.
 
@@ -26,6 +27,7 @@ pub mod histogram;
 pub mod latency;
 pub mod load;
 pub mod merge;
+pub mod origin;
 pub mod outcome;
 pub mod stream;
 pub mod suite;
@@ -39,6 +41,7 @@ pub use load::{
     LoadReport, MergeInfo, MergedShard, Model, PhaseHistograms, PhaseReport, RequestsFrom,
     SecondRecord, SelfCheck, ShardInfo, ThresholdResult, ToolInfo,
 };
+pub use origin::{OriginBackend, OriginReport};
 pub use outcome::{Outcome, OutcomeCounts};
 pub use stream::{RateSummary, StreamReport};
 pub use suite::{

@@ -304,6 +304,11 @@ pub struct CellRecord {
     /// latency per percentile and the intermediary's CPU per request. Absent in other cells.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<CostReport>,
+    /// What the cell's echo back-ends saw over the measurement (connections, TLS handshakes,
+    /// requests per back-end): load cells whose back-ends are gatebench's echo. Absent in
+    /// other cells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<crate::origin::OriginReport>,
 }
 
 /// The garbage collector of the system under test over one window (warm-up or measurement),

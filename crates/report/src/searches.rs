@@ -490,6 +490,7 @@ mod tests {
             gc_measurement: None,
             capacity: None,
             cost: None,
+            origin: None,
         }
     }
 

@@ -9,8 +9,8 @@
 use std::fmt::Write;
 
 use gatebench_model::{
-    CellParams, CellRecord, CellStatus, GcSummary, Outcome, PhaseReport, ResourceSummary,
-    SCHEMA_VERSION,
+    CellParams, CellRecord, CellStatus, GcSummary, OriginReport, Outcome, PhaseReport,
+    ResourceSummary, SCHEMA_VERSION,
 };
 use gatebench_results::rows::SummaryCsvRow;
 
@@ -19,9 +19,12 @@ use crate::table::{number, protocol_rank, scenario_name};
 
 /// The columns of the summary tables: seed 004's nine, then SUT CPU and memory, the SUT's most
 /// threads and open files and the machine's load average (seed 002's resource figures), seed
-/// 004's GC figures (empty without a GC log), the verdict of the scenario's thresholds (empty
-/// without any), flags.
-pub const COLUMNS: [&str; 19] = [
+/// 004's GC figures (empty without a GC log), what the echo back-ends saw of an intermediary
+/// (empty without their origin statistics: upstream connections opened per 1,000 requests, TLS
+/// resumption among those connections' handshakes, and the most-loaded back-end's share of the
+/// requests against the even share, 1.00 being even), the verdict of the scenario's thresholds
+/// (empty without any), flags.
+pub const COLUMNS: [&str; 22] = [
     "Scenario Name",
     "Concurrent Users",
     "Message Size (Bytes)",
@@ -39,6 +42,9 @@ pub const COLUMNS: [&str; 19] = [
     "GC Throughput (%)",
     "GC Pause p99 (ms)",
     "Memory Footprint After Full GC (MiB)",
+    "Upstream Connections per 1,000 Requests",
+    "Upstream TLS Resumption (%)",
+    "Balance Spread",
     "Thresholds",
     "Flags",
 ];
@@ -153,6 +159,7 @@ pub fn rows(records: &[CellRecord], phase: Phase) -> Vec<Row> {
         .map(|r| {
             let (p, res) = figures(r, phase);
             let gc = gc_figures(r, phase);
+            let origin = origin_figures(r, phase);
             let opt = |v: Option<f64>, digits: usize| {
                 v.map(|v| format!("{v:.digits$}")).unwrap_or_default()
             };
@@ -180,6 +187,9 @@ pub fn rows(records: &[CellRecord], phase: Phase) -> Vec<Row> {
                     .unwrap_or_default(),
                     opt(gc.filter(|g| g.pauses > 0).map(|g| g.pause_p99_ms), 2),
                     opt(gc.and_then(|g| g.heap_after_full_gc_mib), 1),
+                    opt(origin.and_then(|o| o.connections_per_1k_requests()), 2),
+                    opt(origin.and_then(|o| o.tls_resumption_pct()), 1),
+                    opt(origin.and_then(|o| o.balance_spread()), 2),
                     // Thresholds judge the measurement, never the warm-up.
                     match phase {
                         Phase::Measurement => thresholds(r),
@@ -215,6 +225,16 @@ fn gc_figures(r: &CellRecord, phase: Phase) -> Option<&GcSummary> {
     match phase {
         Phase::Measurement => r.gc_measurement.as_ref(),
         Phase::Warmup => r.gc_warmup.as_ref(),
+    }
+    .filter(|_| r.status == CellStatus::Ok)
+}
+
+/// What the cell's echo back-ends saw over the measurement (never the warm-up's: it is left
+/// out of the readings).
+fn origin_figures(r: &CellRecord, phase: Phase) -> Option<&OriginReport> {
+    match phase {
+        Phase::Measurement => r.origin.as_ref(),
+        Phase::Warmup => None,
     }
     .filter(|_| r.status == CellStatus::Ok)
 }
@@ -337,7 +357,9 @@ pub fn markdown(suite: &str, records: &[CellRecord], missing: usize) -> String {
          whole process group); Load Average the machine's 1-minute load average, mean of the \
          samples. The GC columns are filled when the scenario names its SUT's GC log: GC \
          throughput is the share of the window outside stop-the-world pauses, the footprint \
-         the mean heap after a full collection.\n",
+         the mean heap after a full collection. The upstream columns are filled when the \
+         back-ends are gatebench's echo: what they counted over the measurement, read before \
+         and after it.\n",
     );
     out.push_str(&crate::searches::markdown(records));
     let _ = writeln!(
@@ -375,8 +397,11 @@ fn csv_row(row: &Row) -> SummaryCsvRow<'_> {
         gc_throughput_percent: &values[14],
         gc_pause_p99_ms: &values[15],
         gc_heap_after_full_gc_mib: &values[16],
-        thresholds: &values[17],
-        flags: &values[18],
+        upstream_connections_per_1k_requests: &values[17],
+        upstream_tls_resumption_percent: &values[18],
+        balance_spread: &values[19],
+        thresholds: &values[20],
+        flags: &values[21],
         cell: &row.id,
     }
 }
@@ -440,6 +465,12 @@ pub fn json(suite: &str, records: &[CellRecord], missing: usize) -> String {
                     "gc_throughput_percent": gc.and_then(|g| g.throughput_percent),
                     "gc_pause_p99_ms": gc.filter(|g| g.pauses > 0).map(|g| g.pause_p99_ms),
                     "gc_heap_after_full_gc_mib": gc.and_then(|g| g.heap_after_full_gc_mib),
+                    "upstream_connections_per_1k_requests": origin_figures(r, phase)
+                        .and_then(OriginReport::connections_per_1k_requests),
+                    "upstream_tls_resumption_percent": origin_figures(r, phase)
+                        .and_then(OriginReport::tls_resumption_pct),
+                    "balance_spread": origin_figures(r, phase)
+                        .and_then(OriginReport::balance_spread),
                     "generator_bound": r.load.as_ref().map(|l| !l.valid),
                     // The verdicts of the measurement, as the record has them.
                     "thresholds": match phase {
@@ -566,6 +597,22 @@ mod tests {
             heap_after_gc_max_mib: Some(40.0),
             heap_after_full_gc_mib: Some(20.55),
         });
+        // Two echo back-ends behind the intermediary: their origin statistics.
+        let backend = |name: &str, requests, full, resumed| gatebench_model::OriginBackend {
+            name: name.into(),
+            connections_opened: 50,
+            connections_h1: 50,
+            requests,
+            tls_handshakes_full: full,
+            tls_handshakes_resumed: resumed,
+            ..Default::default()
+        };
+        errors.origin = Some(OriginReport {
+            backends: vec![
+                backend("backend-1", 45_000, 10, 40),
+                backend("backend-2", 28_000, 0, 50),
+            ],
+        });
         let mut failed = record(2, "Passthrough HTTPS service (h1 -> h1)", 100, 50, true);
         failed.status = CellStatus::Failed;
         failed.reason =
@@ -637,38 +684,38 @@ mod tests {
 
         4 cells: 3 ok, 1 failed. Each cell: 1 s warm-up (reported apart below), then 4 s measured. **Incomplete: 1 planned cells have no record** (the run was interrupted).
 
-        | Scenario Name | Concurrent Users | Message Size (Bytes) | Back-end Service Delay (ms) | Error % | Throughput (Requests/sec) | Average Response Time (ms) | Standard Deviation of Response Time (ms) | 99th Percentile of Response Time (ms) | SUT CPU (%) | SUT Memory (MiB) | SUT Max Threads | SUT Max Open Files | Load Average (1 min) | GC Throughput (%) | GC Pause p99 (ms) | Memory Footprint After Full GC (MiB) | Thresholds | Flags |
-        |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
-        | Echo back-end alone (baseline) | 100 | 50 | 0 | 0.00 | 19551.06 | 5.08 | 2.54 | 20.32 | 97.2 | 17.9 | 3 | 110 | 1.50 | no GC events |  |  |  |  |
-        | Passthrough HTTP service (h1c -> h1c) | 100 | 50 | 0 | 0.00 | 19551.06 | 5.08 | 2.54 | 20.32 | 97.2 | 17.9 | 3 | 110 | 1.50 |  |  |  | pass | generator-bound |
-        | Passthrough HTTP service (h1c -> h1c) | 100 | 1024 | 0 | 0.25 | 18266.21 | 5.43 | 2.71 | 21.72 | 97.2 | 17.9 | 3 | 110 | 1.50 | 98.80 | 7.25 | 20.6 | FAIL: errors<0.1% (errors 0.250%) | errors |
-        | Passthrough HTTPS service (h1 -> h1) | 100 | 50 | 0 |  |  |  |  |  |  |  |  |  |  |  |  |  |  | failed: sut (gatebench serve proxy) exited with status 2 before it was ready |
+        | Scenario Name | Concurrent Users | Message Size (Bytes) | Back-end Service Delay (ms) | Error % | Throughput (Requests/sec) | Average Response Time (ms) | Standard Deviation of Response Time (ms) | 99th Percentile of Response Time (ms) | SUT CPU (%) | SUT Memory (MiB) | SUT Max Threads | SUT Max Open Files | Load Average (1 min) | GC Throughput (%) | GC Pause p99 (ms) | Memory Footprint After Full GC (MiB) | Upstream Connections per 1,000 Requests | Upstream TLS Resumption (%) | Balance Spread | Thresholds | Flags |
+        |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
+        | Echo back-end alone (baseline) | 100 | 50 | 0 | 0.00 | 19551.06 | 5.08 | 2.54 | 20.32 | 97.2 | 17.9 | 3 | 110 | 1.50 | no GC events |  |  |  |  |  |  |  |
+        | Passthrough HTTP service (h1c -> h1c) | 100 | 50 | 0 | 0.00 | 19551.06 | 5.08 | 2.54 | 20.32 | 97.2 | 17.9 | 3 | 110 | 1.50 |  |  |  |  |  |  | pass | generator-bound |
+        | Passthrough HTTP service (h1c -> h1c) | 100 | 1024 | 0 | 0.25 | 18266.21 | 5.43 | 2.71 | 21.72 | 97.2 | 17.9 | 3 | 110 | 1.50 | 98.80 | 7.25 | 20.6 | 1.37 | 90.0 | 1.23 | FAIL: errors<0.1% (errors 0.250%) | errors |
+        | Passthrough HTTPS service (h1 -> h1) | 100 | 50 | 0 |  |  |  |  |  |  |  |  |  |  |  |  |  |  |  |  |  | failed: sut (gatebench serve proxy) exited with status 2 before it was ready |
 
         - `failed: …`: the cell produced no figures; the reason says which process or check failed.
         - `errors`: some requests failed; see Error % and the cell's record.json for the classes.
         - `generator-bound`: the load generator, not the system under test, was the bottleneck; the figures describe the generator.
 
-        SUT CPU is the mean over the measurement, in percent of one core; SUT Memory the mean resident set, in MiB; SUT Max Threads and Max Open Files the most at once (the SUT's whole process group); Load Average the machine's 1-minute load average, mean of the samples. The GC columns are filled when the scenario names its SUT's GC log: GC throughput is the share of the window outside stop-the-world pauses, the footprint the mean heap after a full collection.
+        SUT CPU is the mean over the measurement, in percent of one core; SUT Memory the mean resident set, in MiB; SUT Max Threads and Max Open Files the most at once (the SUT's whole process group); Load Average the machine's 1-minute load average, mean of the samples. The GC columns are filled when the scenario names its SUT's GC log: GC throughput is the share of the window outside stop-the-world pauses, the footprint the mean heap after a full collection. The upstream columns are filled when the back-ends are gatebench's echo: what they counted over the measurement, read before and after it.
 
         ## Warm-up (not part of the results)
 
-        | Scenario Name | Concurrent Users | Message Size (Bytes) | Back-end Service Delay (ms) | Error % | Throughput (Requests/sec) | Average Response Time (ms) | Standard Deviation of Response Time (ms) | 99th Percentile of Response Time (ms) | SUT CPU (%) | SUT Memory (MiB) | SUT Max Threads | SUT Max Open Files | Load Average (1 min) | GC Throughput (%) | GC Pause p99 (ms) | Memory Footprint After Full GC (MiB) | Thresholds | Flags |
-        |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
-        | Echo back-end alone (baseline) | 100 | 50 | 0 | 0.00 | 9000.00 | 1.50 | 0.75 | 6.00 | 80.0 | 12.0 | 0 | 0 | 0.00 |  |  |  |  |  |
-        | Passthrough HTTP service (h1c -> h1c) | 100 | 50 | 0 | 0.00 | 9000.00 | 1.50 | 0.75 | 6.00 | 80.0 | 12.0 | 0 | 0 | 0.00 |  |  |  |  | generator-bound |
-        | Passthrough HTTP service (h1c -> h1c) | 100 | 1024 | 0 | 0.00 | 9000.00 | 1.50 | 0.75 | 6.00 | 80.0 | 12.0 | 0 | 0 | 0.00 |  |  |  |  | errors |
-        | Passthrough HTTPS service (h1 -> h1) | 100 | 50 | 0 |  |  |  |  |  |  |  |  |  |  |  |  |  |  | failed: sut (gatebench serve proxy) exited with status 2 before it was ready |
+        | Scenario Name | Concurrent Users | Message Size (Bytes) | Back-end Service Delay (ms) | Error % | Throughput (Requests/sec) | Average Response Time (ms) | Standard Deviation of Response Time (ms) | 99th Percentile of Response Time (ms) | SUT CPU (%) | SUT Memory (MiB) | SUT Max Threads | SUT Max Open Files | Load Average (1 min) | GC Throughput (%) | GC Pause p99 (ms) | Memory Footprint After Full GC (MiB) | Upstream Connections per 1,000 Requests | Upstream TLS Resumption (%) | Balance Spread | Thresholds | Flags |
+        |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|
+        | Echo back-end alone (baseline) | 100 | 50 | 0 | 0.00 | 9000.00 | 1.50 | 0.75 | 6.00 | 80.0 | 12.0 | 0 | 0 | 0.00 |  |  |  |  |  |  |  |  |
+        | Passthrough HTTP service (h1c -> h1c) | 100 | 50 | 0 | 0.00 | 9000.00 | 1.50 | 0.75 | 6.00 | 80.0 | 12.0 | 0 | 0 | 0.00 |  |  |  |  |  |  |  | generator-bound |
+        | Passthrough HTTP service (h1c -> h1c) | 100 | 1024 | 0 | 0.00 | 9000.00 | 1.50 | 0.75 | 6.00 | 80.0 | 12.0 | 0 | 0 | 0.00 |  |  |  |  |  |  |  | errors |
+        | Passthrough HTTPS service (h1 -> h1) | 100 | 50 | 0 |  |  |  |  |  |  |  |  |  |  |  |  |  |  |  |  |  | failed: sut (gatebench serve proxy) exited with status 2 before it was ready |
         ");
     }
 
     #[test]
     fn csv_summary() {
         insta::assert_snapshot!(csv(&fixture(), Phase::Measurement), @r#"
-        Scenario Name,Concurrent Users,Message Size (Bytes),Back-end Service Delay (ms),Error %,Throughput (Requests/sec),Average Response Time (ms),Standard Deviation of Response Time (ms),99th Percentile of Response Time (ms),SUT CPU (%),SUT Memory (MiB),SUT Max Threads,SUT Max Open Files,Load Average (1 min),GC Throughput (%),GC Pause p99 (ms),Memory Footprint After Full GC (MiB),Thresholds,Flags,Cell
-        Echo back-end alone (baseline),100,50,0,0.00,19551.06,5.08,2.54,20.32,97.2,17.9,3,110,1.50,no GC events,,,,,s0_u100_s50_d0_r1
-        Passthrough HTTP service (h1c -> h1c),100,50,0,0.00,19551.06,5.08,2.54,20.32,97.2,17.9,3,110,1.50,,,,pass,generator-bound,s1_u100_s50_d0_r1
-        Passthrough HTTP service (h1c -> h1c),100,1024,0,0.25,18266.21,5.43,2.71,21.72,97.2,17.9,3,110,1.50,98.80,7.25,20.6,FAIL: errors<0.1% (errors 0.250%),errors,s1_u100_s1024_d0_r1
-        Passthrough HTTPS service (h1 -> h1),100,50,0,,,,,,,,,,,,,,,failed: sut (gatebench serve proxy) exited with status 2 before it was ready,s2_u100_s50_d0_r1
+        Scenario Name,Concurrent Users,Message Size (Bytes),Back-end Service Delay (ms),Error %,Throughput (Requests/sec),Average Response Time (ms),Standard Deviation of Response Time (ms),99th Percentile of Response Time (ms),SUT CPU (%),SUT Memory (MiB),SUT Max Threads,SUT Max Open Files,Load Average (1 min),GC Throughput (%),GC Pause p99 (ms),Memory Footprint After Full GC (MiB),"Upstream Connections per 1,000 Requests",Upstream TLS Resumption (%),Balance Spread,Thresholds,Flags,Cell
+        Echo back-end alone (baseline),100,50,0,0.00,19551.06,5.08,2.54,20.32,97.2,17.9,3,110,1.50,no GC events,,,,,,,,s0_u100_s50_d0_r1
+        Passthrough HTTP service (h1c -> h1c),100,50,0,0.00,19551.06,5.08,2.54,20.32,97.2,17.9,3,110,1.50,,,,,,,pass,generator-bound,s1_u100_s50_d0_r1
+        Passthrough HTTP service (h1c -> h1c),100,1024,0,0.25,18266.21,5.43,2.71,21.72,97.2,17.9,3,110,1.50,98.80,7.25,20.6,1.37,90.0,1.23,FAIL: errors<0.1% (errors 0.250%),errors,s1_u100_s1024_d0_r1
+        Passthrough HTTPS service (h1 -> h1),100,50,0,,,,,,,,,,,,,,,,,,failed: sut (gatebench serve proxy) exited with status 2 before it was ready,s2_u100_s50_d0_r1
         "#);
     }
 
@@ -737,6 +784,20 @@ mod tests {
         assert!(m[0]["gc_pause_p99_ms"].is_null());
         assert!(m[1]["gc_heap_after_full_gc_mib"].is_null(), "no GC log");
         assert!(m[3]["sut_fds_max"].is_null(), "failed");
+        // The origin figures: 100 connections for 73,000 requests, 90 of 100 handshakes
+        // resumed, the busier back-end at 45,000 × 2 / 73,000 of the even share.
+        let close = |v: &serde_json::Value, want: f64| (v.as_f64().unwrap() - want).abs() < 1e-9;
+        assert!(close(
+            &m[2]["upstream_connections_per_1k_requests"],
+            100_000.0 / 73_000.0
+        ));
+        assert!(close(&m[2]["upstream_tls_resumption_percent"], 90.0));
+        assert!(close(&m[2]["balance_spread"], 90_000.0 / 73_000.0));
+        assert!(m[1]["balance_spread"].is_null(), "no origin statistics");
+        assert!(
+            v["warmup"][2]["balance_spread"].is_null(),
+            "measurement only"
+        );
     }
 
     #[test]

@@ -129,6 +129,12 @@ pub struct SummaryCsvRow<'a> {
     pub gc_pause_p99_ms: &'a str,
     /// Memory Footprint After Full GC (MiB).
     pub gc_heap_after_full_gc_mib: &'a str,
+    /// Upstream Connections per 1,000 Requests (the echo back-ends' count; empty without it).
+    pub upstream_connections_per_1k_requests: &'a str,
+    /// Upstream TLS Resumption (%).
+    pub upstream_tls_resumption_percent: &'a str,
+    /// Balance Spread: the most-loaded back-end's share ÷ the even share.
+    pub balance_spread: &'a str,
     /// Thresholds: empty, `pass` or `FAIL: …`.
     pub thresholds: &'a str,
     /// Flags.

@@ -4,7 +4,8 @@
 //!   fresh in order, each ready before the next (`process.rs` says what each process is);
 //! - verify: one request as the load will send it, answered correctly;
 //! - measure: a load cell's warm-up and measurement while the SUT is sampled (`measure.rs`, its
-//!   seconds from the record in `seconds.rs`), or a capacity search or a cost measurement
+//!   seconds from the record in `seconds.rs`, its echo back-ends' origin statistics in
+//!   `origin.rs`), or a capacity search or a cost measurement
 //!   (`search.rs`);
 //! - stop everything by PID, and build the record (GC log read once the SUT stopped).
 //!
@@ -14,6 +15,7 @@
 //! are stopped on every path out of here, panics included.
 
 mod measure;
+mod origin;
 mod process;
 mod remote;
 mod search;
@@ -198,6 +200,7 @@ pub fn run_cell(
             gc_measurement: None,
             capacity: None,
             cost: None,
+            origin: None,
         },
         hlog: Vec::new(),
         samples_csv: None,

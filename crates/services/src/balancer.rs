@@ -22,12 +22,21 @@
 //!
 //! With a single upstream nothing is ever ejected or checked (nginx: "if there is only a single
 //! server in a group, max_fails … are ignored"): the proxy answers 502/504 instead of 503.
+//!
+//! - **Membership changes** ([`Members`]): the set of upstreams can be replaced while the
+//!   service runs (the reload, `proxy::reload`). A request takes the current [`Balancer`] when
+//!   it starts and keeps it to its end, so an in-flight request finishes (and retries) on its
+//!   old set; the next request sees the new one. An upstream in both sets is the same
+//!   [`Upstream`]: its pool, health and ejection state carry over. An upstream that left has
+//!   its pool retired (idle connections closed now, busy ones after their exchange). The
+//!   health checks follow the current set.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use http::StatusCode;
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tracing::{info, warn};
 
@@ -145,10 +154,24 @@ pub(crate) struct Upstream {
     ejections: AtomicU32,
 }
 
+impl Upstream {
+    fn new(target: Target, pool: Pool) -> Self {
+        Upstream {
+            label: target.url.as_str().into(),
+            target,
+            pool: Arc::new(pool),
+            up: AtomicBool::new(true),
+            failures: AtomicU32::new(0),
+            ejected_until: AtomicU64::new(0),
+            ejections: AtomicU32::new(0),
+        }
+    }
+}
+
 /// The upstreams of one service and how requests are spread over them.
 #[derive(Debug)]
 pub(crate) struct Balancer {
-    pub upstreams: Box<[Upstream]>,
+    pub upstreams: Box<[Arc<Upstream>]>,
     next: AtomicUsize,
     ejection: Option<EjectionConfig>,
     epoch: Instant,
@@ -160,25 +183,57 @@ impl Balancer {
         pool: impl Fn() -> Pool,
         ejection: Option<EjectionConfig>,
     ) -> Self {
+        let upstreams = targets
+            .into_iter()
+            .map(|target| Arc::new(Upstream::new(target, pool())))
+            .collect();
+        Self::of(upstreams, ejection, Instant::now())
+    }
+
+    fn of(upstreams: Vec<Arc<Upstream>>, ejection: Option<EjectionConfig>, epoch: Instant) -> Self {
         // One upstream is never ejected (see the module docs).
-        let ejection = ejection.filter(|_| targets.len() > 1);
+        let ejection = ejection.filter(|_| upstreams.len() > 1);
         Self {
-            upstreams: targets
-                .into_iter()
-                .map(|target| Upstream {
-                    label: target.url.as_str().into(),
-                    target,
-                    pool: Arc::new(pool()),
-                    up: AtomicBool::new(true),
-                    failures: AtomicU32::new(0),
-                    ejected_until: AtomicU64::new(0),
-                    ejections: AtomicU32::new(0),
-                })
-                .collect(),
+            upstreams: upstreams.into(),
             next: AtomicUsize::new(0),
             ejection,
-            epoch: Instant::now(),
+            epoch,
         }
+    }
+
+    /// The balancer over `targets` that follows this one: an upstream already here (same URL)
+    /// is kept as it is, a new one gets a pool from `pool`. Also returns the upstreams that
+    /// are left out. The epoch is kept, so ejection deadlines stay true.
+    pub(crate) fn renewed(
+        &self,
+        targets: Vec<Target>,
+        pool: impl Fn() -> Pool,
+        ejection: Option<EjectionConfig>,
+    ) -> (Balancer, Vec<Arc<Upstream>>) {
+        let upstreams: Vec<Arc<Upstream>> = targets
+            .into_iter()
+            .map(
+                |target| match self.upstreams.iter().find(|u| u.target.url == target.url) {
+                    Some(kept) => kept.clone(),
+                    None => Arc::new(Upstream::new(target, pool())),
+                },
+            )
+            .collect();
+        let gone = self
+            .upstreams
+            .iter()
+            .filter(|u| !upstreams.iter().any(|n| Arc::ptr_eq(n, u)))
+            .cloned()
+            .collect();
+        (Self::of(upstreams, ejection, self.epoch), gone)
+    }
+
+    /// The upstreams' URLs, in order.
+    pub(crate) fn urls(&self) -> Vec<&str> {
+        self.upstreams
+            .iter()
+            .map(|u| u.target.url.as_str())
+            .collect()
     }
 
     fn now_ms(&self) -> u64 {
@@ -278,35 +333,71 @@ impl Balancer {
             .filter(|&i| self.eligible(i, &mut now))
             .count()
     }
+}
 
-    /// Runs the active health checks of every upstream until dropped (the checks are tasks of
-    /// a `JoinSet`, aborted with it).
+/// The current set of upstreams of one service, replaceable while it runs (module docs).
+#[derive(Debug)]
+pub(crate) struct Members {
+    current: RwLock<Arc<Balancer>>,
+    /// Counts the replacements; the health checks wait on it.
+    changes: watch::Sender<u64>,
+}
+
+impl Members {
+    pub(crate) fn new(balancer: Balancer) -> Self {
+        Self {
+            current: RwLock::new(Arc::new(balancer)),
+            changes: watch::Sender::new(0),
+        }
+    }
+
+    /// The set a new request uses to its end.
+    pub(crate) fn current(&self) -> Arc<Balancer> {
+        self.current
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Makes `balancer` the set of every request from now on.
+    pub(crate) fn replace(&self, balancer: Balancer) {
+        *self
+            .current
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Arc::new(balancer);
+        self.changes.send_modify(|n| *n += 1);
+    }
+
+    /// Runs the active health checks of every current upstream until dropped (the checks are
+    /// tasks of a `JoinSet`, aborted with it); after a replacement, the new set's.
     pub(crate) async fn run_health_checks(
         self: Arc<Self>,
         connector: Arc<Connector>,
         config: HealthConfig,
     ) {
-        let mut checks = JoinSet::new();
-        for index in 0..self.upstreams.len() {
-            checks.spawn(check_loop(
-                self.clone(),
-                connector.clone(),
-                config.clone(),
-                index,
-            ));
+        let mut changes = self.changes.subscribe();
+        loop {
+            changes.mark_unchanged();
+            let mut checks = JoinSet::new();
+            for upstream in self.current().upstreams.iter() {
+                checks.spawn(check_loop(
+                    upstream.clone(),
+                    connector.clone(),
+                    config.clone(),
+                ));
+            }
+            tokio::select! {
+                _ = changes.changed() => {}
+                () = async { while checks.join_next().await.is_some() {} } => {
+                    std::future::pending::<()>().await;
+                }
+            }
         }
-        while checks.join_next().await.is_some() {}
     }
 }
 
 /// Checks one upstream forever.
-async fn check_loop(
-    balancer: Arc<Balancer>,
-    connector: Arc<Connector>,
-    config: HealthConfig,
-    index: usize,
-) {
-    let upstream = &balancer.upstreams[index];
+async fn check_loop(upstream: Arc<Upstream>, connector: Arc<Connector>, config: HealthConfig) {
     let mut ticks = tokio::time::interval(config.interval);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let (mut good, mut bad) = (0u32, 0u32);

@@ -34,11 +34,17 @@
 //! `POST /v1/chat/completions` with `"stream": true` is answered by an emulated model's token
 //! stream (server-sent events on a set schedule, [`chat`]), for benchmarks of AI gateways.
 //!
+//! Behind an intermediary it can tell who answered and what it saw: with an `id` every
+//! response (both protocols, refusals too) carries `x-gatebench-backend: ID`, and with
+//! `origin` it counts its connections, TLS handshakes and requests ([`origin`]) and answers
+//! them as JSON at `GET /__gatebench/origin`. Without either, nothing of this is done.
+//!
 //! It does not measure anything.
 
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -49,6 +55,7 @@ use tokio::net::TcpListener;
 use tracing::{debug, info};
 
 pub mod chat;
+pub mod origin;
 
 use crate::error::ServicesError;
 use crate::protocol::body::{Budget, ClientBody, Held, ResBody};
@@ -57,8 +64,9 @@ use crate::protocol::h1::server::H1Handler;
 use crate::protocol::h2::server::H2Handler;
 use crate::protocol::interim::{H2Interim, Interim};
 use crate::protocol::Answer;
-use crate::server::{self, ListenOptions, Protocols};
+use crate::server::{self, ListenOptions, Opened, Protocols};
 use crate::tls::{self, TlsSettings};
+use origin::Origin;
 
 /// Largest `get_size` (1 GiB): the answer is built in memory.
 pub const MAX_GET_SIZE: u64 = 1 << 30;
@@ -69,6 +77,9 @@ const TEXT_PLAIN: HeaderValue = HeaderValue::from_static("text/plain");
 const OCTET_STREAM: HeaderValue = HeaderValue::from_static("application/octet-stream");
 const CLOSE: HeaderValue = HeaderValue::from_static("close");
 const RETRY_AFTER: HeaderName = HeaderName::from_static("retry-after");
+/// The header that names the back-end that answered (with an `id`).
+pub const BACKEND_HEADER: HeaderName = HeaderName::from_static("x-gatebench-backend");
+const APPLICATION_JSON: HeaderValue = HeaderValue::from_static("application/json");
 /// Largest HTTP/1.1 request head and request line (431 / 414 beyond): generous, since the echo
 /// backend is what benchmarks measure through, not a place to test limits.
 const MAX_HEAD: usize = 64 * 1024;
@@ -152,6 +163,12 @@ pub struct EchoConfig {
     pub max_connections: usize,
     /// The emulated model's schedule for `POST /v1/chat/completions` streams.
     pub chat: chat::ChatConfig,
+    /// This back-end's name, sent on every response as `x-gatebench-backend` (a valid header
+    /// value); `None` sends no such header.
+    pub id: Option<String>,
+    /// Where to count what the back-end sees ([`origin`]); also answers
+    /// `GET /__gatebench/origin`. `None` counts nothing.
+    pub origin: Option<Arc<Origin>>,
 }
 
 impl Default for EchoConfig {
@@ -170,6 +187,8 @@ impl Default for EchoConfig {
             header_timeout: Duration::from_secs(10),
             max_connections: server::default_max_connections(),
             chat: chat::ChatConfig::default(),
+            id: None,
+            origin: None,
         }
     }
 }
@@ -181,6 +200,14 @@ impl EchoConfig {
         server::check_threads(self.threads)?;
         server::check_max_connections(self.max_connections)?;
         self.chat.validate()?;
+        if let Some(id) = &self.id {
+            if id.is_empty() || HeaderValue::from_str(id).is_err() {
+                return Err(ServicesError::invalid(
+                    "id",
+                    "must be non-empty printable text (it is sent as a header value)",
+                ));
+            }
+        }
         if self.h2_max_streams == 0 {
             return Err(ServicesError::invalid(
                 "h2_max_streams",
@@ -322,6 +349,10 @@ struct EchoState {
     budget: usize,
     /// The emulated model.
     chat: Arc<chat::Chat>,
+    /// `x-gatebench-backend`'s value, when the back-end has an id.
+    id: Option<HeaderValue>,
+    /// The origin statistics, when counted.
+    origin: Option<Arc<Origin>>,
 }
 
 impl EchoState {
@@ -340,6 +371,11 @@ impl EchoState {
             max_body: config.max_body,
             budget: limits.h2_body_budget.max(config.max_body),
             chat,
+            id: config
+                .id
+                .as_deref()
+                .and_then(|id| HeaderValue::from_str(id).ok()),
+            origin: config.origin.clone(),
         })
     }
 
@@ -348,6 +384,8 @@ impl EchoState {
         Arc::new(Echo {
             state: self.clone(),
             held: Budget::new(self.budget),
+            opened: OnceLock::new(),
+            reading: AtomicBool::new(false),
         })
     }
 }
@@ -358,12 +396,66 @@ struct Echo {
     state: Arc<EchoState>,
     /// What this connection's bodies hold, against [`EchoState::budget`].
     held: Arc<Budget>,
+    /// How the connection was opened, once counted in the origin statistics.
+    opened: OnceLock<Opened>,
+    /// The connection read the origin statistics: it is no longer counted.
+    reading: AtomicBool,
 }
 
 impl Echo {
+    /// The answer to `req`, marked with the back-end's id when it has one.
     fn answer(&self, req: Request<ClientBody>, http1: bool) -> Answer {
+        let answer = self.respond(req, http1);
+        let Some(id) = self.state.id.clone() else {
+            return answer;
+        };
+        match answer {
+            Answer::Ready(Some(mut response)) => {
+                response.headers_mut().insert(BACKEND_HEADER, id);
+                Answer::Ready(Some(response))
+            }
+            answer => Answer::boxed(async move {
+                let mut response = answer.await;
+                response.headers_mut().insert(BACKEND_HEADER, id);
+                response
+            }),
+        }
+    }
+
+    /// The origin statistics as JSON; the connection that asks is taken out of them.
+    fn reading(&self, origin: &Origin, head: bool) -> Response<ResBody> {
+        if !self.reading.swap(true, Ordering::Relaxed) {
+            if let Some(how) = self.opened.get() {
+                origin.uncount(*how);
+            }
+        }
+        let body = Bytes::from(origin.snapshot().to_json());
+        let mut response = if head {
+            let mut response = Response::new(ResBody::Local(None));
+            response
+                .headers_mut()
+                .insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
+            response
+        } else {
+            Response::new(ResBody::Local(Some(body)))
+        };
+        response
+            .headers_mut()
+            .insert(CONTENT_TYPE, APPLICATION_JSON);
+        response
+    }
+
+    fn respond(&self, req: Request<ClientBody>, http1: bool) -> Answer {
         let state = &self.state;
         let head = req.method() == Method::HEAD;
+        if let Some(origin) = &state.origin {
+            if req.uri().path() == origin::PATH && (req.method() == Method::GET || head) {
+                return Answer::Ready(Some(self.reading(origin, head)));
+            }
+            if !self.reading.load(Ordering::Relaxed) {
+                origin.request(!http1);
+            }
+        }
         if req.uri().path() == "/health" && (req.method() == Method::GET || head) {
             return Answer::Ready(Some(health(head)));
         }
@@ -397,7 +489,33 @@ impl H1Handler for Echo {
 
     /// A head `h1::check` refused (408, 400, 413, 431, …): the status, then a close.
     fn refuse(&self, status: StatusCode) -> Response<ResBody> {
-        refuse(status, true)
+        let mut response = refuse(status, true);
+        if let Some(id) = &self.state.id {
+            response.headers_mut().insert(BACKEND_HEADER, id.clone());
+        }
+        response
+    }
+}
+
+impl server::Handler for Echo {
+    fn opened(&self, how: Opened) {
+        if let Some(origin) = &self.state.origin {
+            if self.opened.set(how).is_ok() {
+                origin.opened(how);
+            }
+        }
+    }
+}
+
+impl Drop for Echo {
+    /// The connection ended (its last request with it): counted closed, unless it only read
+    /// the statistics.
+    fn drop(&mut self) {
+        if let Some(origin) = &self.state.origin {
+            if self.opened.get().is_some() && !self.reading.load(Ordering::Relaxed) {
+                origin.closed();
+            }
+        }
     }
 }
 

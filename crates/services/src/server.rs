@@ -75,9 +75,21 @@ this port speaks TLS: plain HTTP was sent to it";
 
 /// A service this module runs, as one connection's handler of both protocols: `h1::server`
 /// serves its HTTP/1.x connections and `h2::server` its HTTP/2 ones.
-pub(crate) trait Handler: H1Handler + H2Handler {}
+pub(crate) trait Handler: H1Handler + H2Handler {
+    /// Told once, when the connection's protocol is settled (after its TLS handshake and
+    /// ALPN, or the h2c preface sniff), before its first request: what the echo's origin
+    /// statistics count. A connection whose TLS handshake fails is never told.
+    fn opened(&self, _how: Opened) {}
+}
 
-impl<T: H1Handler + H2Handler> Handler for T {}
+/// How a served connection came to be: its protocol and, over TLS, its handshake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Opened {
+    /// HTTP/2 (ALPN h2 or h2c by prior knowledge); otherwise HTTP/1.x.
+    pub h2: bool,
+    /// `None` on cleartext; over TLS, whether the handshake resumed an earlier session.
+    pub tls_resumed: Option<bool>,
+}
 
 /// Protocol options of one listener.
 #[derive(Debug, Clone)]
@@ -205,9 +217,14 @@ impl Protocols {
     ) {
         let Some(acceptor) = &self.tls else {
             if self.http2 {
+                // Told its protocol once the preface is sniffed.
                 // HTTP/1.1 or h2c by prior knowledge, told apart by the connection preface.
                 Box::pin(self.serve_h2c_or_h1(stream, handler, drain)).await;
             } else {
+                handler.opened(Opened {
+                    h2: false,
+                    tls_resumed: None,
+                });
                 Box::pin(self.serve_h1(stream, handler, &mut drain)).await;
             }
             return;
@@ -220,7 +237,13 @@ impl Protocols {
             },
             () = draining(&mut drain) => return,
         };
-        if tls.get_ref().1.alpn_protocol() == Some(b"h2") {
+        let session = tls.get_ref().1;
+        let h2 = session.alpn_protocol() == Some(b"h2");
+        handler.opened(Opened {
+            h2,
+            tls_resumed: Some(session.handshake_kind() == Some(rustls::HandshakeKind::Resumed)),
+        });
+        if h2 {
             Box::pin(h2server::serve(tls, self.h2_limits(), handler, &mut drain)).await;
         } else {
             Box::pin(self.serve_h1(tls, handler, &mut drain)).await;
@@ -257,6 +280,10 @@ impl Protocols {
             () = draining(&mut drain) => return,
         };
         let (first, h2) = sniffed;
+        handler.opened(Opened {
+            h2,
+            tls_resumed: None,
+        });
         let io = Rewind::new(first, stream);
         if h2 {
             Box::pin(h2server::serve(io, self.h2_limits(), handler, &mut drain)).await;

@@ -203,6 +203,11 @@ impl std::fmt::Debug for Connector {
 }
 
 impl Connector {
+    /// Whether it can reach `https://` upstreams.
+    pub(crate) fn has_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
     /// Builds the connector; TLS is prepared only when some upstream needs it.
     pub(crate) fn new(
         settings: &UpstreamTls,
@@ -508,6 +513,8 @@ pub(crate) struct Pool {
     shards: Box<[Arc<Mutex<Shard>>]>,
     idle_timeout: Duration,
     max_idle: usize,
+    /// The upstream left the service's set ([`Pool::retire`]): nothing is pooled any more.
+    retired: std::sync::atomic::AtomicBool,
 }
 
 /// The longest time between two sweeps of a shard's reaper: also bounds how long a socket
@@ -581,7 +588,25 @@ impl Pool {
             shards: (0..shards.max(1)).map(|_| Arc::default()).collect(),
             idle_timeout,
             max_idle,
+            retired: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// The upstream left the service's set (a reload): its idle connections close now, and
+    /// those busy with an exchange close when it ends instead of coming back. HTTP/2
+    /// connections close once their last stream ends.
+    pub(crate) fn retire(&self) {
+        self.retired
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        for shard in self.shards.iter() {
+            let mut s = lock(shard);
+            s.h1.clear();
+            s.h2 = None;
+        }
+    }
+
+    fn is_retired(&self) -> bool {
+        self.retired.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The current thread's shard.
@@ -617,6 +642,10 @@ impl Pool {
     pub(crate) fn put_h1(&self, shard: usize, conn: H1Conn) {
         let now = Instant::now();
         let mut s = self.lock(shard);
+        // Read under the lock `retire` takes: a connection put back after it is closed.
+        if self.is_retired() {
+            return;
+        }
         while let Some((_, since)) = s.h1.front() {
             if now.duration_since(*since) <= self.idle_timeout && s.h1.len() < self.max_idle {
                 break;
@@ -632,6 +661,9 @@ impl Pool {
     /// Offers a new HTTP/2 connection for sharing; kept unless a live one is already there.
     pub(crate) fn put_h2(&self, shard: usize, sender: &H2Upstream) {
         let mut s = self.lock(shard);
+        if self.is_retired() {
+            return;
+        }
         if s.h2.as_ref().is_none_or(|h2| h2.is_closed()) {
             s.h2 = Some(sender.clone());
             s.h2_taken = true;

@@ -118,5 +118,6 @@ pub fn cell_record(
         gc_measurement: None,
         capacity: None,
         cost: None,
+        origin: None,
     }
 }

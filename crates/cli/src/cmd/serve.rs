@@ -7,9 +7,11 @@
 
 use std::net::TcpListener;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context, Result};
 use gatebench_services::echo::chat::ChatConfig;
+use gatebench_services::echo::origin::Origin;
 use gatebench_services::echo::{EchoConfig, EchoLimits};
 use gatebench_services::json_xml::JsonXmlLimits;
 use gatebench_services::tls::{generate_self_signed, TlsSettings};
@@ -34,8 +36,8 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
 const INTERMEDIARY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 fn echo(args: ServeArgs) -> Result<ExitCode> {
-    if !args.upstreams.is_empty() {
-        bail!("echo takes no --upstream (it is the backend)");
+    if !args.upstreams.is_empty() || args.upstreams_file.is_some() {
+        bail!("echo takes no --upstream nor --upstreams-file (it is the backend)");
     }
     let mut config = EchoConfig {
         delay: args.delay,
@@ -58,6 +60,9 @@ fn echo(args: ServeArgs) -> Result<ExitCode> {
             tokens: args.chat_tokens,
             log: args.chat_log.clone(),
         },
+        id: args.id.clone(),
+        origin: (args.stats || args.stats_file.is_some())
+            .then(|| Arc::new(Origin::new(args.id.clone()))),
     };
     // Refused before a certificate is made or anything listens.
     config.validate().map_err(by_option)?;
@@ -98,6 +103,7 @@ fn echo(args: ServeArgs) -> Result<ExitCode> {
         send: args.send_timeout.unwrap_or(defaults.send),
         ..defaults
     };
+    let origin = config.origin.clone();
     gatebench_services::echo::run_blocking_with(
         listener,
         config,
@@ -105,6 +111,10 @@ fn echo(args: ServeArgs) -> Result<ExitCode> {
         signal::shutdown_signal(),
     )
     .context("echo backend failed")?;
+    if let (Some(path), Some(origin)) = (&args.stats_file, origin) {
+        std::fs::write(path, origin.snapshot().to_json())
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -115,8 +125,16 @@ fn intermediary(args: ServeArgs) -> Result<ExitCode> {
         Service::Balance => "balance",
         _ => "transform",
     };
+    if args.id.is_some() || args.stats || args.stats_file.is_some() {
+        bail!("--id, --stats and --stats-file are the echo's (a back-end's) options, not the {name}'s");
+    }
+    let upstreams = match &args.upstreams_file {
+        Some(path) => gatebench_services::proxy::reload::read_upstreams(path).map_err(by_option)?,
+        None => args.upstreams.clone(),
+    };
     let mut proxy = ProxyConfig {
-        upstreams: args.upstreams.clone(),
+        upstreams,
+        upstreams_file: args.upstreams_file.clone(),
         threads: args
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
@@ -197,6 +215,10 @@ fn intermediary(args: ServeArgs) -> Result<ExitCode> {
         (None, None)
     };
     proxy.tls = tls;
+    if proxy.upstreams_file.is_some() {
+        // A SIGHUP before the service listens for it must not end the process.
+        signal::hold_sighup();
+    }
     let listener = TcpListener::bind((args.host.as_str(), args.port))
         .with_context(|| format!("cannot listen on {}:{}", args.host, args.port))?;
     let addr = listener
@@ -241,6 +263,7 @@ fn by_option(error: ServicesError) -> anyhow::Error {
     if let ServicesError::InvalidValue { field, reason } = &error {
         let option = match *field {
             "upstreams" => Some("--upstream"),
+            "upstreams_file" => Some("--upstreams-file"),
             "threads" => Some("--threads"),
             "h2_max_streams" => Some("--h2-max-streams"),
             "tries" => Some("--tries"),
@@ -250,6 +273,7 @@ fn by_option(error: ServicesError) -> anyhow::Error {
             "timeouts.client_send" => Some("--send-timeout"),
             "max_connections" => Some("--max-connections"),
             "get_size" => Some("--size"),
+            "id" => Some("--id"),
             "health.interval" => Some("--health-interval"),
             "health.timeout" => Some("--health-timeout"),
             "health.fall" => Some("--health-fall"),

@@ -10,6 +10,8 @@
 //!
 //! # Layout
 //! - `support`: the binary, temporary directories, an echo back-end child, the machine lock.
+//! - `gateways`: echo back-ends that name themselves and count what they see, and the proxy
+//!   and the balancer reloading their upstreams file on SIGHUP under traffic.
 //! - `compare`: `gatebench compare` and `gatebench report` on results directories.
 //! - `history`: `run --history` and `gatebench history` on a real run's history.
 //! - `hosts`: suites across hosts on the network-namespace testbed (root only).
@@ -25,6 +27,7 @@
 mod support;
 
 mod compare;
+mod gateways;
 mod history;
 mod hosts;
 mod k8s;

@@ -10,6 +10,7 @@ use gatebench_loadgen::IntervalView;
 use gatebench_model::LoadReport;
 use gatebench_results::rows::{to_csv, TimelineRow};
 
+use super::origin::OriginMarks;
 use super::remote::{shard_args, AnySampler};
 use super::seconds::seconds;
 use super::start::Started;
@@ -90,6 +91,16 @@ pub(super) fn load(
 ) -> Result<(), RunnerError> {
     let local_start_s = run.origin.elapsed().as_secs_f64();
     let cpu = cpu_marks(run, &started);
+    // Read where the measurement's start is known here: a local load (sharded generators
+    // start at an instant of their own).
+    let sources = std::mem::take(&mut started.origins);
+    let origins = OriginMarks::spawn(
+        sources
+            .into_iter()
+            .filter(|_| run.ctx.hosts.generators.is_empty())
+            .collect(),
+        Instant::now() + run.ctx.suite.warmup,
+    );
     let sampling = Sampling::start(run, &mut started);
     let config = started.config.clone();
     let loaded = run_load(
@@ -100,6 +111,7 @@ pub(super) fn load(
         local_start_s,
     );
     let samples = sampling.finish();
+    out.record.origin = origins.and_then(|o| o.finish(&run.cell.id));
     let cpu_time_s = cpu.and_then(|c| c.seconds(started.target_pid));
     let (report, load_start_s) = loaded?;
 

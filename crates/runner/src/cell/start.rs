@@ -4,11 +4,12 @@
 //! the target's sampler. The rule: nothing here measures, and everything launched is in the
 //! cell's guard at once, so [`super::run_cell`] stops it whatever happens next.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 use gatebench_loadgen::LoadConfig;
 
+use super::origin::{count_if_echo, OriginSource};
 use super::process::{
     is_serve, log_tail, process_spec, render_templates, spec_summary, Common, ProcessAt,
 };
@@ -18,7 +19,7 @@ use crate::driver::{wait_ready, ReadyCheck};
 use crate::error::RunnerError;
 use crate::hosts::RemoteSampler;
 use crate::launch::ProcessSpec;
-use crate::suite::Protocol;
+use crate::suite::{Program, Protocol};
 
 /// A cell's processes, started and ready: what measuring them needs.
 pub(super) struct Started {
@@ -35,6 +36,8 @@ pub(super) struct Started {
     pub(super) remote_sampler: Option<AnySampler>,
     /// The GC log to read once the cell stopped.
     pub(super) gc: Option<GcLog>,
+    /// The built-in echo back-ends, whose origin statistics are read.
+    pub(super) origins: Vec<OriginSource>,
 }
 
 /// Where the back-end the SUT forwards to listens, for a cost cell's direct path.
@@ -99,7 +102,8 @@ pub(super) fn start(run: &CellRun<'_, '_>, fx: &mut Effects<'_>) -> Result<Start
     for place in [&hosts.sut, &hosts.backend] {
         copy_templates(sc, ctx.cell_dir, place)?;
     }
-    let processes = processes(run, &common, &hosts)?;
+    let mut origins = Vec::new();
+    let processes = processes(run, &common, &hosts, &mut origins)?;
     // The process whose GC log is read: the SUT, or the backend measured alone.
     let (target_name, gc_writer) = if target_is_backend {
         ("backend-1", "backend-1")
@@ -138,15 +142,18 @@ pub(super) fn start(run: &CellRun<'_, '_>, fx: &mut Effects<'_>) -> Result<Start
             path,
             writer_start_s,
         }),
+        origins,
     })
 }
 
 /// Every process of the cell with its readiness check, in start order: the back-ends before
-/// the SUT that needs them.
+/// the SUT that needs them. The built-in echo back-ends count what they see, and go into
+/// `origins`.
 fn processes(
     run: &CellRun<'_, '_>,
     common: &Common<'_>,
     hosts: &CellHosts,
+    origins: &mut Vec<OriginSource>,
 ) -> Result<Vec<(String, ProcessSpec, ReadyCheck)>, RunnerError> {
     let (ctx, cell, sc) = (run.ctx, run.cell, run.sc);
     let target_is_backend = sc.sut.is_none();
@@ -167,7 +174,14 @@ fn processes(
                 cpus,
                 place: &hosts.backend,
             };
-            let (spec, check) = process_spec(run, common, at)?;
+            let (mut spec, check) = process_spec(run, common, at)?;
+            let serve = matches!(b.program, Program::Serve(_));
+            let addr = SocketAddr::new(hosts.backend.addr, *port);
+            let tls = common.backend_protocol.tls();
+            // Behind an intermediary only: an echo measured alone sees the generator.
+            if !target_is_backend {
+                origins.extend(count_if_echo(&mut spec, serve, addr, tls));
+            }
             out.push((name, spec, check));
         }
     }

@@ -120,7 +120,8 @@ pub(crate) async fn forward(
     http1: bool,
     interim: Option<&InterimTarget>,
 ) -> Response<ResBody> {
-    let balancer = &shared.balancer;
+    // The set this request keeps to its end, retries included, whatever a reload does.
+    let balancer = shared.members.current();
     // A request that can go again whole: idempotent, and no body to lose.
     let repeatable = idempotent(&out.method) && out.body.is_end_stream();
     let mut tried = Tried::default();

@@ -26,9 +26,11 @@
 
 pub(crate) mod forward;
 pub(crate) mod headers;
+pub mod reload;
 mod to_xml;
 
 use std::future::Future;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,7 +41,7 @@ use hyper::body::Body;
 use tokio::net::TcpListener;
 use tracing::info;
 
-use crate::balancer::{Balancer, EjectionConfig, HealthConfig};
+use crate::balancer::{Balancer, EjectionConfig, HealthConfig, Members};
 use crate::error::ServicesError;
 use crate::failure::{log_failure, Failure};
 use crate::json_xml::JsonXmlLimits;
@@ -108,6 +110,9 @@ pub struct ProxyConfig {
     /// Upstream URLs (`http://host:port` or `https://…`, no path); the proxy and the
     /// transform take exactly one.
     pub upstreams: Vec<String>,
+    /// The file the upstreams were read from ([`reload::read_upstreams`]): read again on
+    /// SIGHUP, and its new set served from then on ([`reload`]). `None`: no reloads.
+    pub upstreams_file: Option<PathBuf>,
     /// Worker threads used by `run_blocking` (at least 1); ignored by `serve`.
     pub threads: usize,
     /// Serve TLS instead of cleartext.
@@ -153,6 +158,7 @@ impl ProxyConfig {
     pub fn new(upstreams: Vec<String>) -> Self {
         Self {
             upstreams,
+            upstreams_file: None,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             tls: None,
             http2: false,
@@ -280,6 +286,14 @@ impl Intermediary {
         }
     }
 
+    /// Passive ejection, if on (the balancer's).
+    fn ejection(&self) -> Option<EjectionConfig> {
+        match self {
+            Intermediary::Balance { ejection, .. } => ejection.clone(),
+            _ => None,
+        }
+    }
+
     fn health(&self) -> Option<HealthConfig> {
         match self {
             Intermediary::Balance { health, .. } => health.clone(),
@@ -321,15 +335,16 @@ pub(crate) async fn serve_kind(
     let checks = health.map(|health| {
         tokio::spawn(
             shared
-                .balancer
+                .members
                 .clone()
                 .run_health_checks(shared.connector.clone(), health),
         )
     });
+    let reloads = reload::on_sighup(&shared, config)?.map(tokio::spawn);
     let make = move |conn: ConnInfo| Arc::new(Proxy::new(shared.clone(), conn));
     server::serve(listener, protocols, make, shutdown).await;
-    if let Some(checks) = checks {
-        checks.abort();
+    for task in [checks, reloads].into_iter().flatten() {
+        task.abort();
     }
     Ok(())
 }
@@ -350,20 +365,30 @@ pub(crate) fn run_blocking_kind(
     );
     let checks = health.map(|health| {
         shared
-            .balancer
+            .members
             .clone()
             .run_health_checks(shared.connector.clone(), health)
     });
-    // Health checks run on the calling thread's runtime, beside the shutdown signal.
+    let reloads = reload::on_sighup(&shared, config)?;
+    // Health checks and reloads run on the calling thread's runtime, beside the shutdown
+    // signal (the SIGHUP stream is made on it too).
     let shutdown = async move {
-        match checks {
-            Some(checks) => {
-                tokio::select! {
-                    () = shutdown => {}
-                    () = checks => {}
-                }
+        let checks = async move {
+            match checks {
+                Some(checks) => checks.await,
+                None => std::future::pending().await,
             }
-            None => shutdown.await,
+        };
+        let reloads = async move {
+            match reloads {
+                Some(reloads) => reloads.await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = shutdown => {}
+            () = checks => {}
+            () = reloads => {}
         }
     };
     let make = move |conn: ConnInfo| Arc::new(Proxy::new(shared.clone(), conn));
@@ -393,7 +418,10 @@ fn log_start(
 pub(crate) struct Shared {
     /// Which intermediary this is.
     pub kind: Intermediary,
-    pub balancer: Arc<Balancer>,
+    /// The current upstreams; replaced by a reload.
+    pub members: Arc<Members>,
+    /// Makes the pool of an upstream a reload adds.
+    pub new_pool: PoolShape,
     pub connector: Arc<Connector>,
     pub timeouts: Timeouts,
     pub max_body: u64,
@@ -409,6 +437,20 @@ pub(crate) struct Shared {
     pub added_work: Duration,
 }
 
+/// The shape of every upstream's connection pool.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PoolShape {
+    shards: usize,
+    idle: Duration,
+    max_idle: usize,
+}
+
+impl PoolShape {
+    pub(crate) fn pool(&self) -> Pool {
+        Pool::new(self.shards, self.idle, self.max_idle)
+    }
+}
+
 /// Validates `config` and builds what serving needs; nothing is bound or spawned.
 fn prepare(
     config: &ProxyConfig,
@@ -422,21 +464,26 @@ fn prepare(
         .map(|url| Target::parse(url))
         .collect::<Result<Vec<_>, _>>()?;
     let need_tls = targets.iter().any(|t| t.https);
-    let connector = Connector::new(
-        &config.upstream_tls,
-        need_tls,
-        config.timeouts.connect,
-        config.max_head.max(64 * 1024),
-    )?;
-    let (idle, max_idle) = (config.pool_idle_timeout, config.pool_max_idle);
-    let balancer = Balancer::new(
-        targets,
-        || Pool::new(shards, idle, max_idle),
-        match &kind {
-            Intermediary::Balance { ejection, .. } => ejection.clone(),
-            _ => None,
-        },
-    );
+    let connector = |need_tls| {
+        Connector::new(
+            &config.upstream_tls,
+            need_tls,
+            config.timeouts.connect,
+            config.max_head.max(64 * 1024),
+        )
+    };
+    // A service that reloads gets TLS ready for an https:// upstream a reload may add, when
+    // it can be (trust roots found).
+    let connector = match (need_tls, config.upstreams_file.is_some()) {
+        (false, true) => connector(true).or_else(|_| connector(false))?,
+        _ => connector(need_tls)?,
+    };
+    let new_pool = PoolShape {
+        shards,
+        idle: config.pool_idle_timeout,
+        max_idle: config.pool_max_idle,
+    };
+    let balancer = Balancer::new(targets, || new_pool.pool(), kind.ejection());
     let tls = match &config.tls {
         Some(settings) => Some(tls::server_config(settings, config.http2)?),
         None => None,
@@ -467,7 +514,8 @@ fn prepare(
         })
         .collect();
     let shared = Shared {
-        balancer: Arc::new(balancer),
+        members: Arc::new(Members::new(balancer)),
+        new_pool,
         connector: Arc::new(connector),
         timeouts: config.timeouts.clone(),
         max_body: config.max_body,
@@ -510,6 +558,8 @@ impl H1Handler for Proxy {
         refusal(status)
     }
 }
+
+impl server::Handler for Proxy {}
 
 impl H2Handler for Proxy {
     fn call_h2(&self, req: Request<ClientBody>, interim: H2Interim) -> Answer {
@@ -603,8 +653,9 @@ fn refusal(status: StatusCode) -> Response<ResBody> {
 /// `GET /__gatebench/health`.
 fn health(shared: &Shared, head: bool) -> Response<ResBody> {
     let (status, text) = if matches!(shared.kind, Intermediary::Balance { .. }) {
-        let eligible = shared.balancer.eligible_count();
-        let total = shared.balancer.upstreams.len();
+        let balancer = shared.members.current();
+        let eligible = balancer.eligible_count();
+        let total = balancer.upstreams.len();
         let status = if eligible == 0 {
             StatusCode::SERVICE_UNAVAILABLE
         } else {
