@@ -29,6 +29,7 @@ pub mod merge;
 pub mod outcome;
 pub mod stream;
 pub mod suite;
+pub mod websocket;
 
 pub use capacity::{CapacityReport, CapacityStep, CapacityVerdict};
 pub use cost::{AddedLatency, CostReport, CostRun, COST_PERCENTILES};

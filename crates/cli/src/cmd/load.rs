@@ -25,12 +25,16 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
 use crate::signal;
 
 mod args;
+mod ws;
 
 pub(crate) use args::parse_label;
 pub use args::{ArrivalSpacing, LoadArgs, ReplayFormatArg, StreamModeArg, START_AT_TOLERANCE};
 
 /// Runs the subcommand (`--find-max` runs `cmd::find_max` instead, from `main`).
 pub fn run(args: LoadArgs) -> Result<ExitCode> {
+    if ws::is_ws(&args.url) {
+        return ws::run(&args);
+    }
     let config = LoadConfig::try_new(spec(&args)?)?;
     let shard = args.shard.map(|(index, count)| ShardInfo {
         index,
