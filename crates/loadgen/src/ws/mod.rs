@@ -1,6 +1,6 @@
 //! WebSocket load (`gatebench load ws://host:port/path`). Rule: a run of its own beside the
 //! HTTP one, sharing its histograms and classes' words: `-c` connections, each opened with a
-//! timed handshake ([`handshake`]), then loaded with messages ([`conn`]) of a set size, text or
+//! timed handshake ([`handshake`]), then loaded with messages (`conn`) of a set size, text or
 //! binary, on a fixed schedule per connection (`--ws-rate`) or one in flight at a time; the
 //! round trip of each message counts from its intended send time. Frames are [`codec`]'s.
 //!
