@@ -68,3 +68,39 @@ pub fn render(w: &WebSocketReport) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_block_shows_every_class_and_the_close_codes() {
+        let mut w = WebSocketReport {
+            duration_s: 2.0,
+            connections_attempted: 3,
+            connections_opened: 2,
+            handshakes_refused: 1,
+            messages_sent: 1_200,
+            messages_received: 1_150,
+            messages_closed: 50,
+            messages_per_s: 575.0,
+            ..WebSocketReport::default()
+        };
+        w.close_codes.insert("1011".into(), 1);
+        let text = render(&w);
+        assert!(
+            text.contains("2 connections opened of 3 attempts (1 refused, 0 failed)"),
+            "{text}"
+        );
+        assert!(text.contains("1,200 sent, 1,150 received"), "{text}");
+        assert!(text.contains("50 closed"), "{text}");
+        assert!(
+            text.contains("close codes from the server: 1011 × 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("handshake") && text.contains("none"),
+            "no handshake figures: {text}"
+        );
+    }
+}
