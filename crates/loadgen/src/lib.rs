@@ -82,6 +82,7 @@ pub mod threshold;
 mod throttle;
 pub mod tls;
 mod worker;
+pub mod ws;
 
 pub use arrival::{ArrivalProgram, RateProgram, Spacing};
 pub use config::{Arrival, LoadConfig, LoadSpec, Protocol, Requests, StopRule};

@@ -31,6 +31,7 @@ pub mod origin;
 pub mod outcome;
 pub mod stream;
 pub mod suite;
+pub mod websocket;
 
 pub use capacity::{CapacityReport, CapacityStep, CapacityVerdict};
 pub use cost::{AddedLatency, CostReport, CostRun, COST_PERCENTILES};

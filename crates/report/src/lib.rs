@@ -34,3 +34,4 @@ pub mod stream_text;
 pub mod summary;
 pub mod svg;
 pub mod table;
+pub mod ws_text;

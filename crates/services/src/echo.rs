@@ -33,6 +33,8 @@
 //!
 //! `POST /v1/chat/completions` with `"stream": true` is answered by an emulated model's token
 //! stream (server-sent events on a set schedule, [`chat`]), for benchmarks of AI gateways.
+//! `GET /ws` with a WebSocket handshake (HTTP/1.1) is a WebSocket echo ([`ws`]), its largest
+//! message `max_body` bytes.
 //!
 //! Behind an intermediary it can tell who answered and what it saw: with an `id` every
 //! response (both protocols, refusals too) carries `x-gatebench-backend: ID`, and with
@@ -56,6 +58,7 @@ use tracing::{debug, info};
 
 pub mod chat;
 pub mod origin;
+pub mod ws;
 
 use crate::error::ServicesError;
 use crate::protocol::body::{Budget, ClientBody, Held, ResBody};
@@ -458,6 +461,9 @@ impl Echo {
         }
         if req.uri().path() == "/health" && (req.method() == Method::GET || head) {
             return Answer::Ready(Some(health(head)));
+        }
+        if http1 && ws::wants(req.method(), req.uri().path()) {
+            return Answer::Ready(Some(ws::upgrade(req.headers(), state.max_body)));
         }
         let has_body = matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH)
             || !req.body().is_end_stream();

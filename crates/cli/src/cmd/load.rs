@@ -25,6 +25,7 @@ use crate::signal;
 
 mod args;
 mod panel;
+mod ws;
 
 pub(crate) use args::{parse_label, parse_remote_write, parse_remote_write_interval};
 pub use args::{ArrivalSpacing, LoadArgs, ReplayFormatArg, StreamModeArg, START_AT_TOLERANCE};
@@ -32,6 +33,9 @@ use panel::Panel;
 
 /// Runs the subcommand (`--find-max` runs `cmd::find_max` instead, from `main`).
 pub fn run(args: LoadArgs) -> Result<ExitCode> {
+    if ws::is_ws(&args.url) {
+        return ws::run(&args);
+    }
     let config = LoadConfig::try_new(spec(&args)?)?;
     let shard = args.shard.map(|(index, count)| ShardInfo {
         index,

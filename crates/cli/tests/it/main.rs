@@ -23,6 +23,7 @@
 //! - `run`: `gatebench run` end to end on the example suites.
 //! - `searches`: a suite's capacity column and intermediary cost.
 //! - `shards`: `load --shard` processes merged by `gatebench merge`.
+//! - `ws`: `load ws://` against the echo's WebSocket echo.
 
 mod support;
 
@@ -37,3 +38,4 @@ mod robustness;
 mod run;
 mod searches;
 mod shards;
+mod ws;

@@ -20,7 +20,7 @@ or another error, 99 a --threshold failed, 130 interrupted."
 )]
 #[command(group(clap::ArgGroup::new("live").args(["metrics", "remote_write"]).multiple(true)))]
 pub struct LoadArgs {
-    /// Target URL, e.g. http://127.0.0.1:8688/
+    /// Target URL, e.g. http://127.0.0.1:8688/ (or ws://host:port/path for a WebSocket load)
     pub url: String,
     /// Concurrent connections, 1 to 1000000.
     #[arg(short = 'c', long, default_value_t = 10, value_name = "N")]
@@ -259,6 +259,22 @@ pub struct LoadArgs {
     /// events, stream durations and events/s. HTTP/1.1 only for now.
     #[arg(long, value_enum, value_name = "MODE", help_heading = "Streams")]
     pub stream: Option<StreamModeArg>,
+    /// ws:// targets: bytes per WebSocket message.
+    #[arg(
+        long,
+        value_name = "BYTES",
+        default_value_t = 64,
+        help_heading = "WebSocket"
+    )]
+    pub ws_size: usize,
+    /// ws:// targets: binary messages instead of text.
+    #[arg(long, help_heading = "WebSocket")]
+    pub ws_binary: bool,
+    /// ws:// targets: messages per second on each connection, sent on a fixed schedule
+    /// whatever is in flight; each round trip counts from the message's intended send time.
+    /// Without it, one message in flight per connection at a time.
+    #[arg(long, value_name = "R", help_heading = "WebSocket")]
+    pub ws_rate: Option<f64>,
     /// LLM-gateway mode: POST an OpenAI-style chat completion with "stream": true to the URL
     /// (give its full path, e.g. http://gw:8080/v1/chat/completions) and read the answer as
     /// --stream llm: time to first token, inter-token latency, tokens/s.

@@ -28,7 +28,8 @@
 //!   intermediary's refusal and the connection closed with a linger; a client that goes away
 //!   while its request is in flight cancels the request (the intermediary's future is dropped);
 //! - idle keep-alive connections closed quietly after the idle timeout; once the drain starts,
-//!   idle connections close and busy ones close after their response.
+//!   idle connections close and busy ones close after their response;
+//! - a 101 response that carries a `upgrade::TakeOver` hands the connection to it once written.
 
 use std::future::Future;
 use std::io::{self, IoSlice};
@@ -55,6 +56,7 @@ use crate::protocol::drain::draining;
 use crate::protocol::h1::check::{self as h1check, Framing, H1Limits, HeadScan, LINGER};
 use crate::protocol::h1::client::RawHead;
 use crate::protocol::h1::conn::{lock, BodyState, Conn, H1Recv, Io, Shared, CONTINUE};
+use crate::protocol::h1::upgrade::TakeOver;
 use crate::protocol::interim::Interim;
 use crate::protocol::scratch::Scratch;
 use crate::protocol::Answer;
@@ -169,11 +171,29 @@ async fn serve_loop(
             }
         };
         let to_interim = (!exchange.http10).then(|| interim.clone());
-        let Some(response) = run(&conn, handler.call_h1(req, to_interim), &interim, limits).await
+        let Some(mut response) =
+            run(&conn, handler.call_h1(req, to_interim), &interim, limits).await
         else {
             debug!("client closed the connection while its request was in flight");
             break;
         };
+        if let Some(start) = TakeOver::take(&mut response) {
+            // A 101 with a new owner: written, then the connection and what was read past the
+            // request are the owner's; nothing more is served here.
+            if write_response(&conn, response, exchange, false)
+                .await
+                .is_ok()
+            {
+                let (io, rest) = {
+                    let mut c = lock(&conn);
+                    let io = std::mem::replace(&mut c.io, Box::new(tokio::io::empty()));
+                    (io, std::mem::take(&mut c.buf))
+                };
+                interim.close();
+                start(io, rest).await;
+            }
+            return;
+        }
         let close = exchange.close || graceful.load(Ordering::Relaxed);
         match write_response(&conn, response, exchange, close).await {
             Ok(true) if lock(&conn).body == BodyState::Done => {}

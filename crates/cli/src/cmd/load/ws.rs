@@ -1,0 +1,90 @@
+//! `gatebench load ws://…`: the WebSocket load. Rule: the flags that mean the same for a
+//! WebSocket run (`-c`, `-d`, `-t`, `--timeout`, `--no-probe`, `-q`) are taken, the
+//! `--ws-*` ones added; any other flag that shapes HTTP requests or outputs is refused in one
+//! line rather than silently ignored. The probe (one handshake) runs before the load, and a
+//! refused handshake is one line and exit 2.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Result;
+use gatebench_loadgen::ws::{self, WsConfig};
+
+use super::LoadArgs;
+
+/// True for a `ws://` or `wss://` URL.
+pub(super) fn is_ws(url: &str) -> bool {
+    let lower = url.get(..6).unwrap_or(url).to_ascii_lowercase();
+    lower.starts_with("ws://") || lower.starts_with("wss://")
+}
+
+/// The HTTP-only flags given, by name.
+fn http_only(args: &LoadArgs) -> Option<&'static str> {
+    [
+        (args.json.is_some(), "--json"),
+        (args.hlog.is_some(), "--hlog"),
+        (args.rate.is_some(), "--rate"),
+        (args.requests.is_some(), "-n"),
+        (args.stream.is_some(), "--stream"),
+        (args.llm, "--llm"),
+        (args.mix.is_some(), "--mix"),
+        (args.replay.is_some(), "--replay"),
+        (!args.thresholds.is_empty(), "--threshold"),
+        (args.metrics.is_some(), "--metrics"),
+        (args.shard.is_some(), "--shard"),
+    ]
+    .into_iter()
+    .find_map(|(given, name)| given.then_some(name))
+}
+
+fn config(args: &LoadArgs) -> Result<WsConfig> {
+    if let Some(flag) = http_only(args) {
+        anyhow::bail!("{flag} is not supported with a ws:// target yet");
+    }
+    let (addr, authority, path) = WsConfig::parse_url(&args.url)?;
+    let config = WsConfig {
+        url: args.url.clone(),
+        addr,
+        authority,
+        path,
+        connections: args.connections,
+        duration: args.duration.unwrap_or(Duration::from_secs(10)),
+        size: args.ws_size,
+        binary: args.ws_binary,
+        rate: args.ws_rate,
+        timeout: args.timeout,
+        threads: args.threads.map_or_else(
+            || std::thread::available_parallelism().map_or(1, |n| n.get()),
+            |t| t as usize,
+        ),
+    };
+    config.validate()?;
+    Ok(config)
+}
+
+/// Runs the WebSocket load and prints its report.
+pub(super) fn run(args: &LoadArgs) -> Result<ExitCode> {
+    let config = config(args)?;
+    gatebench_loadgen::limits::ensure_fd_limit(u64::from(config.connections))?;
+    if !args.no_probe {
+        ws::probe(&config)?;
+    }
+    let model = match config.rate {
+        Some(r) => format!("{r} messages/s per connection"),
+        None => "one message in flight per connection".to_owned(),
+    };
+    eprintln!(
+        "Running {:?} WebSocket @ {} ({} connections, {model}, {} B {} messages)",
+        config.duration,
+        config.url,
+        config.connections,
+        config.size,
+        if config.binary { "binary" } else { "text" },
+    );
+    let out = ws::run(&config)?;
+    print!("{}", gatebench_report::ws_text::render(&out.report));
+    if let Some(why) = out.refusal {
+        eprintln!("gatebench: handshakes refused during the load, the first: {why}");
+    }
+    Ok(ExitCode::SUCCESS)
+}

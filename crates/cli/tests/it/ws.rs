@@ -1,0 +1,108 @@
+//! `gatebench load ws://…` against `gatebench serve echo`'s WebSocket echo on loopback: every
+//! message sent comes back, a refused handshake stops the run before any load with one line
+//! and exit 2, and the server's close code is counted with the messages it cut off.
+
+use crate::support::{gatebench, stderr, text, EchoChild};
+
+/// `ws://` URL of the echo's WebSocket path.
+fn ws_url(echo: &EchoChild, path: &str) -> String {
+    format!(
+        "{}{path}",
+        echo.url
+            .trim_end_matches('/')
+            .replacen("http://", "ws://", 1)
+    )
+}
+
+/// The number after `label` in the text report's messages line.
+fn figure(report: &str, label: &str) -> u64 {
+    let line = report
+        .lines()
+        .find(|l| l.trim_start().starts_with("messages:"))
+        .unwrap_or_else(|| panic!("no messages line in:\n{report}"));
+    let at = line
+        .find(label)
+        .unwrap_or_else(|| panic!("no `{label}` in {line}"));
+    line[..at]
+        .rsplit([':', ','])
+        .next()
+        .unwrap()
+        .trim()
+        .replace(',', "")
+        .parse()
+        .unwrap_or_else(|_| panic!("no number before `{label}` in {line}"))
+}
+
+#[test]
+fn every_message_sent_to_the_echo_comes_back() {
+    let _shared = crate::support::shared();
+    let echo = EchoChild::start(&[]);
+    let url = ws_url(&echo, "/ws");
+    for extra in [
+        &["--ws-size", "200"][..],
+        &["--ws-rate", "200", "--ws-binary", "--ws-size", "70000"],
+    ] {
+        let mut args = vec!["load", &url, "-c", "3", "-d", "1s"];
+        args.extend_from_slice(extra);
+        let o = gatebench(&args);
+        assert_eq!(o.status.code(), Some(0), "{extra:?}: {}", stderr(&o));
+        let report = text(&o.stdout);
+        let sent = figure(&report, "sent");
+        assert!(sent > 0, "{report}");
+        assert_eq!(figure(&report, "received"), sent, "{report}");
+        for class in ["timeout", "reset", "protocol_error", "closed"] {
+            assert_eq!(figure(&report, class), 0, "{class}: {report}");
+        }
+        assert!(
+            report.contains("3 connections opened of 3 attempts"),
+            "{report}"
+        );
+        assert!(
+            report.contains("1000 × 3"),
+            "each connection closed cleanly: {report}"
+        );
+        if extra.contains(&"--ws-rate") {
+            // 200/s on each of 3 connections for 1 s: the schedule's count, give or take the
+            // message due at the very end.
+            assert!((597..=603).contains(&sent), "{sent}: {report}");
+        }
+    }
+}
+
+#[test]
+fn a_refused_handshake_stops_the_run_before_the_load_with_exit_2() {
+    let _shared = crate::support::shared();
+    let echo = EchoChild::start(&[]);
+    // The echo's plain HTTP path answers 200, not 101.
+    let o = gatebench(&["load", &ws_url(&echo, "/"), "-c", "2", "-d", "5s"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("handshake was refused") && err.contains("200"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(o.stdout.is_empty(), "no report: {}", text(&o.stdout));
+}
+
+#[test]
+fn a_message_past_the_servers_limit_is_closed_1009_and_counted() {
+    let _shared = crate::support::shared();
+    let echo = EchoChild::start(&["--max-body", "1000"]);
+    let o = gatebench(&[
+        "load",
+        &ws_url(&echo, "/ws"),
+        "-c",
+        "1",
+        "-d",
+        "500ms",
+        "--ws-size",
+        "2000",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let report = text(&o.stdout);
+    assert_eq!(figure(&report, "received"), 0, "{report}");
+    let closed = figure(&report, "closed");
+    assert!(closed > 0 && closed == figure(&report, "sent"), "{report}");
+    assert!(report.contains("1009 × "), "{report}");
+}

@@ -1,0 +1,306 @@
+//! One WebSocket connection of a run. Rule: open (connect, handshake, timed), then send
+//! messages on the connection's schedule and match each echo to the oldest message in flight
+//! (an echo answers in order); each message's round trip counts from its *intended* send time,
+//! so a server that stalls delays every message behind it in the figures, not only in the
+//! schedule. Open model (`rate`): the message due at `start + k / rate` is sent then (or at
+//! once if the writer is behind), whatever is in flight; closed model: the next message leaves
+//! when the echo of the last arrives, one in flight at a time. Every message sent ends in one
+//! class: ok, timeout, reset, protocol error, or closed by the server.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+use super::codec::{self, Decoder, Event};
+use super::handshake::{self, Answer};
+use super::{random_u64, ConnStats, WsConfig};
+
+/// How a connection's message phase ended, for the messages still in flight.
+enum End {
+    /// The schedule is over and every echo came back.
+    Done,
+    Timeout,
+    Reset,
+    /// The server broke the protocol; the client closes with this code.
+    Protocol(u16),
+    /// The server closed, with this code if it gave one.
+    Closed(Option<u16>),
+}
+
+/// Opens the connection: the stream and the bytes read past the 101, or the stats entry made.
+async fn open(config: &WsConfig, stats: &mut ConnStats) -> Option<(TcpStream, BytesMut)> {
+    stats.attempted += 1;
+    let started = Instant::now();
+    let opened = tokio::time::timeout(config.timeout, async {
+        let mut tcp = TcpStream::connect(config.addr).await.map_err(|_| None)?;
+        let _ = tcp.set_nodelay(true);
+        let key = handshake::new_key();
+        tcp.write_all(&handshake::request(&config.authority, &config.path, &key))
+            .await
+            .map_err(|_| None)?;
+        let mut buf = BytesMut::with_capacity(1024);
+        loop {
+            if tcp.read_buf(&mut buf).await.map_err(|_| None)? == 0 {
+                return Err(None);
+            }
+            match handshake::check(&buf, &key) {
+                Answer::Partial => continue,
+                Answer::Refused(why) => return Err(Some(why)),
+                Answer::Accepted(len) => {
+                    let _ = buf.split_to(len);
+                    return Ok((tcp, buf));
+                }
+            }
+        }
+    })
+    .await;
+    match opened {
+        Ok(Ok(open)) => {
+            stats.opened += 1;
+            crate::stats::record(&mut stats.handshake, started.elapsed());
+            Some(open)
+        }
+        Ok(Err(Some(why))) => {
+            stats.refused += 1;
+            stats.refusal.get_or_insert(why);
+            None
+        }
+        Ok(Err(None)) | Err(_) => {
+            stats.failed += 1;
+            None
+        }
+    }
+}
+
+/// Runs one connection until `until`: opens, loads, closes; reopens after a failure while time
+/// is left (after a pause, so a refusing server is not hammered).
+pub(super) async fn run(config: &WsConfig, index: u64, until: Instant, stats: &mut ConnStats) {
+    while Instant::now() < until {
+        let Some((tcp, rest)) = open(config, stats).await else {
+            tokio::time::sleep(Duration::from_millis(100).min(until - Instant::now().min(until)))
+                .await;
+            continue;
+        };
+        if !load(config, index, tcp, rest, until, stats).await {
+            return;
+        }
+    }
+}
+
+/// The message phase of one open connection; true when the connection broke and time is
+/// left to open another. Reads go on while a write waits, so a large message echoed while the
+/// next is being sent never deadlocks client and server on full buffers.
+async fn load(
+    config: &WsConfig,
+    index: u64,
+    mut tcp: TcpStream,
+    mut buf: BytesMut,
+    until: Instant,
+    stats: &mut ConnStats,
+) -> bool {
+    let payload = vec![b'x'; config.size];
+    let opcode = if config.binary {
+        codec::BINARY
+    } else {
+        codec::TEXT
+    };
+    let mut decoder = Decoder::new(config.size.max(125));
+    let mut in_flight: VecDeque<Instant> = VecDeque::new();
+    let mut pending: Vec<u8> = Vec::with_capacity(config.size + 14);
+    let mut written = 0;
+    let start = Instant::now();
+    let gap = config.rate.map(|r| Duration::from_secs_f64(1.0 / r));
+    let mut sent_k: u64 = 0;
+    let mut seed = random_u64(index);
+    let (mut rd, mut wr) = tcp.split();
+    let end = loop {
+        let now = Instant::now();
+        // Queue what is due: the schedule's messages up to now, or the closed model's next.
+        let due = loop {
+            let due = match gap {
+                Some(gap) => start + gap.mul_f64(sent_k as f64),
+                None if in_flight.is_empty() => now,
+                None => until,
+            };
+            if due > now || due >= until {
+                break due;
+            }
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let mask = ((seed >> 32) as u32).to_le_bytes();
+            codec::encode(&mut pending, true, opcode, &payload, mask);
+            stats.sent += 1;
+            sent_k += 1;
+            // The closed model's message is intended when it is sent.
+            in_flight.push_back(if gap.is_some() { due } else { now });
+        };
+        if now >= until && in_flight.is_empty() && pending.is_empty() {
+            break End::Done;
+        }
+        let timeout_at = in_flight.front().map(|&t| t + config.timeout);
+        let wake = [(due < until).then_some(due), timeout_at, Some(until)]
+            .into_iter()
+            .flatten()
+            .filter(|&t| t > now || Some(t) == timeout_at)
+            .min()
+            .unwrap_or(now + config.timeout);
+        buf.reserve(4096);
+        tokio::select! {
+            w = wr.write(&pending[written..]), if written < pending.len() => match w {
+                Ok(n) if n > 0 => {
+                    written += n;
+                    if written == pending.len() {
+                        pending.clear();
+                        written = 0;
+                    }
+                }
+                _ => break End::Reset,
+            },
+            r = rd.read_buf(&mut buf) => match r {
+                Ok(n) if n > 0 => {
+                    if let Some(end) = events(&mut decoder, &mut buf, &mut pending, &mut in_flight, config, stats) {
+                        break end;
+                    }
+                }
+                _ => break End::Reset,
+            },
+            () = tokio::time::sleep_until(wake) => {
+                if timeout_at.is_some_and(|t| Instant::now() >= t) {
+                    break End::Timeout;
+                }
+            }
+        }
+    };
+    finish(
+        end,
+        &mut tcp,
+        &mut buf,
+        &mut decoder,
+        in_flight.len() as u64,
+        stats,
+    )
+    .await
+}
+
+/// Handles the events in `buf` (pongs queued on `pending`); `Some` when the connection's
+/// message phase ends.
+fn events(
+    decoder: &mut Decoder,
+    buf: &mut BytesMut,
+    pending: &mut Vec<u8>,
+    in_flight: &mut VecDeque<Instant>,
+    config: &WsConfig,
+    stats: &mut ConnStats,
+) -> Option<End> {
+    loop {
+        let event = match decoder.next(buf) {
+            Ok(Some(event)) => event,
+            Ok(None) => return None,
+            Err(violation) => return Some(End::Protocol(violation.close_code())),
+        };
+        match event {
+            Event::Message { binary, data } => {
+                let Some(intended) = in_flight.pop_front() else {
+                    // An echo of nothing sent.
+                    return Some(End::Protocol(1002));
+                };
+                if binary != config.binary || data.len() != config.size {
+                    stats.protocol_error += 1;
+                    continue;
+                }
+                stats.received += 1;
+                crate::stats::record(&mut stats.latency, intended.elapsed());
+            }
+            Event::Ping(data) => {
+                codec::encode(pending, true, codec::PONG, &data, [0x5a, 0x3c, 0x96, 0x0f]);
+                stats.pings += 1;
+            }
+            Event::Pong(_) => {}
+            Event::Close(code) => return Some(End::Closed(code)),
+        }
+    }
+}
+
+/// Sends a close frame with `code` (errors ignored: the connection ends anyway).
+async fn close(tcp: &mut TcpStream, code: u16) {
+    let mut out = Vec::new();
+    codec::encode(
+        &mut out,
+        true,
+        codec::CLOSE,
+        &code.to_be_bytes(),
+        [1, 2, 3, 4],
+    );
+    let _ = tcp.write_all(&out).await;
+}
+
+/// Classes the messages in flight by how the phase ended; on a clean end, runs the close
+/// handshake. True when the connection broke (another may be opened).
+async fn finish(
+    end: End,
+    tcp: &mut TcpStream,
+    buf: &mut BytesMut,
+    decoder: &mut Decoder,
+    left: u64,
+    stats: &mut ConnStats,
+) -> bool {
+    match end {
+        End::Done => {
+            close(tcp, 1000).await;
+            // The server's close answers ours; bytes before it are dropped.
+            let answer = tokio::time::timeout(Duration::from_secs(1), async {
+                loop {
+                    while let Ok(Some(event)) = decoder.next(buf) {
+                        if let Event::Close(code) = event {
+                            return code;
+                        }
+                    }
+                    buf.reserve(4096);
+                    if !matches!(tcp.read_buf(buf).await, Ok(n) if n > 0) {
+                        return None;
+                    }
+                }
+            })
+            .await;
+            if let Ok(code) = answer {
+                let key = code.map_or_else(|| "none".to_owned(), |c| c.to_string());
+                *stats.close_codes.entry(key).or_default() += 1;
+            }
+            false
+        }
+        End::Timeout => {
+            stats.timeout += left;
+            true
+        }
+        End::Reset => {
+            stats.reset += left;
+            true
+        }
+        End::Protocol(code) => {
+            close(tcp, code).await;
+            stats.protocol_error += left;
+            true
+        }
+        End::Closed(code) => {
+            close(tcp, code.unwrap_or(1000)).await;
+            stats.closed += left;
+            let key = code.map_or_else(|| "none".to_owned(), |c| c.to_string());
+            *stats.close_codes.entry(key).or_default() += 1;
+            true
+        }
+    }
+}
+
+/// Opens one connection and closes it cleanly (the probe).
+pub(super) async fn probe(config: &WsConfig, until: Instant, stats: &mut ConnStats) {
+    if let Some((mut tcp, mut buf)) = open(config, stats).await {
+        let mut decoder = Decoder::new(config.size.max(125));
+        let _ = until;
+        finish(End::Done, &mut tcp, &mut buf, &mut decoder, 0, stats).await;
+    }
+}

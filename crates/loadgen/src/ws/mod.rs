@@ -1,0 +1,281 @@
+//! WebSocket load (`gatebench load ws://host:port/path`). Rule: a run of its own beside the
+//! HTTP one, sharing its histograms and classes' words: `-c` connections, each opened with a
+//! timed handshake ([`handshake`]), then loaded with messages (`conn`) of a set size, text or
+//! binary, on a fixed schedule per connection (`--ws-rate`) or one in flight at a time; the
+//! round trip of each message counts from its intended send time. Frames are [`codec`]'s.
+//!
+//! Not measured yet: `wss://`, connections through an HTTP/2 Extended CONNECT (RFC 8441),
+//! compression extensions (none is offered).
+
+pub mod codec;
+mod conn;
+pub mod handshake;
+
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+use gatebench_model::histogram::{new_histogram, summarize, LatencyHistogram};
+use gatebench_model::websocket::WebSocketReport;
+use tokio::time::Instant;
+
+use crate::error::LoadgenError;
+use crate::stats::new_sparse_histogram;
+
+/// A WebSocket run's settings.
+#[derive(Clone, Debug)]
+pub struct WsConfig {
+    /// The URL as given.
+    pub url: String,
+    /// Where connections go.
+    pub addr: SocketAddr,
+    /// The `Host` field.
+    pub authority: String,
+    /// Path and query of the upgrade request.
+    pub path: String,
+    /// Connections held open at once.
+    pub connections: u32,
+    /// How long messages are sent.
+    pub duration: Duration,
+    /// Bytes per message.
+    pub size: usize,
+    /// Binary messages instead of text.
+    pub binary: bool,
+    /// Messages per second per connection (open model); `None`: one in flight at a time.
+    pub rate: Option<f64>,
+    /// Longest wait for a connection to open and for a message's echo.
+    pub timeout: Duration,
+    /// Runtime threads.
+    pub threads: usize,
+}
+
+/// Largest message size accepted (16 MiB, the echo's default largest message).
+pub const MAX_SIZE: usize = 16 * 1024 * 1024;
+
+impl WsConfig {
+    /// Parses `ws://host[:port][/path]` and checks the settings.
+    pub fn parse_url(url: &str) -> Result<(SocketAddr, String, String), LoadgenError> {
+        let bad = |why: &str| LoadgenError::config(format!("invalid URL `{url}`: {why}"));
+        if url.starts_with("wss://") {
+            return Err(bad("wss:// is not supported yet (use ws://)"));
+        }
+        let uri: http::Uri = url.parse().map_err(|e| bad(&format!("{e}")))?;
+        if uri.scheme_str() != Some("ws") {
+            return Err(bad("the scheme must be ws://"));
+        }
+        let authority = uri.authority().ok_or_else(|| bad("no host"))?;
+        if authority.as_str().contains('@') {
+            return Err(bad("user info is not supported"));
+        }
+        let host = authority
+            .host()
+            .trim_start_matches('[')
+            .trim_end_matches(']');
+        let port = authority.port_u16().unwrap_or(80);
+        let addr = (host, port)
+            .to_socket_addrs()
+            .map_err(|source| LoadgenError::Resolve {
+                host: host.to_owned(),
+                source,
+            })?
+            .next()
+            .ok_or_else(|| bad("the host has no address"))?;
+        let path = uri
+            .path_and_query()
+            .map(|p| p.as_str().to_owned())
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| "/".to_owned());
+        Ok((addr, authority.as_str().to_owned(), path))
+    }
+
+    /// Checks the settings: one line for the first that is wrong.
+    pub fn validate(&self) -> Result<(), LoadgenError> {
+        if self.connections == 0 {
+            return Err(LoadgenError::config("-c must be at least 1"));
+        }
+        if self.size > MAX_SIZE {
+            return Err(LoadgenError::config(format!(
+                "--ws-size must be at most {MAX_SIZE} bytes"
+            )));
+        }
+        if self.rate.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
+            return Err(LoadgenError::config("--ws-rate must be a number above 0"));
+        }
+        if self.duration.is_zero() || self.timeout.is_zero() {
+            return Err(LoadgenError::config("-d and --timeout must be above zero"));
+        }
+        Ok(())
+    }
+}
+
+/// What one connection (or, merged, the run) counted.
+#[derive(Debug)]
+pub(crate) struct ConnStats {
+    attempted: u64,
+    opened: u64,
+    refused: u64,
+    failed: u64,
+    /// The first refusal's reason.
+    refusal: Option<String>,
+    handshake: LatencyHistogram,
+    sent: u64,
+    received: u64,
+    timeout: u64,
+    reset: u64,
+    protocol_error: u64,
+    closed: u64,
+    pings: u64,
+    latency: LatencyHistogram,
+    close_codes: BTreeMap<String, u64>,
+}
+
+impl ConnStats {
+    fn new() -> Self {
+        ConnStats {
+            attempted: 0,
+            opened: 0,
+            refused: 0,
+            failed: 0,
+            refusal: None,
+            handshake: new_sparse_histogram(),
+            sent: 0,
+            received: 0,
+            timeout: 0,
+            reset: 0,
+            protocol_error: 0,
+            closed: 0,
+            pings: 0,
+            latency: new_histogram(),
+            close_codes: BTreeMap::new(),
+        }
+    }
+
+    fn merge(&mut self, o: &ConnStats) {
+        self.attempted += o.attempted;
+        self.opened += o.opened;
+        self.refused += o.refused;
+        self.failed += o.failed;
+        if self.refusal.is_none() {
+            self.refusal.clone_from(&o.refusal);
+        }
+        let _ = self.handshake.add(&o.handshake);
+        self.sent += o.sent;
+        self.received += o.received;
+        self.timeout += o.timeout;
+        self.reset += o.reset;
+        self.protocol_error += o.protocol_error;
+        self.closed += o.closed;
+        self.pings += o.pings;
+        let _ = self.latency.add(&o.latency);
+        for (code, n) in &o.close_codes {
+            *self.close_codes.entry(code.clone()).or_default() += n;
+        }
+    }
+}
+
+/// A WebSocket run's result: the record's section and the first refusal, if any.
+#[derive(Debug)]
+pub struct WsOutput {
+    /// The figures.
+    pub report: WebSocketReport,
+    /// The first handshake refusal's reason, in words.
+    pub refusal: Option<String>,
+}
+
+/// A seed from the clock and `salt`, mixed (splitmix64): keys and masks need to differ, not to
+/// be secret from the server they are sent to.
+pub(crate) fn random_u64(salt: u64) -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mut z = nanos ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn runtime(threads: usize) -> Result<tokio::runtime::Runtime, LoadgenError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads.max(1))
+        .enable_all()
+        .build()
+        .map_err(|e| LoadgenError::Worker(format!("cannot start the runtime: {e}")))
+}
+
+/// Opens one connection and closes it: `Err` with one line when the handshake is refused or
+/// the target cannot be reached, before any load.
+pub fn probe(config: &WsConfig) -> Result<(), LoadgenError> {
+    let mut once = config.clone();
+    once.connections = 1;
+    let mut stats = ConnStats::new();
+    runtime(1)?.block_on(async {
+        let until = Instant::now();
+        conn::probe(&once, until, &mut stats).await;
+    });
+    if let Some(why) = stats.refusal {
+        return Err(LoadgenError::config(format!(
+            "{}: the WebSocket handshake was refused: {why}",
+            config.url
+        )));
+    }
+    if stats.opened == 0 {
+        return Err(LoadgenError::config(format!(
+            "{}: no WebSocket connection could be opened within {:?}",
+            config.url, config.timeout
+        )));
+    }
+    Ok(())
+}
+
+/// Runs the load: every connection for `duration`, then the figures.
+pub fn run(config: &WsConfig) -> Result<WsOutput, LoadgenError> {
+    config.validate()?;
+    let started = std::time::Instant::now();
+    let total = runtime(config.threads)?.block_on(async {
+        let until = Instant::now() + config.duration;
+        let tasks: Vec<_> = (0..config.connections)
+            .map(|i| {
+                let config = config.clone();
+                tokio::spawn(async move {
+                    let mut stats = ConnStats::new();
+                    conn::run(&config, u64::from(i), until, &mut stats).await;
+                    stats
+                })
+            })
+            .collect();
+        let mut total = ConnStats::new();
+        for task in tasks {
+            match task.await {
+                Ok(stats) => total.merge(&stats),
+                Err(e) => {
+                    return Err(LoadgenError::Worker(format!(
+                        "a connection task failed: {e}"
+                    )))
+                }
+            }
+        }
+        Ok(total)
+    })?;
+    let duration_s = started.elapsed().as_secs_f64();
+    Ok(WsOutput {
+        report: WebSocketReport {
+            duration_s,
+            connections_attempted: total.attempted,
+            connections_opened: total.opened,
+            handshakes_refused: total.refused,
+            connections_failed: total.failed,
+            handshake_latency: summarize(&total.handshake),
+            messages_sent: total.sent,
+            messages_received: total.received,
+            messages_timeout: total.timeout,
+            messages_reset: total.reset,
+            messages_protocol_error: total.protocol_error,
+            messages_closed: total.closed,
+            message_latency: summarize(&total.latency),
+            messages_per_s: total.received as f64 / duration_s.max(1e-9),
+            close_codes: total.close_codes,
+            pings_answered: total.pings,
+        },
+        refusal: total.refusal,
+    })
+}

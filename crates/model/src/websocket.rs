@@ -1,0 +1,48 @@
+//! The WebSocket figures of a `gatebench load ws://…` run. Rule: what the generator counted,
+//! nothing derived that a reader could not derive; every message sent ends in exactly one of
+//! the message classes (`ok`, `timeout`, `reset`, `protocol_error`, `closed`), every
+//! connection attempt in exactly one of the open classes.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::latency::LatencySummary;
+
+/// A WebSocket run's figures.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WebSocketReport {
+    /// Seconds of load (the message schedule's span).
+    pub duration_s: f64,
+    /// Connection attempts.
+    pub connections_attempted: u64,
+    /// Connections whose opening handshake succeeded (101, accept key right).
+    pub connections_opened: u64,
+    /// Attempts refused by the server: an answer other than a valid 101.
+    pub handshakes_refused: u64,
+    /// Attempts that failed otherwise: connect error, timeout, the connection reset.
+    pub connections_failed: u64,
+    /// Connect plus handshake, from the attempt's start to the 101 read, of opened connections.
+    pub handshake_latency: LatencySummary,
+    /// Messages sent.
+    pub messages_sent: u64,
+    /// Messages echoed back and received (the `ok` class).
+    pub messages_received: u64,
+    /// Messages sent and never answered within the timeout.
+    pub messages_timeout: u64,
+    /// Messages outstanding when their connection was reset or ended without a close.
+    pub messages_reset: u64,
+    /// Messages outstanding when the received bytes broke the protocol, or answered with a
+    /// payload of the wrong size or kind.
+    pub messages_protocol_error: u64,
+    /// Messages outstanding when the server closed the connection (its code in `close_codes`).
+    pub messages_closed: u64,
+    /// Round trip of each received message, from its intended send time to its echo's arrival.
+    pub message_latency: LatencySummary,
+    /// Messages received per second.
+    pub messages_per_s: f64,
+    /// Close codes the server sent, by code (`none` for a close frame without one).
+    pub close_codes: BTreeMap<String, u64>,
+    /// Pings the server sent (each answered with a pong).
+    pub pings_answered: u64,
+}
