@@ -432,20 +432,11 @@ impl Echo {
                 origin.uncount(*how);
             }
         }
-        let body = Bytes::from(origin.snapshot().to_json());
-        let mut response = if head {
-            let mut response = Response::new(ResBody::Local(None));
-            response
-                .headers_mut()
-                .insert(CONTENT_LENGTH, HeaderValue::from(body.len()));
-            response
-        } else {
-            Response::new(ResBody::Local(Some(body)))
-        };
-        response
-            .headers_mut()
-            .insert(CONTENT_TYPE, APPLICATION_JSON);
-        response
+        small(
+            Bytes::from(origin.snapshot().to_json()),
+            APPLICATION_JSON,
+            head,
+        )
     }
 
     fn respond(&self, req: Request<ClientBody>, http1: bool) -> Answer {
@@ -548,7 +539,11 @@ fn fixed(state: &EchoState, head: bool) -> Response<ResBody> {
 }
 
 fn health(head: bool) -> Response<ResBody> {
-    let body = Bytes::from_static(b"ok");
+    small(Bytes::from_static(b"ok"), TEXT_PLAIN, head)
+}
+
+/// A body held in memory with its type; for HEAD, only its length (RFC 9110 §9.3.2).
+fn small(body: Bytes, content_type: HeaderValue, head: bool) -> Response<ResBody> {
     let mut response = if head {
         let mut response = Response::new(ResBody::Local(None));
         response
@@ -558,7 +553,7 @@ fn health(head: bool) -> Response<ResBody> {
     } else {
         Response::new(ResBody::Local(Some(body)))
     };
-    response.headers_mut().insert(CONTENT_TYPE, TEXT_PLAIN);
+    response.headers_mut().insert(CONTENT_TYPE, content_type);
     response
 }
 
