@@ -318,7 +318,13 @@ fn a_cell_starts_backends_then_the_sut_and_stops_them_in_reverse() {
         "{}",
         launches[0]
     );
-    assert!(launches[0].ends_with("--delay 20ms"), "{}", launches[0]);
+    // Behind an intermediary, a built-in echo counts what it sees (`--stats`) for the cell's
+    // upstream figures.
+    assert!(
+        launches[0].ends_with("--delay 20ms --stats"),
+        "{}",
+        launches[0]
+    );
     assert!(launches[1].starts_with("launch backend-2 serve echo"));
     let (p1, p2) = (port(launches[0]), port(launches[1]));
     assert_ne!(p1, p2);
@@ -432,7 +438,11 @@ fn the_protocol_reaches_the_services_flags_and_the_load() {
     assert_eq!(c.record.cell.id, "proxy_u7_s64_d20_r1");
     assert_eq!(c.record.cell.protocol, "h2");
     // Backends listen with their own protocol (h1: TLS); the SUT is reached over h2.
-    assert!(c.calls[0].ends_with("--delay 20ms --tls"), "{}", c.calls[0]);
+    assert!(
+        c.calls[0].ends_with("--delay 20ms --tls --stats"),
+        "{}",
+        c.calls[0]
+    );
     assert!(
         c.calls[2].contains("--upstream https://127.0.0.1:"),
         "{}",
