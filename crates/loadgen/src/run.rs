@@ -286,9 +286,10 @@ pub fn run(config: LoadConfig, mut opts: RunOptions<'_>) -> Result<RunOutput, Lo
             c.merge(w);
         }
     }
-    // With no answer at all in the run, every request cut off at the end is a stall; otherwise
-    // one must also have waited at least the stall floor (see `censor`).
-    let floor = if warm.latency.is_empty() && meas.latency.is_empty() {
+    // With nothing at all ended by the target in the run (no response, no reset, no refusal),
+    // every request cut off at the end is a stall; otherwise one must also have waited at least
+    // the stall floor (see `censor`). A target that resets every stream at once is not stalled.
+    let floor = if !target_ended_any(&warm.outcomes) && !target_ended_any(&meas.outcomes) {
         Duration::ZERO
     } else {
         config.timeout.min(STALL_FLOOR)
@@ -468,6 +469,17 @@ fn class_report(
             send_lag: None,
         }),
     }
+}
+
+/// Whether any request of `o` was ended by the target (a response of any status, or an error
+/// the target caused: a reset, a refused stream, a cut-off body), rather than by the run's end
+/// or the client's own timeout.
+fn target_ended_any(o: &OutcomeCounts) -> bool {
+    let by_client = o.get(Outcome::InFlight)
+        + o.get(Outcome::NeverSent)
+        + o.get(Outcome::Timeout)
+        + o.get(Outcome::ConnectTimeout);
+    o.total() > by_client
 }
 
 /// How many values of `h` are at least `floor`.
@@ -986,6 +998,18 @@ fn phase_histograms(s: &PhaseStats, censored: &Censored, open: bool) -> PhaseHis
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_target_that_resets_everything_has_ended_requests_a_silent_one_has_not() {
+        let mut o = OutcomeCounts::default();
+        o.add(Outcome::InFlight, 2);
+        o.add(Outcome::NeverSent, 5);
+        o.add(Outcome::Timeout, 3);
+        o.add(Outcome::ConnectTimeout, 1);
+        assert!(!target_ended_any(&o), "only the client ended these");
+        o.add(Outcome::StreamReset, 1);
+        assert!(target_ended_any(&o), "a reset is the target's answer");
+    }
 
     #[test]
     fn split_is_fair_and_complete() {
