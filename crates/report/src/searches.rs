@@ -491,6 +491,7 @@ mod tests {
             capacity: None,
             cost: None,
             origin: None,
+            events: Vec::new(),
         }
     }
 

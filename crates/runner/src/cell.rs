@@ -201,6 +201,7 @@ pub fn run_cell(
             capacity: None,
             cost: None,
             origin: None,
+            events: Vec::new(),
         },
         hlog: Vec::new(),
         samples_csv: None,
