@@ -72,7 +72,7 @@ impl ProcessSpec {
 }
 
 /// Starts processes.
-pub trait Launcher {
+pub trait Launcher: Send {
     /// Starts `spec`. The error's message and causes are for a person (`cannot start nginx:
     /// No such file or directory`, see [`RunnerError::chain`]).
     fn launch(&mut self, spec: &ProcessSpec) -> Result<Box<dyn Running>, RunnerError>;
@@ -91,6 +91,11 @@ pub trait Running: Send {
     fn exited(&mut self) -> Option<String>;
     /// Stops it and everything in its process group; says how it ended.
     fn stop(&mut self) -> String;
+    /// Kills it and everything in its process group at once (SIGKILL, no grace), then reaps
+    /// it; says how it ended. By default as [`Running::stop`].
+    fn kill(&mut self) -> String {
+        self.stop()
+    }
 }
 
 /// The real launcher: `std::process::Command`, own process group, optional CPU pinning.
@@ -273,6 +278,15 @@ impl Running for SystemProcess {
         self.reaped = Some(how.clone());
         how
     }
+
+    fn kill(&mut self) -> String {
+        if self.reaped.is_none() && self.has_exited().is_none() {
+            self.signal_group(Signal::KILL);
+            let _ = self.child.wait();
+            self.reaped = Some("killed".to_owned());
+        }
+        self.stop()
+    }
 }
 
 /// Owns a cell's running processes; stops them in reverse start order when dropped.
@@ -322,6 +336,16 @@ impl Guard {
             .iter_mut()
             .find(|(n, _)| n == name)
             .map(|(_, p)| p)
+    }
+
+    /// Stops the process called `name` (killed at once with `kill`), keeping it among the
+    /// stopped; says how it ended, `None` when no such process runs.
+    pub fn stop_one(&mut self, name: &str, kill: bool) -> Option<String> {
+        let i = self.procs.iter().position(|(n, _)| n == name)?;
+        let (name, mut p) = self.procs.remove(i);
+        let how = if kill { p.kill() } else { p.stop() };
+        self.stopped.push((name, p.pid(), how.clone()));
+        Some(how)
     }
 
     /// Processes that exited by themselves: `(name, how)`.
