@@ -150,7 +150,7 @@ impl Launcher for SystemLauncher {
                 Ok(())
             });
         }
-        let child = cmd.spawn().map_err(|source| RunnerError::Start {
+        let child = spawn_kept(cmd).map_err(|source| RunnerError::Start {
             program: spec.program.clone(),
             source,
         })?;
@@ -198,6 +198,42 @@ impl Launcher for SystemLauncher {
             last_line,
         })
     }
+}
+
+/// A command and where its spawn's result goes.
+type SpawnRequest = (Command, std::sync::mpsc::Sender<std::io::Result<Child>>);
+
+/// Spawns `cmd` from one thread that lives as long as the runner: the parent-death signal
+/// (`PR_SET_PDEATHSIG`) follows the thread that forked, not the process, so a back-end a cell's
+/// events start from their own thread must not be forked by it (it would get SIGTERM when that
+/// thread ends, before the cell stops it).
+fn spawn_kept(cmd: Command) -> std::io::Result<Child> {
+    use std::sync::mpsc::{channel, Sender};
+    use std::sync::{Mutex, OnceLock};
+    static KEEPER: OnceLock<Mutex<Sender<SpawnRequest>>> = OnceLock::new();
+    let keeper = KEEPER.get_or_init(|| {
+        let (tx, rx) = channel::<SpawnRequest>();
+        std::thread::Builder::new()
+            .name("gatebench-spawner".into())
+            .spawn(move || {
+                for (mut cmd, reply) in rx {
+                    let _ = reply.send(cmd.spawn());
+                }
+            })
+            .expect("a thread starts");
+        Mutex::new(tx)
+    });
+    let (reply, answer) = channel();
+    let sent = keeper
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .send((cmd, reply));
+    if sent.is_err() {
+        return Err(std::io::Error::other("the spawner thread is gone"));
+    }
+    answer
+        .recv()
+        .unwrap_or_else(|_| Err(std::io::Error::other("the spawner thread is gone")))
 }
 
 /// A child started by [`SystemLauncher`].

@@ -10,16 +10,19 @@
 //! - the **longest gap** is the longest time between two successful responses that reaches
 //!   into the window (a gap begun before it counts), to the millisecond; a window with no
 //!   success after it runs to the last second recorded;
-//! - the **steady** level is the measurement's whole seconds before the cell's first firing:
-//!   their p99 altogether (what the window's is compared with), and for recovery the worst
+//! - the **steady** level is the load's whole seconds that end within the measurement, at or
+//!   before the cell's first firing (with a warm-up of a fraction of a second, the seconds'
+//!   grid is that much off the measurement's start, and the first such second begins in the
+//!   warm-up's end): their p99 altogether (what the window's is compared with), and for recovery the worst
 //!   second's p99 and error rate among them;
 //! - **recovery** is the time from `t` to the start of the first second after which every
 //!   second until the next firing (or the end) is back at the steady level (p99 and error rate
 //!   no worse than the worst steady second, some response answered); 0 when the firing's own
 //!   second already is; absent when the level never came back or there are no steady seconds;
 //! - **propagation** is the time from `t` to the first successful response carrying a marked
-//!   value not seen in the 2 s before `t` (nor since the previous firing, if nearer): the new
-//!   route; absent when none came in the window.
+//!   value not seen in the look-back before `t` (2 s, or since the previous firing if nearer,
+//!   but at least 1 s; a value counts as seen when it was first seen in one of the seconds at
+//!   a time inside the look-back): the new route; absent when none came in the window.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -30,6 +33,10 @@ use gatebench_model::{EventCost, EventRecord, SecondRecord};
 
 /// How far before a firing the values already seen are looked for.
 const BEFORE_S: f64 = 2.0;
+
+/// The shortest look-back, however near the previous firing: a value served throughout is
+/// first seen in every second, so a second's look-back sees it.
+const MIN_BEFORE_S: f64 = 1.0;
 
 /// Slack of comparisons between times on the seconds' grid.
 const EPS: f64 = 1e-6;
@@ -112,7 +119,7 @@ impl Steady {
     fn of(timeline: &[SecondRecord], first_at: f64) -> Steady {
         let steady: Vec<&SecondRecord> = timeline
             .iter()
-            .filter(|s| s.t_s >= -EPS && s.t_s + s.length_s <= first_at + EPS)
+            .filter(|s| s.t_s + s.length_s > EPS && s.t_s + s.length_s <= first_at + EPS)
             .filter(|s| s.length_s >= 1.0 - 1e-3)
             .collect();
         let worst = steady
@@ -222,27 +229,25 @@ fn propagation(
     prev: Option<f64>,
     end: f64,
 ) -> Option<(f64, String)> {
-    let from = prev.map_or(t - BEFORE_S, |p| p.max(t - BEFORE_S));
-    let seen = |s: &SecondRecord| {
-        s.detail
-            .marks
-            .iter()
-            .map(|m| (s.t_s + f64::from(m.first_ms) / 1e3, m.value.clone()))
-            .collect::<Vec<_>>()
-    };
-    let all: Vec<(f64, String)> = timeline.iter().flat_map(seen).collect();
-    // A value first seen in a second before `t` was there before the firing; first seen in a
-    // second that ends after `from` means seen inside the look-back.
-    let before: BTreeSet<&str> = timeline
+    // The look-back: 2 s, or since the previous firing if nearer, but at least 1 s.
+    let from = prev
+        .map_or(t - BEFORE_S, |p| p.max(t - BEFORE_S))
+        .min(t - MIN_BEFORE_S);
+    let all: Vec<(f64, String)> = timeline
         .iter()
-        .filter(|s| s.t_s + s.length_s > from && s.t_s < t)
         .flat_map(|s| {
             s.detail
                 .marks
                 .iter()
-                .filter(move |m| s.t_s + f64::from(m.first_ms) / 1e3 < t)
-                .map(|m| m.value.as_str())
+                .map(move |m| (s.t_s + f64::from(m.first_ms) / 1e3, m.value.clone()))
         })
+        .collect();
+    // Seen in the look-back for certain: first seen in a second at a time within it (a value
+    // first seen before it in a second that straddles its start may not have been seen since).
+    let before: BTreeSet<&str> = all
+        .iter()
+        .filter(|(at, _)| *at >= from - EPS && *at < t)
+        .map(|(_, v)| v.as_str())
         .collect();
     all.iter()
         .filter(|(at, v)| *at >= t - EPS && *at < end + EPS && !before.contains(v.as_str()))
@@ -394,6 +399,25 @@ mod tests {
         assert_eq!(c.longest_gap_ms, Some(1900.0), "from 1.100 s to the end at 3.000 s");
         assert_eq!(c.errors_total, 10);
         assert_eq!(c.recovery_s, None, "the last second answered nothing");
+    }
+
+    #[test]
+    fn a_back_end_started_after_a_kill_is_the_new_route() {
+        // Seconds on a half-second grid (a 0.5 s warm-up); b2 is killed at 1.0 s (first seen
+        // at 0.505 s in the second that straddles the kill) and started at 2.0 s, back at
+        // 2.3 s.
+        let both = [("b1", 0), ("b2", 5)];
+        let t = vec![
+            second(-0.5, 2, 0, steady(), &both),
+            second(0.5, 2, 0, steady(), &both),
+            second(1.5, 2, 0, steady(), &[("b1", 0), ("b2", 800)]),
+            second(2.5, 2, 0, steady(), &both),
+        ];
+        let mut fired = vec![event(1.0), event(2.0)];
+        fill(&t, &mut fired, &[DEFAULT; 2], 3.5);
+        let start = fired[1].cost.as_ref().unwrap();
+        assert_eq!(start.new_route.as_deref(), Some("b2"));
+        assert!((start.propagation_ms.unwrap() - 300.0).abs() < 1e-6);
     }
 
     const DEFAULT: Duration = crate::suite::DEFAULT_WINDOW;

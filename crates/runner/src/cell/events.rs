@@ -103,6 +103,13 @@ impl Plan {
         }
     }
 
+    /// Whether an event stops or starts a back-end.
+    pub(super) fn acts_on_backends(&self) -> bool {
+        self.events
+            .iter()
+            .any(|(_, r)| matches!(r, Resolved::Backend { .. }))
+    }
+
     /// Fires every event at its offset from `zero` (the measurement's planned start), until
     /// `done` says the load ended (a message or its sender dropped).
     pub(super) fn fire_all(

@@ -98,10 +98,12 @@ pub(super) fn load(
     // Read where the measurement's start is known here: a local load (sharded generators
     // start at an instant of their own).
     let sources = std::mem::take(&mut started.origins);
+    // A back-end stopped or started by an event counts from zero again: no origin figures.
+    let restarts = started.events.as_ref().is_some_and(Plan::acts_on_backends);
     let origins = OriginMarks::spawn(
         sources
             .into_iter()
-            .filter(|_| run.ctx.hosts.generators.is_empty())
+            .filter(|_| run.ctx.hosts.generators.is_empty() && !restarts)
             .collect(),
         Instant::now() + run.ctx.suite.warmup,
     );
