@@ -349,6 +349,7 @@ fn record(spec: &RunSpec, rng: &mut SplitMix64, point: &Point<'_>) -> Result<Cel
         capacity: None,
         cost: None,
         origin: None,
+        events: Vec::new(),
     })
 }
 

@@ -146,6 +146,9 @@ pub struct LoadSpec {
     pub thresholds: Vec<Threshold>,
     /// Read responses as streams of events, each timed (`--stream`); `None`: whole responses.
     pub stream: Option<StreamSpec>,
+    /// A response header whose values are marked per second (`--mark-header`): the first
+    /// time each value was seen on a successful response (HTTP/1.x only).
+    pub mark_header: Option<String>,
 }
 
 impl LoadSpec {
@@ -175,6 +178,7 @@ impl LoadSpec {
             tls: TlsOptions::default(),
             thresholds: Vec::new(),
             stream: None,
+            mark_header: None,
         }
     }
 }
@@ -214,6 +218,8 @@ pub struct LoadConfig {
     pub thresholds: Vec<Threshold>,
     /// Stream mode, if on.
     pub stream: Option<StreamSpec>,
+    /// The response header marked per second (`--mark-header`), lower case.
+    pub mark_header: Option<String>,
     /// The spec's header lines, for the record.
     headers: Vec<String>,
     /// The spec's method, for the record.
@@ -362,6 +368,7 @@ impl LoadConfig {
                 ));
             }
         }
+        crate::mark::check_name(spec.mark_header.as_deref(), spec.protocol)?;
         let target = Target::parse(&spec.url)?;
         if !target.tls && (spec.tls.insecure || spec.tls.cacert.is_some() || spec.tls.sni.is_some())
         {
@@ -435,6 +442,7 @@ impl LoadConfig {
             verify: spec.verify,
             thresholds: spec.thresholds,
             stream: spec.stream,
+            mark_header: spec.mark_header.map(|h| h.to_ascii_lowercase()),
             headers: spec.headers,
         })
     }

@@ -15,6 +15,8 @@ pub(crate) struct Answer {
     pub bytes_read: u64,
     /// Whether the connection can carry the next request.
     pub reusable: bool,
+    /// With `--mark-header`: the number of the marked header's value in the worker's table.
+    pub mark: Option<u8>,
 }
 
 /// An exchange that failed before a complete response.

@@ -21,6 +21,7 @@
 
 use std::mem::MaybeUninit;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
@@ -30,6 +31,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 
 use crate::body::BodyCheck;
 use crate::exchange::{classify_io, Answer, Failure};
+use crate::mark::MarkTable;
 use crate::request::RequestTemplate;
 use crate::stream::{is_event_stream, StreamWatch};
 
@@ -50,6 +52,10 @@ pub(crate) struct H1Conn<S> {
     streaming: bool,
     /// Stream mode: when the last read returned (the instant its bytes arrived).
     read_at: Instant,
+    /// `--mark-header`: the worker's table of the header's values.
+    marks: Option<Rc<MarkTable>>,
+    /// The marked value of the last head parsed.
+    mark: Option<u8>,
 }
 
 /// What a read that does not wait found.
@@ -72,6 +78,8 @@ struct Head {
     keep_alive: bool,
     /// Stream mode: the Content-Type is `text/event-stream`.
     event_stream: bool,
+    /// `--mark-header`: the number of the marked header's value.
+    mark: Option<u8>,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
@@ -85,7 +93,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
             stream: None,
             streaming: false,
             read_at: Instant::now(),
+            marks: None,
+            mark: None,
         }
+    }
+
+    /// Marks each response with the value of the table's header (`--mark-header`).
+    pub(crate) fn with_marks(mut self, marks: Option<Rc<MarkTable>>) -> Self {
+        self.marks = marks;
+        self
     }
 
     /// Reads responses as streams of events through `watch` (stream mode).
@@ -107,6 +123,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
         verify: bool,
     ) -> Result<Answer, Failure> {
         self.streaming = false;
+        self.mark = None;
         // flush: a no-op on TCP, pushes the records out on TLS.
         let written = match self.io.write_all(req.bytes()).await {
             Ok(()) => self.io.flush().await,
@@ -124,6 +141,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
                 outcome,
                 bytes_read: read,
                 reusable,
+                mark: self.mark.take(),
             }),
             Err(outcome) => Err(Failure {
                 outcome,
@@ -156,6 +174,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
             }
             break head;
         };
+        self.mark = head.mark;
         let mut outcome = req.outcome_of(head.status);
         if outcome == Outcome::Ok && !req.head_only() {
             if let Some(w) = self.stream.as_mut() {
@@ -285,6 +304,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
             gatebench_h1::parse_response(&self.buf[self.start..self.end], BUF_SIZE, &mut fields);
         match parsed {
             Ok(Some(head)) => Ok(Some(Head {
+                mark: self.marks.as_ref().and_then(|m| {
+                    let f = head.fields.iter().find(|f| f.name.eq_ignore_ascii_case(m.name()))?;
+                    m.id_of(f.value)
+                }),
                 status: head.status,
                 len: head.len,
                 body: head.framing.response_body(head.status, head_only),

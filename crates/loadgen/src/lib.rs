@@ -61,6 +61,7 @@ mod exchange;
 pub mod fuzz;
 pub mod hlog;
 mod hpack;
+mod mark;
 mod http1;
 mod http2;
 mod huffman;

@@ -644,6 +644,7 @@ impl<'o, 'a> Collector<'o, 'a> {
             responses: iv.responses(),
             errors: iv.errors(),
             latency: with_latency.then(|| gatebench_model::histogram::encode(&iv.all_latency())),
+            detail: iv.detail(),
         };
         if let Some(cb) = self.opts.on_second.as_deref_mut() {
             cb(&LiveSecond {

@@ -20,6 +20,9 @@ use std::time::Duration;
 pub use gatebench_model::histogram::{
     new_histogram, summarize, summarize_censored, LatencyHistogram, HIGHEST_NS,
 };
+use gatebench_model::events::{
+    encode_ok_ms, merge_marks, MarkSeen, SecondDetail, MS_PER_SECOND, OK_WORDS,
+};
 use gatebench_model::OutcomeCounts;
 use hdrhistogram::Histogram;
 
@@ -252,6 +255,11 @@ pub struct IntervalStats {
     pub opened: u64,
     /// The longest stall of a generator thread so far (at the end of this second).
     pub stall_longest: Duration,
+    /// The milliseconds of this second in which a successful response completed, a bit each.
+    pub ok_ms: [u64; OK_WORDS],
+    /// With `--mark-header`: each value seen on a successful response, first time in this
+    /// second (milliseconds from its start).
+    pub marks: Vec<MarkSeen>,
 }
 
 impl IntervalStats {
@@ -268,6 +276,39 @@ impl IntervalStats {
             censored_uncorrected: new_sparse_histogram(),
             opened: 0,
             stall_longest: Duration::ZERO,
+            ok_ms: [0; OK_WORDS],
+            marks: Vec::new(),
+        }
+    }
+
+    /// A successful response completed `ms` milliseconds into this second, carrying marked
+    /// value `mark` (if any).
+    #[inline]
+    pub fn ok_at(&mut self, ms: usize, mark: Option<&str>) {
+        let ms = ms.min(MS_PER_SECOND - 1);
+        self.ok_ms[ms / 64] |= 1 << (ms % 64);
+        if let Some(v) = mark {
+            if !self.marks.iter().any(|m| m.value == v) {
+                self.marks.push(MarkSeen {
+                    value: v.to_owned(),
+                    first_ms: ms as u32,
+                });
+            }
+        }
+    }
+
+    /// The second's detail for its record: errors by class, the map of successful
+    /// milliseconds, the marked values.
+    pub fn detail(&self) -> SecondDetail {
+        SecondDetail {
+            error_classes: self
+                .outcomes
+                .nonzero()
+                .filter(|(o, _)| o.is_error())
+                .map(|(o, n)| (o.name().to_owned(), n))
+                .collect(),
+            ok_ms: self.ok_ms.iter().any(|w| *w != 0).then(|| encode_ok_ms(&self.ok_ms)),
+            marks: self.marks.clone(),
         }
     }
 
@@ -281,6 +322,10 @@ impl IntervalStats {
         add(&mut self.censored_uncorrected, &other.censored_uncorrected);
         self.opened += other.opened;
         self.stall_longest = self.stall_longest.max(other.stall_longest);
+        for (a, b) in self.ok_ms.iter_mut().zip(other.ok_ms) {
+            *a |= b;
+        }
+        merge_marks(&mut self.marks, &other.marks);
         // Workers that ran longer cover more of the last second.
         self.length = self.length.max(other.length);
     }
@@ -296,6 +341,8 @@ impl IntervalStats {
         self.censored.reset();
         self.censored_uncorrected.reset();
         self.opened = 0;
+        self.ok_ms = [0; OK_WORDS];
+        self.marks.clear();
     }
 
     /// Every latency value of the interval, censored ones included (what the interval log

@@ -22,6 +22,7 @@ use crate::config::{Arrival, LoadConfig, Protocol};
 use crate::connect::{connect, Established, Stream, Transport};
 use crate::exchange::{Answer, Failure};
 use crate::schedule::{Clock, OpenPlan, Permit, Phase, Quota, Schedule, Stop};
+use crate::mark::MarkTable;
 use crate::stats::{record, ClassStats, IntervalStats, PhaseStats};
 use crate::stream::{StreamBook, StreamStats, StreamWatch};
 
@@ -114,6 +115,10 @@ struct Shared {
     stalls: Cell<Stalls>,
     /// Stream mode: the phases' stream figures, shared by the connections' watches.
     stream: StreamBook,
+    /// The run's start: interval `i` is the second from `start + i s`.
+    start: Instant,
+    /// `--mark-header`: the values seen so far.
+    marks: Option<Rc<MarkTable>>,
 }
 
 /// How long a settled request took or had waited: `(corrected, uncorrected)`, the first from
@@ -264,6 +269,8 @@ pub(crate) fn run(plan: WorkerPlan, tx: Sender<WorkerMsg>) -> WorkerResult {
         stopped: tokio::sync::Notify::new(),
         stalls: Cell::new(Stalls::default()),
         stream: StreamBook::default(),
+        start: plan.clock.start,
+        marks: plan.config.mark_header.as_deref().map(|h| Rc::new(MarkTable::new(h))),
     });
     let local = LocalSet::new();
     let id = plan.id;
@@ -508,6 +515,9 @@ impl Shared {
         let done = Instant::now();
         match result {
             Some(Ok(answer)) => {
+                if answer.outcome == Outcome::Ok {
+                    self.ok_at(done, answer.mark);
+                }
                 self.count_sent(phase, req, answer.bytes_read);
                 self.complete(
                     phase,
@@ -544,6 +554,20 @@ impl Shared {
                 }
                 Settled::CutOff
             }
+        }
+    }
+
+    /// A successful response completed at `done`: its millisecond in the second, and the
+    /// marked value it carried.
+    fn ok_at(&self, done: Instant, mark: Option<u8>) {
+        let mut iv = self.interval.borrow_mut();
+        let second = self.start + Duration::from_secs(iv.index);
+        let ms = done.saturating_duration_since(second).as_millis() as usize;
+        match (mark, &self.marks) {
+            (Some(id), Some(t)) => {
+                t.with_value(id, |v| iv.ok_at(ms, Some(v)));
+            }
+            _ => iv.ok_at(ms, None),
         }
     }
 

@@ -23,6 +23,7 @@
 
 pub mod capacity;
 pub mod cost;
+pub mod events;
 pub mod histogram;
 pub mod latency;
 pub mod load;
@@ -35,6 +36,7 @@ pub mod websocket;
 
 pub use capacity::{CapacityReport, CapacityStep, CapacityVerdict};
 pub use cost::{AddedLatency, CostReport, CostRun, COST_PERCENTILES};
+pub use events::{EventCost, EventRecord, MarkSeen, SecondDetail};
 pub use latency::{LatencySummary, Percentile, PERCENTILES};
 pub use load::redact_header;
 pub use load::{

@@ -157,6 +157,10 @@ pub struct SecondRecord {
     /// log; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<String>,
+    /// What events in a cell are measured with: errors by class, the milliseconds with a
+    /// successful response, first-seen marked header values (when the load records them).
+    #[serde(flatten)]
+    pub detail: crate::events::SecondDetail,
 }
 
 /// Connection lifecycle figures of one phase.

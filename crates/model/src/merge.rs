@@ -185,6 +185,7 @@ impl SecondSum {
         o.sent = o.sent.saturating_add(s.sent);
         o.responses = o.responses.saturating_add(s.responses);
         o.errors = o.errors.saturating_add(s.errors);
+        o.detail.merge(&s.detail);
         self.latency = match (self.latency.take(), h) {
             (Some(mut a), Some(b)) => {
                 histogram::add(&mut a, &b);
@@ -775,6 +776,7 @@ mod tests {
                 responses: values.len() as u64,
                 errors: 1,
                 latency: Some(encode(&h)),
+                detail: Default::default(),
             }
         };
         let mut a = shard(0, 2, &[1_000_000], 1_000);

@@ -309,6 +309,10 @@ pub struct CellRecord {
     /// other cells.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<crate::origin::OriginReport>,
+    /// Every firing of the scenario's events (`[[scenario.event]]`), in order, stamped on the
+    /// measurement's clock, with what each cost. Absent in cells without events.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<crate::events::EventRecord>,
 }
 
 /// The garbage collector of the system under test over one window (warm-up or measurement),

@@ -756,9 +756,17 @@ fn cell_section(h: &mut String, svgs: &mut Vec<(String, String)>, c: &CellData<'
         Vec::new()
     };
     let load_len = warm + m.duration_s;
+    // The cell's events, on the load's clock (they are stamped on the measurement's).
+    let marks: Vec<(f64, String)> = c
+        .record
+        .events
+        .iter()
+        .map(|e| (warm + e.at_s, format!("{}: {} at {:.3} s", e.name, e.action, e.at_s)))
+        .collect();
     let panel = |title: &str, unit: &str, points: Vec<(f64, f64)>| {
         let mut ch = Chart::new(title, "seconds since the load started", unit);
         ch.shade = shade.clone();
+        ch.marks = marks.clone();
         ch.x_range = Some((0.0, load_len.ceil().max(1.0)));
         ch.series.push(Series {
             name: String::new(),

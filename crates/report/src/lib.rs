@@ -24,6 +24,7 @@ pub mod capacity;
 pub mod cellfiles;
 pub mod compare;
 pub mod cost;
+pub mod events;
 pub mod export;
 pub mod fmt;
 pub mod html;

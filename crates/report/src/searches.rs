@@ -212,7 +212,7 @@ pub fn cost_rows(records: &[CellRecord]) -> Vec<Row> {
         .collect()
 }
 
-fn markdown_table(out: &mut String, columns: &[&str], rows: &[Row]) {
+pub(crate) fn markdown_table(out: &mut String, columns: &[&str], rows: &[Row]) {
     let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
     let _ = writeln!(out, "| {} |", columns.join(" | "));
     let _ = writeln!(
@@ -491,6 +491,7 @@ mod tests {
             capacity: None,
             cost: None,
             origin: None,
+            events: Vec::new(),
         }
     }
 

@@ -122,6 +122,10 @@ pub fn flags(r: &CellRecord) -> Vec<String> {
             f.push("generator-bound".to_owned());
         }
     }
+    let failed_events = r.events.iter().filter(|e| !e.ok).count();
+    if failed_events > 0 {
+        f.push(format!("event failed ({failed_events} of {})", r.events.len()));
+    }
     match (&r.cell.program, r.cell.rate) {
         // A program's rate changes: the program says what ran, its mean where a number goes.
         (Some(program), rate) => f.push(format!(
@@ -335,6 +339,11 @@ pub fn markdown(suite: &str, records: &[CellRecord], missing: usize) -> String {
              answer; the true figure is at least the one shown.",
         ),
         (
+            "event failed",
+            "`event failed`: some firings of the scenario's events did not do what they should \
+             (a command's non-zero exit, a back-end not ready again); see the Events table.",
+        ),
+        (
             "generator-bound",
             "`generator-bound`: the load generator, not the system under test, was the bottleneck; \
              the figures describe the generator.",
@@ -362,6 +371,7 @@ pub fn markdown(suite: &str, records: &[CellRecord], missing: usize) -> String {
          and after it.\n",
     );
     out.push_str(&crate::searches::markdown(records));
+    out.push_str(&crate::events::markdown(records));
     let _ = writeln!(
         out,
         "\n## Warm-up (not part of the results)\n\n{}",
@@ -496,6 +506,7 @@ pub fn json(suite: &str, records: &[CellRecord], missing: usize) -> String {
         "warmup": phase_rows(Phase::Warmup),
         "capacity": crate::searches::capacity_json(records),
         "cost": crate::searches::cost_json(records),
+        "events": crate::events::json(records),
     });
     let mut s = serde_json::to_string_pretty(&v).expect("JSON values always serialize");
     s.push('\n');

@@ -67,6 +67,8 @@ pub struct Chart {
     pub x_range: Option<(f64, f64)>,
     /// Shaded x ranges with a label (the warm-up).
     pub shade: Vec<(f64, f64, String)>,
+    /// Vertical markers at x with a label shown on hover (a cell's events).
+    pub marks: Vec<(f64, String)>,
     /// The lines.
     pub series: Vec<Series>,
 }
@@ -84,6 +86,7 @@ impl Chart {
             x_ticks: None,
             x_range: None,
             shade: Vec::new(),
+            marks: Vec::new(),
             series: Vec::new(),
         }
     }
@@ -326,6 +329,19 @@ fn panel(out: &mut String, c: &Chart, h: f64) {
                 esc(label)
             );
         }
+    }
+    // Event markers: a dashed vertical line each, its label on hover.
+    for (x, label) in &c.marks {
+        let Some(x) = forward(c.x_scale, *x).filter(|x| (xlo..=xhi).contains(x)) else {
+            continue;
+        };
+        let x = px(x);
+        let _ = writeln!(
+            out,
+            "<line class=\"event\" x1=\"{x:.1}\" y1=\"{y1:.1}\" x2=\"{x:.1}\" y2=\"{y0:.1}\" \
+             stroke=\"#c0392b\" stroke-dasharray=\"3,3\"><title>{}</title></line>",
+            esc(label)
+        );
     }
     // Grid and ticks.
     let yticks: Vec<(f64, String)> = match c.y_scale {
@@ -622,6 +638,7 @@ mod tests {
     fn shading_and_whiskers() {
         let mut c = Chart::new("Throughput", "s", "req/s");
         c.shade.push((0.0, 1.0, "warm-up".into()));
+        c.marks.push((1.5, "reload at 0.500 s".into()));
         c.series.push(Series {
             name: "rps".into(),
             points: vec![(0.5, 10.0), (1.5, 12.0), (2.5, 11.0)],
@@ -630,6 +647,7 @@ mod tests {
         });
         let s = render(&[c], 200.0);
         assert!(s.contains("class=\"shade\""));
+        assert!(s.contains("<title>reload at 0.500 s</title>"), "{s}");
         assert!(s.contains(">warm-up<"));
         assert!(s.contains("h8"));
     }

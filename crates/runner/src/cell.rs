@@ -14,6 +14,8 @@
 //! summary; the run goes on with the next cell. The processes are held by a [`Guard`], so they
 //! are stopped on every path out of here, panics included.
 
+mod event_cost;
+mod events;
 mod measure;
 mod origin;
 mod process;
@@ -41,8 +43,12 @@ use crate::launch::{Guard, Launcher, ProcessSpec};
 use crate::matrix::Cell;
 use crate::pin::{self, Placement};
 use crate::sampler::Windows;
-use crate::suite::{Intensity, Scenario, Suite};
+use crate::suite::{Intensity, Protocol, Scenario, Suite};
 use remote::fetch_remote_gc_log;
+
+/// The header gatebench's echo back-ends name themselves with, marked by the load of a cell
+/// with events.
+pub const MARK_HEADER: &str = "x-gatebench-backend";
 
 /// How often the SUT is sampled.
 pub const SAMPLE_PERIOD: Duration = Duration::from_secs(1);
@@ -201,6 +207,7 @@ pub fn run_cell(
             capacity: None,
             cost: None,
             origin: None,
+            events: Vec::new(),
         },
         hlog: Vec::new(),
         samples_csv: None,
@@ -364,6 +371,10 @@ fn load_config(
     spec.keepalive = sc.keepalive;
     spec.verify = sc.verify && has_body;
     spec.thresholds = sc.thresholds.clone();
+    // Events' propagation: which back-end served each response (HTTP/1.x only).
+    if !sc.events.is_empty() && matches!(cell.protocol, Protocol::H1c | Protocol::H1) {
+        spec.mark_header = Some(MARK_HEADER.to_owned());
+    }
     apply_protocol(&mut spec, cell.protocol)?;
     LoadConfig::try_new(spec).map_err(|e| RunnerError::InvalidLoad {
         reason: e.to_string(),

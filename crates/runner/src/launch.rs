@@ -72,7 +72,7 @@ impl ProcessSpec {
 }
 
 /// Starts processes.
-pub trait Launcher {
+pub trait Launcher: Send {
     /// Starts `spec`. The error's message and causes are for a person (`cannot start nginx:
     /// No such file or directory`, see [`RunnerError::chain`]).
     fn launch(&mut self, spec: &ProcessSpec) -> Result<Box<dyn Running>, RunnerError>;
@@ -91,6 +91,11 @@ pub trait Running: Send {
     fn exited(&mut self) -> Option<String>;
     /// Stops it and everything in its process group; says how it ended.
     fn stop(&mut self) -> String;
+    /// Kills it and everything in its process group at once (SIGKILL, no grace), then reaps
+    /// it; says how it ended. By default as [`Running::stop`].
+    fn kill(&mut self) -> String {
+        self.stop()
+    }
 }
 
 /// The real launcher: `std::process::Command`, own process group, optional CPU pinning.
@@ -145,7 +150,7 @@ impl Launcher for SystemLauncher {
                 Ok(())
             });
         }
-        let child = cmd.spawn().map_err(|source| RunnerError::Start {
+        let child = spawn_kept(cmd).map_err(|source| RunnerError::Start {
             program: spec.program.clone(),
             source,
         })?;
@@ -193,6 +198,42 @@ impl Launcher for SystemLauncher {
             last_line,
         })
     }
+}
+
+/// A command and where its spawn's result goes.
+type SpawnRequest = (Command, std::sync::mpsc::Sender<std::io::Result<Child>>);
+
+/// Spawns `cmd` from one thread that lives as long as the runner: the parent-death signal
+/// (`PR_SET_PDEATHSIG`) follows the thread that forked, not the process, so a back-end a cell's
+/// events start from their own thread must not be forked by it (it would get SIGTERM when that
+/// thread ends, before the cell stops it).
+fn spawn_kept(cmd: Command) -> std::io::Result<Child> {
+    use std::sync::mpsc::{channel, Sender};
+    use std::sync::{Mutex, OnceLock};
+    static KEEPER: OnceLock<Mutex<Sender<SpawnRequest>>> = OnceLock::new();
+    let keeper = KEEPER.get_or_init(|| {
+        let (tx, rx) = channel::<SpawnRequest>();
+        std::thread::Builder::new()
+            .name("gatebench-spawner".into())
+            .spawn(move || {
+                for (mut cmd, reply) in rx {
+                    let _ = reply.send(cmd.spawn());
+                }
+            })
+            .expect("a thread starts");
+        Mutex::new(tx)
+    });
+    let (reply, answer) = channel();
+    let sent = keeper
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .send((cmd, reply));
+    if sent.is_err() {
+        return Err(std::io::Error::other("the spawner thread is gone"));
+    }
+    answer
+        .recv()
+        .unwrap_or_else(|_| Err(std::io::Error::other("the spawner thread is gone")))
 }
 
 /// A child started by [`SystemLauncher`].
@@ -273,6 +314,15 @@ impl Running for SystemProcess {
         self.reaped = Some(how.clone());
         how
     }
+
+    fn kill(&mut self) -> String {
+        if self.reaped.is_none() && self.has_exited().is_none() {
+            self.signal_group(Signal::KILL);
+            let _ = self.child.wait();
+            self.reaped = Some("killed".to_owned());
+        }
+        self.stop()
+    }
 }
 
 /// Owns a cell's running processes; stops them in reverse start order when dropped.
@@ -322,6 +372,16 @@ impl Guard {
             .iter_mut()
             .find(|(n, _)| n == name)
             .map(|(_, p)| p)
+    }
+
+    /// Stops the process called `name` (killed at once with `kill`), keeping it among the
+    /// stopped; says how it ended, `None` when no such process runs.
+    pub fn stop_one(&mut self, name: &str, kill: bool) -> Option<String> {
+        let i = self.procs.iter().position(|(n, _)| n == name)?;
+        let (name, mut p) = self.procs.remove(i);
+        let how = if kill { p.kill() } else { p.stop() };
+        self.stopped.push((name, p.pid(), how.clone()));
+        Some(how)
     }
 
     /// Processes that exited by themselves: `(name, how)`.

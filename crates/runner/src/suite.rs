@@ -6,6 +6,7 @@
 //! or one clear error naming the key, once; effects (ports, processes) come later, in
 //! [`crate::cell`]. The format is documented in `docs/suite-format.md`.
 
+mod events;
 mod extra;
 mod overrides;
 pub mod raw;
@@ -23,6 +24,7 @@ use gatebench_loadgen::Arrival;
 use crate::error::RunnerError;
 use crate::gc::GcFormat;
 use crate::hosts::{HostSpec, Hosts};
+pub use events::{firings, BackendAction, EventAction, EventSpec, DEFAULT_WINDOW};
 pub use extra::{CapacitySettings, CostSettings, DEFAULT_COST_RATE, MAX_STEPS};
 pub use overrides::Overrides;
 use raw::{RawHosts, RawLoad, RawMatrix, RawQuick, RawScenario, RawSettings, RawSuite};
@@ -249,6 +251,8 @@ pub struct Scenario {
     /// Pass/fail conditions on each of its load cells (its own, or `[load]`'s), judged as
     /// `gatebench load --threshold` judges them; a cell that breaches one still counts as run.
     pub thresholds: Vec<Threshold>,
+    /// What happens during each of its load cells' measurement (`[[scenario.event]]`).
+    pub events: Vec<EventSpec>,
 }
 
 /// Where a scenario's system under test writes its garbage-collection log, and in which format
@@ -586,6 +590,7 @@ impl Suite {
         overrides.apply(&mut suite)?;
         suite.check_size().map_err(|e| err(e.to_string()))?;
         suite.check_thresholds().map_err(|e| err(e.to_string()))?;
+        suite.check_events().map_err(|e| err(e.to_string()))?;
         Ok(suite)
     }
 
@@ -618,6 +623,36 @@ impl Suite {
                         humantime::format_duration(self.duration)
                     ))
                 })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks every scenario's events against the cells they fire in, once the command line's
+    /// changes are in: each offset within the measurement, which must have a duration, and
+    /// every process on this machine (events act by process id).
+    fn check_events(&self) -> Result<(), RunnerError> {
+        for sc in self.scenarios.iter().filter(|s| !s.events.is_empty()) {
+            let at = |event: &str, problem: String| RunnerError::SuiteValue {
+                key: format!("scenario \"{}\": event \"{event}\"", sc.name),
+                problem,
+            };
+            let first = &sc.events[0].name;
+            if !self.duration_bound {
+                return Err(at(first, "events need a measurement of set length ([suite] duration)".into()));
+            }
+            if !self.hosts.all_local() {
+                return Err(at(first, "events act on processes by id: every process must run on this machine ([hosts])".into()));
+            }
+            if let Some(e) = sc.events.iter().find(|e| e.at >= self.duration) {
+                return Err(at(
+                    &e.name,
+                    format!(
+                        "at {} is not within the measurement of {}",
+                        humantime::format_duration(e.at),
+                        humantime::format_duration(self.duration)
+                    ),
+                ));
             }
         }
         Ok(())
@@ -793,6 +828,7 @@ impl Suite {
                     cost: s.cost.then_some(true),
                     thresholds: (s.thresholds != self.load.thresholds)
                         .then(|| texts(&s.thresholds).unwrap_or_default()),
+                    events: s.events.iter().map(events::raw_event).collect(),
                 })
                 .collect(),
             quick: self.quick.clone(),

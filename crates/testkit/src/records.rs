@@ -119,5 +119,6 @@ pub fn cell_record(
         capacity: None,
         cost: None,
         origin: None,
+        events: Vec::new(),
     }
 }

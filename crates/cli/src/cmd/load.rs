@@ -357,6 +357,7 @@ pub(crate) fn spec(args: &LoadArgs) -> Result<LoadSpec> {
     s.keepalive = !args.no_keepalive;
     s.verify = args.verify;
     s.expect_status = args.expect_status;
+    s.mark_header = args.mark_header.clone();
     s.thresholds = args.thresholds.clone();
     let mode = if args.llm {
         let chat = ChatRequest {

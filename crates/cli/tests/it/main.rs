@@ -13,6 +13,8 @@
 //! - `gateways`: echo back-ends that name themselves and count what they see, and the proxy
 //!   and the balancer reloading their upstreams file on SIGHUP under traffic.
 //! - `compare`: `gatebench compare` and `gatebench report` on results directories.
+//! - `events`: a suite's events (a back-end killed and started behind the balancer) stamped
+//!   and costed in the record and summary.json; bad events refused.
 //! - `history`: `run --history` and `gatebench history` on a real run's history.
 //! - `hosts`: suites across hosts on the network-namespace testbed (root only).
 //! - `k8s`: `gatebench k8s`'s Indexed Job, checked strictly, and each pod's command run here.
@@ -28,6 +30,7 @@
 mod support;
 
 mod compare;
+mod events;
 mod gateways;
 mod history;
 mod hosts;

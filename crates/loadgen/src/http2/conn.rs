@@ -147,6 +147,7 @@ impl StreamState {
             outcome,
             bytes_read: self.bytes_read,
             reusable: true,
+            mark: None,
         }));
         self.wake();
     }

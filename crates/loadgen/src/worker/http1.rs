@@ -44,7 +44,11 @@ pub(super) async fn slot(shared: Rc<Shared>) {
             None => match shared.open_connection(phase, had_conn).await {
                 Ok((stream, _)) => {
                     had_conn = true;
-                    conn.insert(H1Conn::new(stream).with_stream(shared.stream_watch()))
+                    conn.insert(
+                        H1Conn::new(stream)
+                            .with_stream(shared.stream_watch())
+                            .with_marks(shared.marks.clone()),
+                    )
                 }
                 Err(outcome) => {
                     if outcome != Outcome::InFlight {

@@ -4,12 +4,15 @@
 //! load record's own timeline (`seconds.rs`). The rule: the live view the load gives while it
 //! runs drives the display and nothing else.
 
+use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
 use gatebench_loadgen::IntervalView;
-use gatebench_model::LoadReport;
+use gatebench_model::{EventRecord, LoadReport};
 use gatebench_results::rows::{to_csv, TimelineRow};
 
+use super::event_cost;
+use super::events::{stamp, Fired, Hands, Plan};
 use super::origin::OriginMarks;
 use super::remote::{shard_args, AnySampler};
 use super::seconds::seconds;
@@ -17,6 +20,7 @@ use super::start::Started;
 use super::{
     pin_generator, CellEvent, CellOutput, CellRun, Effects, GcInputs, Phase, SAMPLE_PERIOD,
 };
+use crate::driver::Driver;
 use crate::error::RunnerError;
 use crate::gc::GcClock;
 use crate::gc_follow::GcFollower;
@@ -94,22 +98,27 @@ pub(super) fn load(
     // Read where the measurement's start is known here: a local load (sharded generators
     // start at an instant of their own).
     let sources = std::mem::take(&mut started.origins);
+    // A back-end stopped or started by an event counts from zero again: no origin figures.
+    let restarts = started.events.as_ref().is_some_and(Plan::acts_on_backends);
     let origins = OriginMarks::spawn(
         sources
             .into_iter()
-            .filter(|_| run.ctx.hosts.generators.is_empty())
+            .filter(|_| run.ctx.hosts.generators.is_empty() && !restarts)
             .collect(),
         Instant::now() + run.ctx.suite.warmup,
     );
     let sampling = Sampling::start(run, &mut started);
     let config = started.config.clone();
-    let loaded = run_load(
-        run,
-        fx,
-        config,
-        out.record.started_at_unix_ms,
-        local_start_s,
-    );
+    let plan = started.events.take();
+    let (loaded, fired) = load_with_events(run, fx, plan.as_ref(), |side| {
+        run_load(
+            run,
+            side,
+            config,
+            out.record.started_at_unix_ms,
+            local_start_s,
+        )
+    });
     let samples = sampling.finish();
     out.record.origin = origins.and_then(|o| o.finish(&run.cell.id));
     let cpu_time_s = cpu.and_then(|c| c.seconds(started.target_pid));
@@ -136,26 +145,94 @@ pub(super) fn load(
     out.samples_csv = Some(windows.csv(&samples));
     out.timeline_csv = Some(to_csv(header, rows));
     out.hlog = hlog;
+    if let Some(plan) = &plan {
+        out.record.events = event_records(plan, fired, &report);
+    }
     out.record.load = Some(report);
     out.gc = gc_inputs(run, &started, out.record.started_at_unix_ms, windows);
     Ok(())
+}
+
+/// What the load acts through while the events' thread holds the rest of the cell's effects.
+struct LoadSide<'s, 'e> {
+    driver: &'s mut dyn Driver,
+    events: &'s mut (dyn FnMut(CellEvent<'_>) + 'e),
+}
+
+/// Runs `load` on this thread while the cell's events (if any) fire on a thread of their own,
+/// which holds the cell's guard and launcher until the load has ended; returns the load's
+/// result and the firings.
+fn load_with_events<T>(
+    run: &CellRun<'_, '_>,
+    fx: &mut Effects<'_>,
+    plan: Option<&Plan>,
+    load: impl FnOnce(LoadSide<'_, '_>) -> T,
+) -> (T, Vec<Fired>) {
+    let guard = Mutex::new(std::mem::take(&mut fx.guard));
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    // The measurement's planned start: the load starts now, its warm-up first.
+    let zero = Instant::now() + run.ctx.suite.warmup;
+    let out = std::thread::scope(|s| {
+        let firing = plan.map(|p| {
+            let hands = Hands {
+                guard: &guard,
+                launcher: Mutex::new(&mut *fx.launcher),
+                stop: run.ctx.stop,
+            };
+            s.spawn(move || p.fire_all(zero, hands, &done_rx))
+        });
+        let loaded = load(LoadSide {
+            driver: &mut *fx.driver,
+            events: &mut *fx.events,
+        });
+        drop(done_tx);
+        let fired = firing
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    tracing::warn!("{}: the events' thread failed; no events recorded", run.cell.id);
+                    Vec::new()
+                })
+            })
+            .unwrap_or_default();
+        (loaded, fired)
+    });
+    fx.guard = guard.into_inner().unwrap_or_else(|e| e.into_inner());
+    out
+}
+
+/// The firings on the measurement's clock, with what each cost.
+fn event_records(plan: &Plan, fired: Vec<Fired>, report: &LoadReport) -> Vec<EventRecord> {
+    let windows: Vec<Duration> = fired
+        .iter()
+        .map(|f| {
+            plan.events
+                .iter()
+                .find(|(e, _)| e.name == f.record.name)
+                .map_or(crate::suite::DEFAULT_WINDOW, |(e, _)| e.window)
+        })
+        .collect();
+    let mut records = stamp(fired, report);
+    if let Some(timeline) = &report.timeline {
+        event_cost::fill(timeline, &mut records, &windows, report.measurement.duration_s);
+    }
+    records
 }
 
 /// Runs the load, here or on the generator hosts; returns its report and when it started,
 /// seconds since the cell did.
 fn run_load(
     run: &CellRun<'_, '_>,
-    fx: &mut Effects<'_>,
+    fx: LoadSide<'_, '_>,
     config: gatebench_loadgen::LoadConfig,
     cell_start_unix_ms: u64,
     local_start_s: f64,
 ) -> Result<(LoadReport, f64), RunnerError> {
     let (ctx, suite) = (run.ctx, run.ctx.suite);
-    fx.phase(if suite.warmup.is_zero() {
+    (fx.events)(CellEvent::Phase(if suite.warmup.is_zero() {
         Phase::Measuring
     } else {
         Phase::WarmingUp
-    });
+    }));
     if ctx.hosts.generators.is_empty() {
         let mut measuring = suite.warmup.is_zero();
         let events = &mut *fx.events;

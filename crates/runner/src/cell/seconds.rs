@@ -114,6 +114,7 @@ mod tests {
             responses,
             errors: 0,
             latency: Some(histogram::encode(&h)),
+            detail: Default::default(),
         }
     }
 

@@ -14,6 +14,7 @@ use super::process::{
     is_serve, log_tail, process_spec, render_templates, spec_summary, Common, ProcessAt,
 };
 use super::remote::{copy_templates, pick_ports, AnySampler, CellHosts, Place};
+use super::events::{self, CellSide, Plan};
 use super::{load_config, CellRun, Effects, SAMPLE_PERIOD};
 use crate::driver::{wait_ready, ReadyCheck};
 use crate::error::RunnerError;
@@ -38,6 +39,8 @@ pub(super) struct Started {
     pub(super) gc: Option<GcLog>,
     /// The built-in echo back-ends, whose origin statistics are read.
     pub(super) origins: Vec<OriginSource>,
+    /// The scenario's events, ready to fire during the measurement.
+    pub(super) events: Option<Plan>,
 }
 
 /// Where the back-end the SUT forwards to listens, for a cost cell's direct path.
@@ -104,6 +107,11 @@ pub(super) fn start(run: &CellRun<'_, '_>, fx: &mut Effects<'_>) -> Result<Start
     }
     let mut origins = Vec::new();
     let processes = processes(run, &common, &hosts, &mut origins)?;
+    let backends: Vec<(String, ProcessSpec, ReadyCheck)> = processes
+        .iter()
+        .filter(|(n, ..)| n.starts_with("backend-") && !run.sc.events.is_empty())
+        .cloned()
+        .collect();
     // The process whose GC log is read: the SUT, or the backend measured alone.
     let (target_name, gc_writer) = if target_is_backend {
         ("backend-1", "backend-1")
@@ -128,6 +136,18 @@ pub(super) fn start(run: &CellRun<'_, '_>, fx: &mut Effects<'_>) -> Result<Start
             run.ctx.metrics.as_ref().map(|m| m.tap()),
         )?)),
     };
+    let sut_protocol = sc.sut.as_ref().and_then(|s| s.protocol).unwrap_or(cell.protocol);
+    let events = events::resolve(
+        run,
+        CellSide {
+            common: &common,
+            port: target_port,
+            protocol: if target_is_backend { backend_protocol } else { sut_protocol },
+            place: target_place,
+            backends: &backends,
+            sut_pid: (!target_is_backend).then_some(target_pid),
+        },
+    )?;
     let backend = Backend::new(hosts.backend.addr, &hosts.backend_ports, backend_protocol);
     let CellHosts {
         backend: b, sut, ..
@@ -143,6 +163,7 @@ pub(super) fn start(run: &CellRun<'_, '_>, fx: &mut Effects<'_>) -> Result<Start
             writer_start_s,
         }),
         origins,
+        events,
     })
 }
 
@@ -178,6 +199,13 @@ fn processes(
             let serve = matches!(b.program, Program::Serve(_));
             let addr = SocketAddr::new(hosts.backend.addr, *port);
             let tls = common.backend_protocol.tls();
+            // With events, each built-in echo names itself on its responses (the load marks
+            // them): what a route change's propagation is measured with.
+            if serve && !sc.events.is_empty() && spec.args.get(1).is_some_and(|a| a == "echo")
+                && !spec.args.iter().any(|a| a == "--id")
+            {
+                spec.args.extend(["--id".to_owned(), name.clone()]);
+            }
             // Behind an intermediary only: an echo measured alone sees the generator.
             if !target_is_backend {
                 origins.extend(count_if_echo(&mut spec, serve, addr, tls));

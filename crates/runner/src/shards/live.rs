@@ -227,6 +227,7 @@ mod tests {
                 responses: n,
                 errors: 0,
                 latency: Some(histogram::encode(&h)),
+                detail: Default::default(),
             },
             outcomes,
             censored_min_ns: None,

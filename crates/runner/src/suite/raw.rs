@@ -325,6 +325,53 @@ pub struct RawScenario {
     /// Pass/fail conditions on this scenario's cells, instead of `[load] thresholds`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thresholds: Option<Vec<String>>,
+    /// `[[scenario.event]]`: what happens during each of its cells' measurement.
+    #[serde(default, rename = "event", skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<RawEvent>,
+}
+
+/// `[[scenario.event]]`: one action at an offset into the measurement, maybe repeated.
+#[derive(Debug, Default, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawEvent {
+    /// Its name in tables.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The first firing, from the measurement's start (humantime).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
+    /// Repeat this often until the measurement ends (humantime).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub every: Option<String>,
+    /// The longest window its figures are taken over (humantime; default 5s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<String>,
+    /// A signal to the SUT (`HUP`); after `render`, sent once the file is written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
+    /// A shell command run to its end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+    /// A back-end's number, from 1 (with `action`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend: Option<u32>,
+    /// `stop`, `kill`, `start` or `restart` (with `backend`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    /// A template rendered again with other values.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub render: Option<RawRender>,
+}
+
+/// `render = { template = "upstreams.txt", set = { key = "value" } }`.
+#[derive(Debug, Default, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRender {
+    /// The template, relative to the scenario's workdir.
+    pub template: String,
+    /// Values for `{key}` in it, besides the usual placeholders.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub set: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// `backend = {…}` / `sut = {…}`.

@@ -9,6 +9,7 @@ use gatebench_loadgen::arrival::{RateProgram, Spacing};
 use gatebench_loadgen::bounds::{self, parse_duration};
 use gatebench_loadgen::threshold::{Threshold, MAX_THRESHOLDS};
 
+use super::events::{validate_events, EventContext};
 use super::raw::{RawLoad, RawMatrix, RawProcess, RawRate, RawScenario};
 use super::{
     GcLog, Intensity, LoadSettings, Matrix, ProcessTemplate, Program, Protocol, Scenario,
@@ -399,8 +400,18 @@ pub(super) fn validate_scenario(
         Some(list) => parse_thresholds("thresholds", Some(list)).map_err(within)?,
         None => load.thresholds.clone(),
     };
+    let events = validate_events(
+        r.events,
+        &EventContext {
+            scenario: &name,
+            workdir: &workdir,
+            backends: backend.as_ref().map_or(0, |b| b.count),
+            has_sut: sut.is_some(),
+        },
+    )?;
     Ok(Scenario {
         thresholds,
+        events,
         title: r.title.unwrap_or_else(|| name.clone()),
         name,
         protocols,

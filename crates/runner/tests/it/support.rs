@@ -207,6 +207,7 @@ fn second(
         responses,
         errors: 0,
         latency: Some(gatebench_model::histogram::encode(&h)),
+        detail: Default::default(),
     }
 }
 
@@ -231,6 +232,7 @@ fn program_timeline(config: &LoadConfig) -> Option<Vec<gatebench_model::SecondRe
                     responses: 0,
                     errors: 0,
                     latency: None,
+                    detail: Default::default(),
                 }
             })
             .collect(),

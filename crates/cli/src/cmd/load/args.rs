@@ -94,6 +94,13 @@ pub struct LoadArgs {
     /// the probe accepts it and the load does not count it as an error.
     #[arg(long, value_name = "STATUS", value_parser = clap::value_parser!(u16).range(100..=999))]
     pub expect_status: Option<u16>,
+    /// Note, each second, the first time each value of this response header was seen on a
+    /// successful response (e.g. x-gatebench-backend, which gatebench's echo back-ends send):
+    /// what a suite's events measure a route change's propagation with. Kept in the record's
+    /// seconds (`timeline`), which the record has with --shard and arrival programs. At most 64
+    /// distinct values per worker thread; HTTP/1.x only.
+    #[arg(long, value_name = "NAME")]
+    pub mark_header: Option<String>,
     /// Skip the correctness probe sent before the load.
     #[arg(long)]
     pub no_probe: bool,
