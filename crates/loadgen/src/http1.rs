@@ -305,7 +305,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> H1Conn<S> {
         match parsed {
             Ok(Some(head)) => Ok(Some(Head {
                 mark: self.marks.as_ref().and_then(|m| {
-                    let f = head.fields.iter().find(|f| f.name.eq_ignore_ascii_case(m.name()))?;
+                    let f = head
+                        .fields
+                        .iter()
+                        .find(|f| f.name.eq_ignore_ascii_case(m.name()))?;
                     m.id_of(f.value)
                 }),
                 status: head.status,

@@ -17,11 +17,11 @@ use std::time::Duration;
 
 // The summaries and the histogram type are the model's, so that a merge of shards' records
 // computes them exactly as a run does.
-pub use gatebench_model::histogram::{
-    new_histogram, summarize, summarize_censored, LatencyHistogram, HIGHEST_NS,
-};
 use gatebench_model::events::{
     encode_ok_ms, merge_marks, MarkSeen, SecondDetail, MS_PER_SECOND, OK_WORDS,
+};
+pub use gatebench_model::histogram::{
+    new_histogram, summarize, summarize_censored, LatencyHistogram, HIGHEST_NS,
 };
 use gatebench_model::OutcomeCounts;
 use hdrhistogram::Histogram;
@@ -307,7 +307,11 @@ impl IntervalStats {
                 .filter(|(o, _)| o.is_error())
                 .map(|(o, n)| (o.name().to_owned(), n))
                 .collect(),
-            ok_ms: self.ok_ms.iter().any(|w| *w != 0).then(|| encode_ok_ms(&self.ok_ms)),
+            ok_ms: self
+                .ok_ms
+                .iter()
+                .any(|w| *w != 0)
+                .then(|| encode_ok_ms(&self.ok_ms)),
             marks: self.marks.clone(),
         }
     }

@@ -21,8 +21,8 @@ use tokio::task::LocalSet;
 use crate::config::{Arrival, LoadConfig, Protocol};
 use crate::connect::{connect, Established, Stream, Transport};
 use crate::exchange::{Answer, Failure};
-use crate::schedule::{Clock, OpenPlan, Permit, Phase, Quota, Schedule, Stop};
 use crate::mark::MarkTable;
+use crate::schedule::{Clock, OpenPlan, Permit, Phase, Quota, Schedule, Stop};
 use crate::stats::{record, ClassStats, IntervalStats, PhaseStats};
 use crate::stream::{StreamBook, StreamStats, StreamWatch};
 
@@ -270,7 +270,11 @@ pub(crate) fn run(plan: WorkerPlan, tx: Sender<WorkerMsg>) -> WorkerResult {
         stalls: Cell::new(Stalls::default()),
         stream: StreamBook::default(),
         start: plan.clock.start,
-        marks: plan.config.mark_header.as_deref().map(|h| Rc::new(MarkTable::new(h))),
+        marks: plan
+            .config
+            .mark_header
+            .as_deref()
+            .map(|h| Rc::new(MarkTable::new(h))),
     });
     let local = LocalSet::new();
     let id = plan.id;

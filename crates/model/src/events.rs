@@ -43,7 +43,10 @@ impl SecondDetail {
         for (k, v) in &other.error_classes {
             *self.error_classes.entry(k.clone()).or_default() += v;
         }
-        self.ok_ms = match (decode_ok_ms(self.ok_ms.as_deref()), decode_ok_ms(other.ok_ms.as_deref())) {
+        self.ok_ms = match (
+            decode_ok_ms(self.ok_ms.as_deref()),
+            decode_ok_ms(other.ok_ms.as_deref()),
+        ) {
             (Some(mut a), Some(b)) => {
                 for (x, y) in a.iter_mut().zip(b) {
                     *x |= y;

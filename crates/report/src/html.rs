@@ -761,7 +761,12 @@ fn cell_section(h: &mut String, svgs: &mut Vec<(String, String)>, c: &CellData<'
         .record
         .events
         .iter()
-        .map(|e| (warm + e.at_s, format!("{}: {} at {:.3} s", e.name, e.action, e.at_s)))
+        .map(|e| {
+            (
+                warm + e.at_s,
+                format!("{}: {} at {:.3} s", e.name, e.action, e.at_s),
+            )
+        })
         .collect();
     let panel = |title: &str, unit: &str, points: Vec<(f64, f64)>| {
         let mut ch = Chart::new(title, "seconds since the load started", unit);

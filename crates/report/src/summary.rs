@@ -124,7 +124,10 @@ pub fn flags(r: &CellRecord) -> Vec<String> {
     }
     let failed_events = r.events.iter().filter(|e| !e.ok).count();
     if failed_events > 0 {
-        f.push(format!("event failed ({failed_events} of {})", r.events.len()));
+        f.push(format!(
+            "event failed ({failed_events} of {})",
+            r.events.len()
+        ));
     }
     match (&r.cell.program, r.cell.rate) {
         // A program's rate changes: the program says what ran, its mean where a number goes.

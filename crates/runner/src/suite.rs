@@ -639,7 +639,10 @@ impl Suite {
             };
             let first = &sc.events[0].name;
             if !self.duration_bound {
-                return Err(at(first, "events need a measurement of set length ([suite] duration)".into()));
+                return Err(at(
+                    first,
+                    "events need a measurement of set length ([suite] duration)".into(),
+                ));
             }
             if !self.hosts.all_local() {
                 return Err(at(first, "events act on processes by id: every process must run on this machine ([hosts])".into()));

@@ -97,7 +97,9 @@ fn a_killed_and_restarted_back_end_is_stamped_and_costed() {
     assert_ne!(killed[0]["pid"], killed[1]["pid"]);
 
     let summary = json(&out_dir.join("summary.json"));
-    let rows = summary["events"].as_array().expect("summary.json has events");
+    let rows = summary["events"]
+        .as_array()
+        .expect("summary.json has events");
     assert_eq!(rows.len(), 2);
     for r in rows {
         assert_eq!(r["cell"], "balance-2_R200_s50_d0_r1");
@@ -115,7 +117,11 @@ fn a_killed_and_restarted_back_end_is_stamped_and_costed() {
 #[test]
 fn bad_events_exit_2_with_one_line_before_anything_runs() {
     let dir = temp_dir("bad-events");
-    let base = FAILOVER.split("[[scenario.event]]").next().unwrap().to_owned();
+    let base = FAILOVER
+        .split("[[scenario.event]]")
+        .next()
+        .unwrap()
+        .to_owned();
     for (event, want) in [
         (
             "at = \"1s\"\nbackend = 3\naction = \"kill\"",
@@ -141,6 +147,10 @@ fn bad_events_exit_2_with_one_line_before_anything_runs() {
             "at = \"1s\"\nrender = { template = \"missing.txt\" }\nsignal = \"HUP\"",
             "event \"event-1\": render: cannot read",
         ),
+        (
+            "at = \"1s\"\nrender = { template = \"suite.toml\", to = \"../x\" }",
+            "event \"event-1\": render: to = \"../x\" must be a file name",
+        ),
     ] {
         let suite = format!("{base}[[scenario.event]]\n{event}\n");
         let o = run(&dir, &suite, &["--out", dir.join("out").to_str().unwrap()]);
@@ -150,5 +160,89 @@ fn bad_events_exit_2_with_one_line_before_anything_runs() {
         assert!(err.contains(want), "{event}:\n{err}");
         assert!(!dir.join("out").exists(), "nothing runs for a bad suite");
     }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+const RELOAD: &str = r#"
+[suite]
+name = "reload"
+warmup = "500ms"
+duration = "4s"
+
+[matrix]
+rates = [200]
+sizes = [50]
+
+[load]
+connections = 4
+threads = 1
+
+[[scenario]]
+name = "balance-reload"
+templates = ["pool.txt"]
+backend = { serve = "echo --port {port} --threads 1", count = 2 }
+sut = { serve = "balance --port {port} --upstreams-file {cell_dir}/pool.txt --threads 1" }
+
+[[scenario.event]]
+name = "same"
+at = "1s"
+signal = "HUP"
+
+[[scenario.event]]
+name = "grow"
+at = "2s"
+render = { template = "pool-all.txt", to = "pool.txt" }
+signal = "HUP"
+"#;
+
+/// The balancer starts with back-end 1 alone in its upstreams file. A SIGHUP with the file
+/// unchanged at 1 s brings no new route; at 2 s the second form of the file (both back-ends)
+/// is rendered over it and the balancer signalled: back-end 2 serves within a second. Neither
+/// reload fails a request.
+#[test]
+fn a_rendered_pool_reaches_the_balancer_on_sighup_without_a_failed_request() {
+    let _shared = support::shared();
+    let dir = temp_dir("events-reload");
+    std::fs::write(dir.join("pool.txt"), "{upstream}\n").unwrap();
+    std::fs::write(
+        dir.join("pool-all.txt"),
+        "# every back-end\n{backends:{url}}\n",
+    )
+    .unwrap();
+    let out_dir = dir.join("out");
+    let o = run(&dir, RELOAD, &["--out", out_dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", support::stderr(&o));
+    let cell = out_dir.join("cells/balance-reload_R200_s50_d0_r1");
+    let record = json(&cell.join("record.json"));
+    assert_eq!(record["status"], "ok", "{record:#}");
+    let outcomes = &record["load"]["measurement"]["outcomes"];
+    let ok = outcomes["ok"].as_u64().unwrap();
+    assert!(ok > 500, "{outcomes}");
+    for (class, n) in outcomes.as_object().unwrap() {
+        if class != "ok" && class != "in_flight" {
+            assert_eq!(n, 0, "{class} during reloads: {outcomes}");
+        }
+    }
+    let events = record["events"].as_array().expect("an events section");
+    assert_eq!(events.len(), 2, "{events:#?}");
+    assert!(events.iter().all(|e| e["ok"] == true), "{events:#?}");
+    assert!(events[0]["cost"]["new_route"].is_null(), "{:#}", events[0]);
+    let grow = &events[1]["cost"];
+    assert_eq!(grow["new_route"], "backend-2", "{grow:#}");
+    let propagation = grow["propagation_ms"].as_f64().unwrap();
+    assert!(
+        propagation < 1000.0,
+        "backend-2 served {propagation} ms after the reload"
+    );
+    let pool = std::fs::read_to_string(cell.join("pool.txt")).unwrap();
+    assert_eq!(
+        pool.lines().filter(|l| l.starts_with("http://")).count(),
+        2,
+        "{pool}"
+    );
+    assert!(
+        !cell.join("pool-all.txt").exists(),
+        "written under its `to` name only"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }

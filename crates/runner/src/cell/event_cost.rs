@@ -359,7 +359,11 @@ mod tests {
         assert!((kill.longest_gap_at_s.unwrap() - 3.49).abs() < 1e-9);
         assert_eq!(kill.p99_steady_ms.map(|p| p.round()), Some(2.0));
         assert_eq!(kill.p99_window_ms.map(|p| p.round()), Some(20.0));
-        assert_eq!(kill.recovery_s, Some(1.5), "second 5 is the first back for good");
+        assert_eq!(
+            kill.recovery_s,
+            Some(1.5),
+            "second 5 is the first back for good"
+        );
         assert_eq!(kill.propagation_ms, None, "no value is new after a kill");
         let restart = fired[1].cost.as_ref().unwrap();
         assert_eq!(restart.errors_total, 0);
@@ -396,7 +400,11 @@ mod tests {
         let mut fired = vec![event(1.5)];
         fill(&t, &mut fired, &[DEFAULT], 3.0);
         let c = fired[0].cost.as_ref().unwrap();
-        assert_eq!(c.longest_gap_ms, Some(1900.0), "from 1.100 s to the end at 3.000 s");
+        assert_eq!(
+            c.longest_gap_ms,
+            Some(1900.0),
+            "from 1.100 s to the end at 3.000 s"
+        );
         assert_eq!(c.errors_total, 10);
         assert_eq!(c.recovery_s, None, "the last second answered nothing");
     }

@@ -170,7 +170,12 @@ impl Plan {
                     |n| n.to_string_lossy().into_owned(),
                 );
                 if let Err(e) = std::fs::write(path, text) {
-                    return (format!("render {file}"), false, format!("cannot write: {e}"), None);
+                    return (
+                        format!("render {file}"),
+                        false,
+                        format!("cannot write: {e}"),
+                        None,
+                    );
                 }
                 match signal {
                     None => (format!("render {file}"), true, "written".into(), None),
@@ -187,8 +192,15 @@ impl Plan {
                 check,
             } => {
                 let what = format!("{} {name}", action.name());
-                let (ok, how, ready) =
-                    backend(*action, name, spec, check, hands, self.ready_timeout, fired_at);
+                let (ok, how, ready) = backend(
+                    *action,
+                    name,
+                    spec,
+                    check,
+                    hands,
+                    self.ready_timeout,
+                    fired_at,
+                );
                 (what, ok, how, ready)
             }
         }
@@ -200,7 +212,10 @@ impl Plan {
         };
         match kill_process(pid, signal_of(sig)) {
             Ok(()) => (true, format!("delivered to pid {}", pid.as_raw_nonzero())),
-            Err(e) => (false, format!("not delivered to pid {}: {e}", pid.as_raw_nonzero())),
+            Err(e) => (
+                false,
+                format!("not delivered to pid {}: {e}", pid.as_raw_nonzero()),
+            ),
         }
     }
 
@@ -279,7 +294,10 @@ pub(super) struct CellSide<'c> {
 }
 
 /// The scenario's events made concrete for this cell (a load cell with events), or `None`.
-pub(super) fn resolve(run: &CellRun<'_, '_>, side: CellSide<'_>) -> Result<Option<Plan>, RunnerError> {
+pub(super) fn resolve(
+    run: &CellRun<'_, '_>,
+    side: CellSide<'_>,
+) -> Result<Option<Plan>, RunnerError> {
     let sc = run.sc;
     if sc.events.is_empty() || run.cell.kind != CellKind::Load {
         return Ok(None);
@@ -317,6 +335,7 @@ pub(super) fn resolve(run: &CellRun<'_, '_>, side: CellSide<'_>) -> Result<Optio
             EventAction::Render {
                 template,
                 set,
+                to,
                 signal,
             } => {
                 let src = sc.workdir.join(template);
@@ -325,13 +344,15 @@ pub(super) fn resolve(run: &CellRun<'_, '_>, side: CellSide<'_>) -> Result<Optio
                 for (k, v) in set {
                     text = text.replace(&format!("{{{k}}}"), v);
                 }
-                let values = side.common.values(Some(side.port), side.protocol, side.place);
-                let text = placeholder::expand_lenient_lists(
-                    &text,
-                    &values,
-                    &side.common.backend_items(),
-                );
-                let name = template.file_name().unwrap_or(template.as_os_str());
+                let values = side
+                    .common
+                    .values(Some(side.port), side.protocol, side.place);
+                let text =
+                    placeholder::expand_lenient_lists(&text, &values, &side.common.backend_items());
+                let name = match to {
+                    Some(to) => std::ffi::OsStr::new(to.as_str()),
+                    None => template.file_name().unwrap_or(template.as_os_str()),
+                };
                 Resolved::Render {
                     path: run.ctx.cell_dir.join(name),
                     text,

@@ -189,7 +189,10 @@ fn load_with_events<T>(
         let fired = firing
             .map(|h| {
                 h.join().unwrap_or_else(|_| {
-                    tracing::warn!("{}: the events' thread failed; no events recorded", run.cell.id);
+                    tracing::warn!(
+                        "{}: the events' thread failed; no events recorded",
+                        run.cell.id
+                    );
                     Vec::new()
                 })
             })
@@ -213,7 +216,12 @@ fn event_records(plan: &Plan, fired: Vec<Fired>, report: &LoadReport) -> Vec<Eve
         .collect();
     let mut records = stamp(fired, report);
     if let Some(timeline) = &report.timeline {
-        event_cost::fill(timeline, &mut records, &windows, report.measurement.duration_s);
+        event_cost::fill(
+            timeline,
+            &mut records,
+            &windows,
+            report.measurement.duration_s,
+        );
     }
     records
 }

@@ -9,12 +9,12 @@ use std::path::{Path, PathBuf};
 
 use gatebench_loadgen::LoadConfig;
 
+use super::events::{self, CellSide, Plan};
 use super::origin::{count_if_echo, OriginSource};
 use super::process::{
     is_serve, log_tail, process_spec, render_templates, spec_summary, Common, ProcessAt,
 };
 use super::remote::{copy_templates, pick_ports, AnySampler, CellHosts, Place};
-use super::events::{self, CellSide, Plan};
 use super::{load_config, CellRun, Effects, SAMPLE_PERIOD};
 use crate::driver::{wait_ready, ReadyCheck};
 use crate::error::RunnerError;
@@ -136,13 +136,21 @@ pub(super) fn start(run: &CellRun<'_, '_>, fx: &mut Effects<'_>) -> Result<Start
             run.ctx.metrics.as_ref().map(|m| m.tap()),
         )?)),
     };
-    let sut_protocol = sc.sut.as_ref().and_then(|s| s.protocol).unwrap_or(cell.protocol);
+    let sut_protocol = sc
+        .sut
+        .as_ref()
+        .and_then(|s| s.protocol)
+        .unwrap_or(cell.protocol);
     let events = events::resolve(
         run,
         CellSide {
             common: &common,
             port: target_port,
-            protocol: if target_is_backend { backend_protocol } else { sut_protocol },
+            protocol: if target_is_backend {
+                backend_protocol
+            } else {
+                sut_protocol
+            },
             place: target_place,
             backends: &backends,
             sut_pid: (!target_is_backend).then_some(target_pid),
@@ -201,7 +209,9 @@ fn processes(
             let tls = common.backend_protocol.tls();
             // With events, each built-in echo names itself on its responses (the load marks
             // them): what a route change's propagation is measured with.
-            if serve && !sc.events.is_empty() && spec.args.get(1).is_some_and(|a| a == "echo")
+            if serve
+                && !sc.events.is_empty()
+                && spec.args.get(1).is_some_and(|a| a == "echo")
                 && !spec.args.iter().any(|a| a == "--id")
             {
                 spec.args.extend(["--id".to_owned(), name.clone()]);

@@ -70,6 +70,8 @@ pub enum EventAction {
         template: PathBuf,
         /// Values for `{key}` besides the usual placeholders.
         set: BTreeMap<String, String>,
+        /// The file name written in the cell's directory (the template's own when `None`).
+        to: Option<String>,
         /// Sent to the SUT once the file is written.
         signal: Option<&'static str>,
     },
@@ -167,9 +169,16 @@ fn validate_event(
     r: RawEvent,
     cx: &EventContext<'_>,
 ) -> Result<EventSpec, RunnerError> {
-    let name = r.name.clone().unwrap_or_else(|| format!("event-{}", index + 1));
+    let name = r
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("event-{}", index + 1));
     if name.trim().is_empty() || name.contains(['\n', '|']) {
-        return Err(bad(cx.scenario, &name, "name must be a non-empty word without | or newlines"));
+        return Err(bad(
+            cx.scenario,
+            &name,
+            "name must be a non-empty word without | or newlines",
+        ));
     }
     let err = |p: String| bad(cx.scenario, &name, p);
     let dur = |key: &str, v: &Option<String>| -> Result<Option<Duration>, RunnerError> {
@@ -177,11 +186,16 @@ fn validate_event(
             .map(|v| parse_duration(v).map_err(|e| err(format!("{key}: {e}"))))
             .transpose()
     };
-    let at = dur("at", &r.at)?.ok_or_else(|| err("at is missing (the offset into the measurement, e.g. at = \"20s\")".into()))?;
+    let at = dur("at", &r.at)?.ok_or_else(|| {
+        err("at is missing (the offset into the measurement, e.g. at = \"20s\")".into())
+    })?;
     let every = dur("every", &r.every)?;
     if let Some(e) = every {
         if e < MIN_EVERY {
-            return Err(err(format!("every: must be at least {}", humantime::format_duration(MIN_EVERY))));
+            return Err(err(format!(
+                "every: must be at least {}",
+                humantime::format_duration(MIN_EVERY)
+            )));
         }
     }
     let window = dur("window", &r.window)?.unwrap_or(DEFAULT_WINDOW);
@@ -263,7 +277,11 @@ fn action(
             return Err(err(format!(
                 "backend: no back-end {index} (the scenario starts {}{})",
                 cx.backends,
-                if cx.backends == 1 { " back-end" } else { " back-ends, numbered from 1" }
+                if cx.backends == 1 {
+                    " back-end"
+                } else {
+                    " back-ends, numbered from 1"
+                }
             )));
         }
         let action = BackendAction::parse(action).ok_or_else(|| {
@@ -299,9 +317,22 @@ fn validate_render(
             )));
         }
     }
+    let to = match render.to.as_deref() {
+        None => None,
+        Some(t) => {
+            let plain = !t.is_empty() && t != "." && t != ".." && !t.contains(['/', '\\', '\0']);
+            if !plain {
+                return Err(err(format!(
+                    "render: to = \"{t}\" must be a file name in the cell's directory, without /"
+                )));
+            }
+            Some(t.to_owned())
+        }
+    };
     Ok(EventAction::Render {
         template,
         set,
+        to,
         signal,
     })
 }
@@ -344,11 +375,13 @@ pub(super) fn raw_event(e: &EventSpec) -> RawEvent {
         EventAction::Render {
             template,
             set,
+            to,
             signal,
         } => {
             r.render = Some(RawRender {
                 template: template.display().to_string(),
                 set: (!set.is_empty()).then(|| set.clone()),
+                to: to.clone(),
             });
             r.signal = signal.map(str::to_owned);
         }

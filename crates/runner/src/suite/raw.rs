@@ -363,7 +363,7 @@ pub struct RawEvent {
     pub render: Option<RawRender>,
 }
 
-/// `render = { template = "upstreams.txt", set = { key = "value" } }`.
+/// `render = { template = "upstreams.txt", set = { key = "value" }, to = "pool.txt" }`.
 #[derive(Debug, Default, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawRender {
@@ -372,6 +372,10 @@ pub struct RawRender {
     /// Values for `{key}` in it, besides the usual placeholders.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub set: Option<std::collections::BTreeMap<String, String>>,
+    /// The file written in the cell's directory, when not the template's own name (a second
+    /// form of a configuration the SUT already reads: `to = "pool.conf"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
 }
 
 /// `backend = {…}` / `sut = {…}`.
