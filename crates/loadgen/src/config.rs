@@ -368,7 +368,7 @@ impl LoadConfig {
                 ));
             }
         }
-        crate::mark::check_name(spec.mark_header.as_deref(), spec.protocol)?;
+        check_mark_header(spec.mark_header.as_deref(), spec.protocol)?;
         let target = Target::parse(&spec.url)?;
         if !target.tls && (spec.tls.insecure || spec.tls.cacert.is_some() || spec.tls.sni.is_some())
         {
@@ -526,9 +526,35 @@ impl LoadConfig {
     }
 }
 
+/// Checks `--mark-header`'s name: an HTTP token, and an HTTP/1.x load.
+fn check_mark_header(name: Option<&str>, protocol: Protocol) -> Result<(), LoadgenError> {
+    let Some(name) = name else {
+        return Ok(());
+    };
+    if name.is_empty() || !name.bytes().all(crate::target::is_token_byte) {
+        return Err(LoadgenError::config(format!(
+            "--mark-header `{name}` is not a header name"
+        )));
+    }
+    if protocol != Protocol::Http1 {
+        return Err(LoadgenError::config(
+            "--mark-header reads HTTP/1.1 responses only for now: leave out --http2/--h2c",
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_marked_header_is_a_token_on_an_http1_load() {
+        assert!(check_mark_header(Some("x y"), Protocol::Http1).is_err());
+        assert!(check_mark_header(Some("x-id"), Protocol::Http2).is_err());
+        assert!(check_mark_header(Some("x-id"), Protocol::Http1).is_ok());
+        assert!(check_mark_header(None, Protocol::Http2).is_ok());
+    }
 
     #[test]
     fn parses_url_with_defaults() {

@@ -9,31 +9,8 @@
 
 use std::cell::RefCell;
 
-use crate::target::is_token_byte;
-
-use crate::config::Protocol;
-use crate::error::LoadgenError;
-
 /// Most distinct values one worker marks.
 pub const MAX_VALUES: usize = 64;
-
-/// Checks `--mark-header`'s name: an HTTP token, and an HTTP/1.x load.
-pub(crate) fn check_name(name: Option<&str>, protocol: Protocol) -> Result<(), LoadgenError> {
-    let Some(name) = name else {
-        return Ok(());
-    };
-    if name.is_empty() || !name.bytes().all(is_token_byte) {
-        return Err(LoadgenError::config(format!(
-            "--mark-header `{name}` is not a header name"
-        )));
-    }
-    if protocol != Protocol::Http1 {
-        return Err(LoadgenError::config(
-            "--mark-header reads HTTP/1.1 responses only for now: leave out --http2/--h2c",
-        ));
-    }
-    Ok(())
-}
 
 /// A worker's table of the marked header's values: a value's number is its place here.
 #[derive(Debug)]
@@ -90,8 +67,5 @@ mod tests {
         }
         assert_eq!(t.id_of(b"one too many"), None);
         assert_eq!(t.with_value(1, str::to_owned).as_deref(), Some("b2"));
-        assert!(check_name(Some("x y"), Protocol::Http1).is_err());
-        assert!(check_name(Some("x-id"), Protocol::Http2).is_err());
-        assert!(check_name(Some("x-id"), Protocol::Http1).is_ok());
     }
 }
