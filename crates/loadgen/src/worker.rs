@@ -119,6 +119,10 @@ struct Shared {
     start: Instant,
     /// `--mark-header`: the values seen so far.
     marks: Option<Rc<MarkTable>>,
+    /// This worker's number, in its interval messages.
+    id: usize,
+    /// Where each closed second goes.
+    tx: Sender<WorkerMsg>,
 }
 
 /// How long a settled request took or had waited: `(corrected, uncorrected)`, the first from
@@ -141,6 +145,28 @@ enum Took {
 }
 
 impl Shared {
+    /// Closes the current second and sends it, and every whole second since, when `now` is
+    /// past its end: the ticker does this when it wakes at each second's end, and a settled
+    /// request does it first, so that a request counts in the second it settled in even when
+    /// the ticker wakes a few milliseconds late (a back-end killed on a second's boundary
+    /// fails its requests in the second after it, where the event's window looks).
+    fn roll_to(&self, now: Instant) {
+        let mut iv = self.interval.borrow_mut();
+        while now >= self.start + Duration::from_secs(iv.index + 1) {
+            iv.stall_longest = self.stalls.get().longest;
+            let snapshot = iv.clone();
+            let next = iv.index + 1;
+            iv.reset(next);
+            if self
+                .tx
+                .send(WorkerMsg::Interval(self.id, Box::new(snapshot)))
+                .is_err()
+            {
+                return;
+            }
+        }
+    }
+
     fn complete(&self, phase: Phase, req: u32, outcome: Outcome, took: Took) {
         // A request still unanswered at the end held its connection through the measurement,
         // whichever phase scheduled it: the measurement is where it shows.
@@ -275,31 +301,20 @@ pub(crate) fn run(plan: WorkerPlan, tx: Sender<WorkerMsg>) -> WorkerResult {
             .mark_header
             .as_deref()
             .map(|h| Rc::new(MarkTable::new(h))),
+        id: plan.id,
+        tx,
     });
     let local = LocalSet::new();
-    let id = plan.id;
     let finished = local.block_on(&rt, async {
         let ticker = {
             let shared = shared.clone();
-            let tx = tx.clone();
             let start = plan.clock.start;
             tokio::task::spawn_local(async move {
-                let mut index = 0u64;
                 loop {
+                    let index = shared.interval.borrow().index;
                     let at = start + Duration::from_secs(index + 1);
                     tokio::time::sleep_until(at.into()).await;
-                    let mut iv = shared.interval.borrow_mut();
-                    iv.stall_longest = shared.stalls.get().longest;
-                    let snapshot = iv.clone();
-                    index += 1;
-                    iv.reset(index);
-                    drop(iv);
-                    if tx
-                        .send(WorkerMsg::Interval(id, Box::new(snapshot)))
-                        .is_err()
-                    {
-                        return;
-                    }
+                    shared.roll_to(Instant::now());
                 }
             })
         };
@@ -517,6 +532,7 @@ impl Shared {
         by_deadline: bool,
     ) -> Settled {
         let done = Instant::now();
+        self.roll_to(done);
         match result {
             Some(Ok(answer)) => {
                 if answer.outcome == Outcome::Ok {

@@ -26,7 +26,8 @@ fn json(path: &Path) -> Value {
 const FAILOVER: &str = r#"
 [suite]
 name = "failover"
-warmup = "500ms"
+# A whole-second warm-up: the events fire on the load's second boundaries.
+warmup = "1s"
 duration = "4s"
 
 [matrix]
@@ -34,12 +35,13 @@ rates = [200]
 sizes = [50]
 
 [load]
-connections = 4
+connections = 32
 threads = 1
+method = "POST"
 
 [[scenario]]
 name = "balance-2"
-backend = { serve = "echo --port {port} --threads 1", count = 2 }
+backend = { serve = "echo --port {port} --threads 1 --delay 50ms", count = 2 }
 sut = { serve = "balance --port {port} {upstream_args} --threads 1 --health-interval 100ms --health-rise 1 --health-fall 1" }
 
 [[scenario.event]]
@@ -79,6 +81,23 @@ fn a_killed_and_restarted_back_end_is_stamped_and_costed() {
         assert!(e["cost"]["p99_window_ms"].as_f64().is_some(), "{e:#}");
     }
     assert_eq!(events[0]["action"], "kill backend-2");
+    // About 5 POSTs are on back-end 2 when it is killed, and the balancer cannot retry them:
+    // they fail at the kill, and every failure of the cell is counted in the kill's window
+    // (a second holds what settled in it, even right at its start).
+    let outcomes = &record["load"]["measurement"]["outcomes"];
+    let failed: u64 = outcomes
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(class, _)| *class != "ok" && *class != "in_flight")
+        .map(|(_, n)| n.as_u64().unwrap())
+        .sum();
+    assert!(failed > 0, "requests cut by the kill fail: {outcomes}");
+    assert_eq!(
+        events[0]["cost"]["errors_total"], failed,
+        "the kill's window holds every failure: {outcomes} {:#}",
+        events[0]
+    );
     assert!(events[1]["ready_ms"].as_f64().unwrap() > 0.0);
     let back = &events[1]["cost"];
     assert_eq!(back["new_route"], "backend-2", "{back:#}");
