@@ -23,7 +23,7 @@
 # (target/release/gatebench, built if missing), NICE (0). nginx and HAProxy are installed from
 # Debian when missing (bench/lib.sh).
 # Raw per-run data: bench/results/upstream-efficiency-<date>.tsv; Markdown on stdout and in the
-# .md beside it.
+# .md beside it, printed from the .tsv by bench/upstream_efficiency_summary.py.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -96,7 +96,7 @@ start_proxy() {
 }
 
 results=$(gb_results_file upstream-efficiency)
-printf 'run\ttool\tconns\tduration_s\tclient_ok\torigin_requests\tupstream_connections\n' >"$results"
+printf 'run\ttool\tconns\tnginx_keepalive\tduration_s\tclient_ok\torigin_requests\tupstream_connections\n' >"$results"
 for ((run = 1; run <= RUNS; run++)); do
   for t in "${tools[@]}"; do
     gb_gatebench_serve "$GB_TMP/echo-$t-$run" "$GEN_CORE" echo --port 0 --threads 1 --id origin --stats
@@ -109,7 +109,7 @@ for ((run = 1; run <= RUNS; run++)); do
       || gb_log "$t run $run: the load exited non-zero (see the record's errors)"
     read -r c1 r1 < <(origin_counts "$echo_port")
     read -r _ ok < <(gb_gatebench_json "$json")
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$run" "$t" "$CONNS" "$dur_s" "$ok" \
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$run" "$t" "$CONNS" "$NGINX_KEEPALIVE" "$dur_s" "$ok" \
       $((r1 - r0)) $((c1 - c0)) >>"$results"
     gb_log "$t run $run: $ok answered, origin saw $((r1 - r0)) requests on $((c1 - c0)) new connections"
     gb_stop_pid "$PROXY_PID"
@@ -118,22 +118,5 @@ for ((run = 1; run <= RUNS; run++)); do
 done
 
 md="${results%.tsv}.md"
-python3 - "$results" "$CONNS" "$NGINX_KEEPALIVE" <<'PY' | tee "$md"
-import csv, statistics, sys
-
-path, conns, keepalive = sys.argv[1], sys.argv[2], sys.argv[3]
-rows = list(csv.DictReader(open(path), delimiter="\t"))
-print(f"Upstream connections seen from the origin ({conns} users, keep-alive on both sides; "
-      f"nginx keepalive {keepalive}); medians of {len({r['run'] for r in rows})} runs.\n")
-print("| proxy | client responses | origin requests | upstream connections opened | per 1,000 requests | requests per upstream connection |")
-print("|---|---:|---:|---:|---:|---:|")
-for tool in dict.fromkeys(r["tool"] for r in rows):
-    rs = [r for r in rows if r["tool"] == tool]
-    ok = statistics.median(int(r["client_ok"]) for r in rs)
-    req = statistics.median(int(r["origin_requests"]) for r in rs)
-    con = statistics.median(int(r["upstream_connections"]) for r in rs)
-    per_k = statistics.median(1000 * int(r["upstream_connections"]) / max(int(r["origin_requests"]), 1) for r in rs)
-    per_c = statistics.median(int(r["origin_requests"]) / max(int(r["upstream_connections"]), 1) for r in rs)
-    print(f"| {tool} | {ok:.0f} | {req:.0f} | {con:.0f} | {per_k:.3f} | {per_c:.0f} |")
-PY
+python3 "$here/upstream_efficiency_summary.py" "$results" | tee "$md"
 gb_log "raw data: $results"
