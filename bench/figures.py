@@ -422,11 +422,13 @@ def check_tables_against_raw(name, problems, where):
                             f"bench/steadiness_summary.py prints from bench/results/{name}.tsv")
         return
     summarizers = {
-        # bench/history-scale.sh, bench/live-merge.sh and bench/upstream-efficiency.sh: the
-        # summary is what their summarizer prints from the committed raw rows (NAME.tsv).
+        # bench/history-scale.sh, bench/live-merge.sh, bench/upstream-efficiency.sh and
+        # bench/gateways-under-change.sh: the summary is what their summarizer prints from the
+        # committed raw rows (NAME.tsv).
         "history-scale-": "history_scale_summary.py",
         "live-merge-": "live_merge_summary.py",
         "upstream-efficiency-": "upstream_efficiency_summary.py",
+        "gateways-under-change-": "gateways_under_change_summary.py",
     }
     script = next((v for k, v in summarizers.items() if name.startswith(k)), None)
     if script:
