@@ -1,4 +1,4 @@
-//! Hostile request framing: each one is refused with the status BEHAVIOUR.md names and a close,
+//! Hostile request framing: each one is refused with the status docs/behaviour.md names and a close,
 //! and the upstream — the oracle — never sees a byte of it.
 
 use std::time::Duration;
