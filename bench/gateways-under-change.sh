@@ -2,10 +2,11 @@
 # Gateways under change: what reloads and a killed back-end cost gatebench's proxy and balancer,
 # nginx and HAProxy, each under a steady open-model load, from the events of two suites.
 #
-#   bench/gateways-under-change.sh        # ~20 minutes
+#   bench/gateways-under-change.sh        # ~25 minutes
 #
 # 1. bench/reload-under-load.toml: 100 reloads (one a second) of each proxy at 5,000 req/s, over
-#    h1c and with TLS on the client side (h1); the configuration does not change.
+#    h1c and with TLS on the client side (h1); the configuration does not change. A control
+#    (gatebench's proxy with an event that does nothing) shows the machine's own p99 spread.
 # 2. examples/failover.toml in full: one of five back-ends killed and started again behind
 #    gatebench's balancer, nginx and HAProxy, 3 repeats.
 #

@@ -11,11 +11,15 @@
 # PROXY_CORE (one worker or thread), keep-alive on both sides: nginx `proxy_pass` to an
 # `upstream` with `keepalive NGINX_KEEPALIVE` (HTTP/1.1, Connection ""), HAProxy mode http with
 # `http-reuse always`, gatebench's proxy with its pool. The generator:
-#   gatebench load http://127.0.0.1:PORT/ -c CONNS -d DURATION -t 1 -q --json F   (GET)
+#   gatebench load http://127.0.0.1:PORT/ -c CONNS -d DURATION -t 1 -q --no-probe --json F   (GET)
+# (no probe: its connection, apart from the load's, would be one more for the kernel to count).
 # The echo's statistics (GET /__gatebench/origin) are read before and after the load; their
 # difference gives the upstream connections opened, the requests that reached the origin, and
 # from those upstream connections per 1,000 requests and requests per upstream connection.
 # A proxy that pools well opens about as many connections as it has concurrent requests, once.
+# The kernel's count of accepted connections (Tcp PassiveOpens, /proc/net/snmp) over the load,
+# less the load's own connections to the proxy, checks the origin's count: on a machine where
+# nothing else opens connections meanwhile, the two are equal.
 #
 # Environment: RUNS (3), DURATION (10s), CONNS (100), TOOLS ("gatebench nginx haproxy"),
 # NGINX_KEEPALIVE (128: nginx's idle upstream connections cached; fewer than CONNS means
@@ -70,6 +74,19 @@ o = json.load(sys.stdin)
 print(o["connections_opened"], o["requests"])'
 }
 
+# passive_opens — the kernel's count of accepted TCP connections in this network namespace
+# (Tcp PassiveOpens in /proc/net/snmp).
+passive_opens() {
+  awk '$1 == "Tcp:" && $2 ~ /^[0-9]+$/ { print $7; exit }' /proc/net/snmp
+}
+
+# client_opened FILE — the connections the load opened to the proxy, from its record.
+client_opened() {
+  python3 -c '
+import json, sys
+print(json.load(open(sys.argv[1]))["measurement"]["connections"]["opened"])' "$1"
+}
+
 # start_proxy TOOL RUN UPSTREAM_PORT — the proxy in front of the echo; sets PROXY_PID and PORT.
 start_proxy() {
   local tool=$1 run=$2 up=$3 dir="$GB_TMP/$1-$2"
@@ -96,22 +113,29 @@ start_proxy() {
 }
 
 results=$(gb_results_file upstream-efficiency)
-printf 'run\ttool\tconns\tnginx_keepalive\tduration_s\tclient_ok\torigin_requests\tupstream_connections\n' >"$results"
+printf 'run\ttool\tconns\tnginx_keepalive\tduration_s\tclient_ok\torigin_requests\tupstream_connections\tkernel_upstream_accepts\n' >"$results"
 for ((run = 1; run <= RUNS; run++)); do
   for t in "${tools[@]}"; do
     gb_gatebench_serve "$GB_TMP/echo-$t-$run" "$GEN_CORE" echo --port 0 --threads 1 --id origin --stats
     echo_pid=$GB_SERVE_PID echo_port=$GB_SERVE_PORT
     start_proxy "$t" "$run" "$echo_port"
     read -r c0 r0 < <(origin_counts "$echo_port")
+    p0=$(passive_opens)
     json="$GB_TMP/load-$t-$run.json"
     nice -n "$GB_NICE" taskset -c "$GEN_CORE" "$GATEBENCH" load "http://127.0.0.1:$PORT/" \
-      -c "$CONNS" -d "${dur_s}s" -t 1 -q --json "$json" >/dev/null 2>"$json.err" \
+      -c "$CONNS" -d "${dur_s}s" -t 1 -q --no-probe --json "$json" >/dev/null 2>"$json.err" \
       || gb_log "$t run $run: the load exited non-zero (see the record's errors)"
+    # The exchanges in flight at the load's end finish (and may open connections) first.
+    sleep 0.5
+    p1=$(passive_opens)
     read -r c1 r1 < <(origin_counts "$echo_port")
+    # What the kernel accepted during the load, less the load's own connections to the proxy:
+    # the connections the proxy opened to the origin, counted by the kernel.
+    kernel=$((p1 - p0 - $(client_opened "$json")))
     read -r _ ok < <(gb_gatebench_json "$json")
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$run" "$t" "$CONNS" "$NGINX_KEEPALIVE" "$dur_s" "$ok" \
-      $((r1 - r0)) $((c1 - c0)) >>"$results"
-    gb_log "$t run $run: $ok answered, origin saw $((r1 - r0)) requests on $((c1 - c0)) new connections"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$run" "$t" "$CONNS" "$NGINX_KEEPALIVE" "$dur_s" "$ok" \
+      $((r1 - r0)) $((c1 - c0)) "$kernel" >>"$results"
+    gb_log "$t run $run: $ok answered, origin saw $((r1 - r0)) requests on $((c1 - c0)) new connections (kernel: $kernel)"
     gb_stop_pid "$PROXY_PID"
     gb_stop_pid "$echo_pid"
   done
