@@ -1,15 +1,17 @@
 //! `gatebench load ws://…` against `gatebench serve echo`'s WebSocket echo on loopback: every
 //! message sent comes back, a refused handshake stops the run before any load with one line
-//! and exit 2, and the server's close code is counted with the messages it cut off.
+//! and exit 2, and the server's close code is counted with the messages it cut off; `wss://`
+//! against the echo over TLS.
 
 use crate::support::{gatebench, stderr, text, EchoChild};
 
-/// `ws://` URL of the echo's WebSocket path.
+/// `ws://` (or, for a TLS echo, `wss://`) URL of the echo's WebSocket path.
 fn ws_url(echo: &EchoChild, path: &str) -> String {
     format!(
         "{}{path}",
         echo.url
             .trim_end_matches('/')
+            .replacen("https://", "wss://", 1)
             .replacen("http://", "ws://", 1)
     )
 }
@@ -105,4 +107,44 @@ fn a_message_past_the_servers_limit_is_closed_1009_and_counted() {
     let closed = figure(&report, "closed");
     assert!(closed > 0 && closed == figure(&report, "sent"), "{report}");
     assert!(report.contains("1009 × "), "{report}");
+}
+
+#[test]
+fn wss_loads_the_echo_over_tls_and_an_untrusted_certificate_is_one_line() {
+    let _shared = crate::support::shared();
+    let echo = EchoChild::start(&["--tls"]);
+    let url = ws_url(&echo, "/ws");
+    assert!(url.starts_with("wss://"), "{url}");
+    // The echo's certificate is its own, self-signed: refused before any load, saying why.
+    let o = gatebench(&["load", &url, "-c", "2", "-d", "1s"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("TLS handshake failed"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    // Trusted (--insecure): every message comes back over TLS.
+    let o = gatebench(&[
+        "load",
+        &url,
+        "-c",
+        "2",
+        "-d",
+        "1s",
+        "--insecure",
+        "--ws-size",
+        "3000",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let report = text(&o.stdout);
+    let sent = figure(&report, "sent");
+    assert!(sent > 10, "{report}");
+    assert_eq!(figure(&report, "received"), sent, "{report}");
+    assert!(
+        report.contains("2 connections opened of 2 attempts"),
+        "{report}"
+    );
+    // TLS options on a ws:// URL are a mistake, said in one line.
+    let plain = url.replacen("wss://", "ws://", 1);
+    let o = gatebench(&["load", &plain, "-d", "1s", "--insecure"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("need a wss:// URL"), "{}", stderr(&o));
 }

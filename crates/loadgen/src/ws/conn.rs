@@ -11,13 +11,14 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use gatebench_tls::MaybeTls;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
 
 use super::codec::{self, Decoder, Event};
 use super::handshake::{self, Answer};
 use super::{random_u64, ConnStats, WsConfig};
+use crate::connect::{connect, Stream, Transport};
 
 /// How a connection's message phase ended, for the messages still in flight.
 enum End {
@@ -31,13 +32,23 @@ enum End {
     Closed(Option<u16>),
 }
 
-/// Opens the connection: the stream and the bytes read past the 101, or the stats entry made.
-async fn open(config: &WsConfig, stats: &mut ConnStats) -> Option<(TcpStream, BytesMut)> {
+/// Opens the connection (TCP, TLS for `wss://`, then the upgrade): the stream and the bytes
+/// read past the 101, or the stats entry made.
+async fn open(
+    config: &WsConfig,
+    transport: &Transport,
+    stats: &mut ConnStats,
+) -> Option<(Stream, BytesMut)> {
     stats.attempted += 1;
     let started = Instant::now();
     let opened = tokio::time::timeout(config.timeout, async {
-        let mut tcp = TcpStream::connect(config.addr).await.map_err(|_| None)?;
-        let _ = tcp.set_nodelay(true);
+        let (mut tcp, _) = match connect(config.addr, transport, config.timeout).await {
+            Ok(c) => c,
+            Err(outcome) => {
+                stats.failure.get_or_insert(outcome);
+                return Err(None);
+            }
+        };
         let key = handshake::new_key();
         tcp.write_all(&handshake::request(&config.authority, &config.path, &key))
             .await
@@ -78,9 +89,15 @@ async fn open(config: &WsConfig, stats: &mut ConnStats) -> Option<(TcpStream, By
 
 /// Runs one connection until `until`: opens, loads, closes; reopens after a failure while time
 /// is left (after a pause, so a refusing server is not hammered).
-pub(super) async fn run(config: &WsConfig, index: u64, until: Instant, stats: &mut ConnStats) {
+pub(super) async fn run(
+    config: &WsConfig,
+    transport: &Transport,
+    index: u64,
+    until: Instant,
+    stats: &mut ConnStats,
+) {
     while Instant::now() < until {
-        let Some((tcp, rest)) = open(config, stats).await else {
+        let Some((tcp, rest)) = open(config, transport, stats).await else {
             tokio::time::sleep(Duration::from_millis(100).min(until - Instant::now().min(until)))
                 .await;
             continue;
@@ -97,94 +114,134 @@ pub(super) async fn run(config: &WsConfig, index: u64, until: Instant, stats: &m
 async fn load(
     config: &WsConfig,
     index: u64,
-    mut tcp: TcpStream,
+    mut tcp: Stream,
     mut buf: BytesMut,
     until: Instant,
     stats: &mut ConnStats,
 ) -> bool {
-    let payload = vec![b'x'; config.size];
-    let opcode = if config.binary {
-        codec::BINARY
-    } else {
-        codec::TEXT
-    };
     let mut decoder = Decoder::new(config.size.max(125));
     let mut in_flight: VecDeque<Instant> = VecDeque::new();
-    let mut pending: Vec<u8> = Vec::with_capacity(config.size + 14);
-    let mut written = 0;
-    let start = Instant::now();
-    let gap = config.rate.map(|r| Duration::from_secs_f64(1.0 / r));
-    let mut sent_k: u64 = 0;
-    let mut seed = random_u64(index);
-    let (mut rd, mut wr) = tcp.split();
-    let end = loop {
-        let now = Instant::now();
-        // Queue what is due: the schedule's messages up to now, or the closed model's next.
-        let due = loop {
-            let due = match gap {
-                Some(gap) => start + gap.mul_f64(sent_k as f64),
-                None if in_flight.is_empty() => now,
-                None => until,
-            };
-            if due > now || due >= until {
-                break due;
-            }
-            seed = seed
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            let mask = ((seed >> 32) as u32).to_le_bytes();
-            codec::encode(&mut pending, true, opcode, &payload, mask);
-            stats.sent += 1;
-            sent_k += 1;
-            // The closed model's message is intended when it is sent.
-            in_flight.push_back(if gap.is_some() { due } else { now });
-        };
-        if now >= until && in_flight.is_empty() && pending.is_empty() {
-            break End::Done;
+    let mut phase = Phase {
+        config,
+        index,
+        until,
+        buf: &mut buf,
+        decoder: &mut decoder,
+        in_flight: &mut in_flight,
+        stats,
+    };
+    // Plain TCP splits into borrowed halves for free; TLS state is one object, shared by the
+    // halves behind tokio's lock.
+    let end = match &mut tcp {
+        MaybeTls::Plain(t) => {
+            let (rd, wr) = t.split();
+            phase.run(rd, wr).await
         }
-        let timeout_at = in_flight.front().map(|&t| t + config.timeout);
-        let wake = [(due < until).then_some(due), timeout_at, Some(until)]
-            .into_iter()
-            .flatten()
-            .filter(|&t| t > now || Some(t) == timeout_at)
-            .min()
-            .unwrap_or(now + config.timeout);
-        buf.reserve(4096);
-        tokio::select! {
-            w = wr.write(&pending[written..]), if written < pending.len() => match w {
-                Ok(n) if n > 0 => {
-                    written += n;
-                    if written == pending.len() {
-                        pending.clear();
-                        written = 0;
-                    }
-                }
-                _ => break End::Reset,
-            },
-            r = rd.read_buf(&mut buf) => match r {
-                Ok(n) if n > 0 => {
-                    if let Some(end) = events(&mut decoder, &mut buf, &mut pending, &mut in_flight, config, stats) {
-                        break end;
-                    }
-                }
-                _ => break End::Reset,
-            },
-            () = tokio::time::sleep_until(wake) => {
-                if timeout_at.is_some_and(|t| Instant::now() >= t) {
-                    break End::Timeout;
-                }
-            }
+        MaybeTls::Tls(t) => {
+            let (rd, wr) = tokio::io::split(&mut **t);
+            phase.run(rd, wr).await
         }
     };
-    finish(
-        end,
-        &mut tcp,
-        &mut buf,
-        &mut decoder,
-        in_flight.len() as u64,
-        stats,
-    )
-    .await
+    let left = in_flight.len() as u64;
+    finish(end, &mut tcp, &mut buf, &mut decoder, left, stats).await
+}
+
+/// The message phase's state that outlives it (the close handshake reads on).
+struct Phase<'a> {
+    config: &'a WsConfig,
+    index: u64,
+    until: Instant,
+    buf: &'a mut BytesMut,
+    decoder: &'a mut Decoder,
+    in_flight: &'a mut VecDeque<Instant>,
+    stats: &'a mut ConnStats,
+}
+
+impl Phase<'_> {
+    /// Sends on the schedule and reads the echoes until the schedule is over or the connection
+    /// breaks.
+    async fn run<R, W>(&mut self, mut rd: R, mut wr: W) -> End
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin,
+    {
+        let (config, index, until) = (self.config, self.index, self.until);
+        let buf = &mut *self.buf;
+        let decoder = &mut *self.decoder;
+        let in_flight = &mut *self.in_flight;
+        let stats = &mut *self.stats;
+        let payload = vec![b'x'; config.size];
+        let opcode = if config.binary {
+            codec::BINARY
+        } else {
+            codec::TEXT
+        };
+        let mut pending: Vec<u8> = Vec::with_capacity(config.size + 14);
+        let mut written = 0;
+        let start = Instant::now();
+        let gap = config.rate.map(|r| Duration::from_secs_f64(1.0 / r));
+        let mut sent_k: u64 = 0;
+        let mut seed = random_u64(index);
+        loop {
+            let now = Instant::now();
+            // Queue what is due: the schedule's messages up to now, or the closed model's next.
+            let due = loop {
+                let due = match gap {
+                    Some(gap) => start + gap.mul_f64(sent_k as f64),
+                    None if in_flight.is_empty() => now,
+                    None => until,
+                };
+                if due > now || due >= until {
+                    break due;
+                }
+                seed = seed
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                let mask = ((seed >> 32) as u32).to_le_bytes();
+                codec::encode(&mut pending, true, opcode, &payload, mask);
+                stats.sent += 1;
+                sent_k += 1;
+                // The closed model's message is intended when it is sent.
+                in_flight.push_back(if gap.is_some() { due } else { now });
+            };
+            if now >= until && in_flight.is_empty() && pending.is_empty() {
+                break End::Done;
+            }
+            let timeout_at = in_flight.front().map(|&t| t + config.timeout);
+            let wake = [(due < until).then_some(due), timeout_at, Some(until)]
+                .into_iter()
+                .flatten()
+                .filter(|&t| t > now || Some(t) == timeout_at)
+                .min()
+                .unwrap_or(now + config.timeout);
+            buf.reserve(4096);
+            tokio::select! {
+                w = wr.write(&pending[written..]), if written < pending.len() => match w {
+                    Ok(n) if n > 0 => {
+                        written += n;
+                        if written == pending.len() {
+                            pending.clear();
+                            written = 0;
+                        }
+                    }
+                    _ => break End::Reset,
+                },
+                r = rd.read_buf(buf) => match r {
+                    Ok(n) if n > 0 => {
+                        if let Some(end) = events(decoder, buf, &mut pending, in_flight, config, stats) {
+                            break end;
+                        }
+                    }
+                    _ => break End::Reset,
+                },
+                () = tokio::time::sleep_until(wake) => {
+                    if timeout_at.is_some_and(|t| Instant::now() >= t) {
+                        break End::Timeout;
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Handles the events in `buf` (pongs queued on `pending`); `Some` when the connection's
@@ -227,7 +284,7 @@ fn events(
 }
 
 /// Sends a close frame with `code` (errors ignored: the connection ends anyway).
-async fn close(tcp: &mut TcpStream, code: u16) {
+async fn close(tcp: &mut Stream, code: u16) {
     let mut out = Vec::new();
     codec::encode(
         &mut out,
@@ -243,7 +300,7 @@ async fn close(tcp: &mut TcpStream, code: u16) {
 /// handshake. True when the connection broke (another may be opened).
 async fn finish(
     end: End,
-    tcp: &mut TcpStream,
+    tcp: &mut Stream,
     buf: &mut BytesMut,
     decoder: &mut Decoder,
     left: u64,
@@ -297,10 +354,9 @@ async fn finish(
 }
 
 /// Opens one connection and closes it cleanly (the probe).
-pub(super) async fn probe(config: &WsConfig, until: Instant, stats: &mut ConnStats) {
-    if let Some((mut tcp, mut buf)) = open(config, stats).await {
+pub(super) async fn probe(config: &WsConfig, transport: &Transport, stats: &mut ConnStats) {
+    if let Some((mut tcp, mut buf)) = open(config, transport, stats).await {
         let mut decoder = Decoder::new(config.size.max(125));
-        let _ = until;
         finish(End::Done, &mut tcp, &mut buf, &mut decoder, 0, stats).await;
     }
 }

@@ -4,8 +4,10 @@
 //! binary, on a fixed schedule per connection (`--ws-rate`) or one in flight at a time; the
 //! round trip of each message counts from its intended send time. Frames are [`codec`]'s.
 //!
-//! Not measured yet: `wss://`, connections through an HTTP/2 Extended CONNECT (RFC 8441),
-//! compression extensions (none is offered).
+//! `wss://` runs the same over TLS (the HTTP load's client: `--insecure`, `--cacert`, `--sni`,
+//! resumption unless `--no-tls-resume`); the handshake's time includes TLS's. Not measured
+//! yet: connections through an HTTP/2 Extended CONNECT (RFC 8441), compression extensions
+//! (none is offered).
 
 pub mod codec;
 mod conn;
@@ -19,8 +21,10 @@ use gatebench_model::histogram::{new_histogram, summarize, LatencyHistogram};
 use gatebench_model::websocket::WebSocketReport;
 use tokio::time::Instant;
 
+use crate::connect::Transport;
 use crate::error::LoadgenError;
 use crate::stats::new_sparse_histogram;
+use crate::tls::TlsOptions;
 
 /// A WebSocket run's settings.
 #[derive(Clone, Debug)]
@@ -33,6 +37,10 @@ pub struct WsConfig {
     pub authority: String,
     /// Path and query of the upgrade request.
     pub path: String,
+    /// The host name, for TLS's server name.
+    pub host: String,
+    /// `wss://`: TLS, with these options; `None` for `ws://`.
+    pub tls: Option<TlsOptions>,
     /// Connections held open at once.
     pub connections: u32,
     /// How long messages are sent.
@@ -52,17 +60,31 @@ pub struct WsConfig {
 /// Largest message size accepted (16 MiB, the echo's default largest message).
 pub const MAX_SIZE: usize = 16 * 1024 * 1024;
 
+/// Where a WebSocket URL points.
+#[derive(Clone, Debug)]
+pub struct WsTarget {
+    /// Where connections go.
+    pub addr: SocketAddr,
+    /// The `Host` field.
+    pub authority: String,
+    /// Path and query of the upgrade request.
+    pub path: String,
+    /// The host name.
+    pub host: String,
+    /// `wss://`.
+    pub tls: bool,
+}
+
 impl WsConfig {
-    /// Parses `ws://host[:port][/path]` and checks the settings.
-    pub fn parse_url(url: &str) -> Result<(SocketAddr, String, String), LoadgenError> {
+    /// Parses `ws://host[:port][/path]` or `wss://…`.
+    pub fn parse_url(url: &str) -> Result<WsTarget, LoadgenError> {
         let bad = |why: &str| LoadgenError::config(format!("invalid URL `{url}`: {why}"));
-        if url.starts_with("wss://") {
-            return Err(bad("wss:// is not supported yet (use ws://)"));
-        }
         let uri: http::Uri = url.parse().map_err(|e| bad(&format!("{e}")))?;
-        if uri.scheme_str() != Some("ws") {
-            return Err(bad("the scheme must be ws://"));
-        }
+        let tls = match uri.scheme_str() {
+            Some("ws") => false,
+            Some("wss") => true,
+            _ => return Err(bad("the scheme must be ws:// or wss://")),
+        };
         let authority = uri.authority().ok_or_else(|| bad("no host"))?;
         if authority.as_str().contains('@') {
             return Err(bad("user info is not supported"));
@@ -71,7 +93,7 @@ impl WsConfig {
             .host()
             .trim_start_matches('[')
             .trim_end_matches(']');
-        let port = authority.port_u16().unwrap_or(80);
+        let port = authority.port_u16().unwrap_or(if tls { 443 } else { 80 });
         let addr = (host, port)
             .to_socket_addrs()
             .map_err(|source| LoadgenError::Resolve {
@@ -85,7 +107,26 @@ impl WsConfig {
             .map(|p| p.as_str().to_owned())
             .filter(|p| !p.is_empty())
             .unwrap_or_else(|| "/".to_owned());
-        Ok((addr, authority.as_str().to_owned(), path))
+        Ok(WsTarget {
+            addr,
+            authority: authority.as_str().to_owned(),
+            path,
+            host: host.to_owned(),
+            tls,
+        })
+    }
+
+    /// How connections reach the target: TCP, or TLS offering HTTP/1.1 (the upgrade is an
+    /// HTTP/1.1 request); a bad CA file or server name is one line.
+    pub(crate) fn transport(&self) -> Result<Transport, LoadgenError> {
+        match &self.tls {
+            None => Ok(Transport::Tcp),
+            Some(opts) => Ok(Transport::Tls(crate::tls::client(
+                opts,
+                &self.host,
+                &[b"http/1.1"],
+            )?)),
+        }
     }
 
     /// Checks the settings: one line for the first that is wrong.
@@ -117,6 +158,8 @@ pub(crate) struct ConnStats {
     failed: u64,
     /// The first refusal's reason.
     refusal: Option<String>,
+    /// The first failure to connect (TCP or TLS), by class.
+    failure: Option<gatebench_model::Outcome>,
     handshake: LatencyHistogram,
     sent: u64,
     received: u64,
@@ -137,6 +180,7 @@ impl ConnStats {
             refused: 0,
             failed: 0,
             refusal: None,
+            failure: None,
             handshake: new_sparse_histogram(),
             sent: 0,
             received: 0,
@@ -155,6 +199,9 @@ impl ConnStats {
         self.opened += o.opened;
         self.refused += o.refused;
         self.failed += o.failed;
+        if self.failure.is_none() {
+            self.failure = o.failure;
+        }
         if self.refusal.is_none() {
             self.refusal.clone_from(&o.refusal);
         }
@@ -207,10 +254,10 @@ fn runtime(threads: usize) -> Result<tokio::runtime::Runtime, LoadgenError> {
 pub fn probe(config: &WsConfig) -> Result<(), LoadgenError> {
     let mut once = config.clone();
     once.connections = 1;
+    let transport = config.transport()?;
     let mut stats = ConnStats::new();
     runtime(1)?.block_on(async {
-        let until = Instant::now();
-        conn::probe(&once, until, &mut stats).await;
+        conn::probe(&once, &transport, &mut stats).await;
     });
     if let Some(why) = stats.refusal {
         return Err(LoadgenError::config(format!(
@@ -219,8 +266,16 @@ pub fn probe(config: &WsConfig) -> Result<(), LoadgenError> {
         )));
     }
     if stats.opened == 0 {
+        let why = match stats.failure {
+            Some(gatebench_model::Outcome::TlsError) => {
+                " (the TLS handshake failed: an untrusted certificate needs --cacert or --insecure)"
+                    .to_owned()
+            }
+            Some(o) => format!(" ({})", o.label()),
+            None => String::new(),
+        };
         return Err(LoadgenError::config(format!(
-            "{}: no WebSocket connection could be opened within {:?}",
+            "{}: no WebSocket connection could be opened within {:?}{why}",
             config.url, config.timeout
         )));
     }
@@ -230,15 +285,17 @@ pub fn probe(config: &WsConfig) -> Result<(), LoadgenError> {
 /// Runs the load: every connection for `duration`, then the figures.
 pub fn run(config: &WsConfig) -> Result<WsOutput, LoadgenError> {
     config.validate()?;
+    let transport = config.transport()?;
     let started = std::time::Instant::now();
     let total = runtime(config.threads)?.block_on(async {
         let until = Instant::now() + config.duration;
         let tasks: Vec<_> = (0..config.connections)
             .map(|i| {
                 let config = config.clone();
+                let transport = transport.clone();
                 tokio::spawn(async move {
                     let mut stats = ConnStats::new();
-                    conn::run(&config, u64::from(i), until, &mut stats).await;
+                    conn::run(&config, &transport, u64::from(i), until, &mut stats).await;
                     stats
                 })
             })

@@ -20,7 +20,7 @@ or another error, 99 a --threshold failed, 130 interrupted."
 )]
 #[command(group(clap::ArgGroup::new("live").args(["metrics", "remote_write"]).multiple(true)))]
 pub struct LoadArgs {
-    /// Target URL, e.g. http://127.0.0.1:8688/ (or ws://host:port/path for a WebSocket load)
+    /// Target URL, e.g. http://127.0.0.1:8688/ (or ws:// or wss://host:port/path for a WebSocket load)
     pub url: String,
     /// Concurrent connections, 1 to 1000000.
     #[arg(short = 'c', long, default_value_t = 10, value_name = "N")]

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Result;
+use gatebench_loadgen::tls::TlsOptions;
 use gatebench_loadgen::ws::{self, WsConfig};
 
 use super::LoadArgs;
@@ -41,12 +42,25 @@ fn config(args: &LoadArgs) -> Result<WsConfig> {
     if let Some(flag) = http_only(args) {
         anyhow::bail!("{flag} is not supported with a ws:// target yet");
     }
-    let (addr, authority, path) = WsConfig::parse_url(&args.url)?;
+    let target = WsConfig::parse_url(&args.url)?;
+    let tls_given = args.insecure || args.cacert.is_some() || args.sni.is_some();
+    if !target.tls && (tls_given || args.no_tls_resume) {
+        anyhow::bail!(
+            "TLS options (--insecure, --cacert, --sni, --no-tls-resume) need a wss:// URL"
+        );
+    }
     let config = WsConfig {
         url: args.url.clone(),
-        addr,
-        authority,
-        path,
+        addr: target.addr,
+        authority: target.authority,
+        path: target.path,
+        host: target.host,
+        tls: target.tls.then(|| TlsOptions {
+            insecure: args.insecure,
+            cacert: args.cacert.clone(),
+            sni: args.sni.clone(),
+            no_resume: args.no_tls_resume,
+        }),
         connections: args.connections,
         duration: args.duration.unwrap_or(Duration::from_secs(10)),
         size: args.ws_size,
