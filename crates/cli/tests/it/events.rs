@@ -3,25 +3,9 @@
 //! on the measurement's clock with what it cost (in the record and in summary.json); and bad
 //! events refused before anything runs (exit 2, one line).
 
-use std::path::Path;
-use std::process::Output;
-
 use serde_json::Value;
 
-use crate::support::{self, temp_dir};
-
-fn run(dir: &Path, suite: &str, extra: &[&str]) -> Output {
-    let file = dir.join("suite.toml");
-    std::fs::write(&file, suite).unwrap();
-    let mut args = vec!["run", file.to_str().unwrap()];
-    args.extend(extra);
-    support::gatebench(&args)
-}
-
-fn json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap()
-}
+use crate::support::{self, read_json as json, run_suite as run, temp_dir};
 
 const FAILOVER: &str = r#"
 [suite]

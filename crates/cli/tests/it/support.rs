@@ -122,3 +122,18 @@ pub fn alone() -> std::sync::RwLockWriteGuard<'static, ()> {
 pub fn shared() -> std::sync::RwLockReadGuard<'static, ()> {
     MACHINE.read().unwrap_or_else(|e| e.into_inner())
 }
+
+/// Writes `suite` as `DIR/suite.toml` and runs `gatebench run` on it with `extra`.
+pub fn run_suite(dir: &Path, suite: &str, extra: &[&str]) -> Output {
+    let file = dir.join("suite.toml");
+    std::fs::write(&file, suite).unwrap();
+    let mut args = vec!["run", file.to_str().unwrap()];
+    args.extend(extra);
+    gatebench(&args)
+}
+
+/// A JSON file of a results directory, parsed; panics naming the file.
+pub fn read_json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
