@@ -46,3 +46,49 @@ pub struct WebSocketReport {
     /// Pings the server sent (each answered with a pong).
     pub pings_answered: u64,
 }
+
+/// Version of the WebSocket record's format (`schema/websocket-report.schema.json`).
+pub const WEBSOCKET_SCHEMA_VERSION: u32 = 1;
+
+/// The JSON record of a WebSocket run (`gatebench load ws://… --json`): what was asked and
+/// what was counted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebSocketRecord {
+    /// [`WEBSOCKET_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Always `websocket` (an HTTP load's record has no `kind`).
+    pub kind: String,
+    /// The generator.
+    pub tool: crate::ToolInfo,
+    /// When the load started, Unix milliseconds.
+    pub started_at_unix_ms: u64,
+    /// The run's settings.
+    pub config: WebSocketConfig,
+    /// The figures.
+    pub websocket: WebSocketReport,
+}
+
+/// The settings of a WebSocket run, as given.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebSocketConfig {
+    /// The target URL (`ws://` or `wss://`).
+    pub url: String,
+    /// Over TLS (`wss://`).
+    pub tls: bool,
+    /// Connections held open at once.
+    pub connections: u32,
+    /// Seconds of messages asked for.
+    pub duration_s: f64,
+    /// Bytes per message.
+    pub size_bytes: u64,
+    /// Binary messages (text otherwise).
+    pub binary: bool,
+    /// Messages per second on each connection (open model); `null`: one in flight at a time.
+    pub rate_per_connection: Option<f64>,
+    /// Longest wait for a connection to open and for an echo, seconds.
+    pub timeout_s: f64,
+    /// Generator threads.
+    pub threads: u32,
+}

@@ -148,3 +148,70 @@ fn wss_loads_the_echo_over_tls_and_an_untrusted_certificate_is_one_line() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("need a wss:// URL"), "{}", stderr(&o));
 }
+
+#[test]
+fn the_json_record_matches_its_schema_and_the_text_report() {
+    let _shared = crate::support::shared();
+    let echo = EchoChild::start(&[]);
+    let url = ws_url(&echo, "/ws");
+    // `--json -`: the record on stdout, the text report on stderr.
+    let o = gatebench(&[
+        "load",
+        &url,
+        "-c",
+        "2",
+        "-d",
+        "1s",
+        "--ws-rate",
+        "50",
+        "--ws-binary",
+        "--json",
+        "-",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let record: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("stdout is the record: {e}\n{}", text(&o.stdout)));
+    let report = stderr(&o);
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../schema/websocket-report.schema.json"
+    );
+    let path = std::fs::canonicalize(path).unwrap();
+    let mut schemas = boon::Schemas::new();
+    let index = boon::Compiler::new()
+        .compile(path.to_str().unwrap(), &mut schemas)
+        .unwrap_or_else(|e| panic!("compiling the schema: {e:#}"));
+    if let Err(e) = schemas.validate(&record, index) {
+        panic!("the record does not match the schema:\n{e:#}\n{record:#}");
+    }
+    assert_eq!(record["kind"], "websocket");
+    let config = &record["config"];
+    assert_eq!(config["url"], url.as_str());
+    assert_eq!(config["connections"], 2);
+    assert_eq!(config["rate_per_connection"], 50.0);
+    assert_eq!(config["binary"], true);
+    assert_eq!(config["tls"], false);
+    let ws = &record["websocket"];
+    // The record's counts are the text report's.
+    let sent = ws["messages_sent"].as_u64().unwrap();
+    assert_eq!(sent, figure(&report, "sent"), "{report}");
+    assert_eq!(ws["messages_received"].as_u64().unwrap(), sent, "{ws:#}");
+    assert!(
+        (99..=101).contains(&sent),
+        "50/s on 2 connections for 1 s: {sent}"
+    );
+    assert_eq!(ws["message_latency"]["count"].as_u64().unwrap(), sent);
+    assert_eq!(ws["connections_opened"], 2);
+    assert_eq!(ws["close_codes"]["1000"], 2, "{ws:#}");
+    // A record file that cannot be created is one line before any load.
+    let o = gatebench(&[
+        "load",
+        &url,
+        "-d",
+        "1s",
+        "--json",
+        "/nonexistent/dir/r.json",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(stderr(&o).trim().lines().count(), 1, "{}", stderr(&o));
+}

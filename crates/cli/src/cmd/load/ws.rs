@@ -1,15 +1,23 @@
 //! `gatebench load ws://…`: the WebSocket load. Rule: the flags that mean the same for a
-//! WebSocket run (`-c`, `-d`, `-t`, `--timeout`, `--no-probe`, `-q`) are taken, the
-//! `--ws-*` ones added; any other flag that shapes HTTP requests or outputs is refused in one
+//! WebSocket run (`-c`, `-d`, `-t`, `--timeout`, `--no-probe`, `-q`, `--json`, the TLS ones
+//! for `wss://`) are taken, the `--ws-*` ones added; any other flag that shapes HTTP requests or outputs is refused in one
 //! line rather than silently ignored. The probe (one handshake) runs before the load, and a
 //! refused handshake is one line and exit 2.
 
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::Result;
+use std::io::Write;
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
 use gatebench_loadgen::tls::TlsOptions;
 use gatebench_loadgen::ws::{self, WsConfig};
+use gatebench_model::websocket::{
+    WebSocketConfig, WebSocketRecord, WebSocketReport, WEBSOCKET_SCHEMA_VERSION,
+};
+use gatebench_model::ToolInfo;
 
 use super::LoadArgs;
 
@@ -22,7 +30,6 @@ pub(super) fn is_ws(url: &str) -> bool {
 /// The HTTP-only flags given, by name.
 fn http_only(args: &LoadArgs) -> Option<&'static str> {
     [
-        (args.json.is_some(), "--json"),
         (args.hlog.is_some(), "--hlog"),
         (args.rate.is_some(), "--rate"),
         (args.requests.is_some(), "-n"),
@@ -80,6 +87,12 @@ fn config(args: &LoadArgs) -> Result<WsConfig> {
 pub(super) fn run(args: &LoadArgs) -> Result<ExitCode> {
     let config = config(args)?;
     gatebench_loadgen::limits::ensure_fd_limit(u64::from(config.connections))?;
+    // Open the record's file first: a typo in a path must not cost a whole run.
+    let mut json_out = match args.json.as_deref() {
+        Some(p) if p == Path::new("-") => Some(None),
+        Some(p) => Some(Some(super::create(p, "--json")?)),
+        None => None,
+    };
     if !args.no_probe {
         ws::probe(&config)?;
     }
@@ -95,10 +108,55 @@ pub(super) fn run(args: &LoadArgs) -> Result<ExitCode> {
         config.size,
         if config.binary { "binary" } else { "text" },
     );
+    let started = SystemTime::now();
     let out = ws::run(&config)?;
-    print!("{}", gatebench_report::ws_text::render(&out.report));
+    let text = gatebench_report::ws_text::render(&out.report);
+    match json_out.as_mut() {
+        // The record on stdout: the text report goes to stderr.
+        Some(None) => eprint!("{text}"),
+        _ => print!("{text}"),
+    }
+    if let Some(sink) = json_out {
+        let record = record(&config, started, out.report.clone());
+        let json = serde_json::to_string_pretty(&record).context("encoding the JSON record")?;
+        match sink {
+            None => println!("{json}"),
+            Some(mut f) => {
+                writeln!(f, "{json}")
+                    .and_then(|()| f.flush())
+                    .context("writing the JSON record")?;
+            }
+        }
+    }
     if let Some(why) = out.refusal {
         eprintln!("gatebench: handshakes refused during the load, the first: {why}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The JSON record of a run (`schema/websocket-report.schema.json`).
+fn record(config: &WsConfig, started: SystemTime, report: WebSocketReport) -> WebSocketRecord {
+    WebSocketRecord {
+        schema_version: WEBSOCKET_SCHEMA_VERSION,
+        kind: "websocket".into(),
+        tool: ToolInfo {
+            name: "gatebench".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        started_at_unix_ms: started
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64),
+        config: WebSocketConfig {
+            url: config.url.clone(),
+            tls: config.tls.is_some(),
+            connections: config.connections,
+            duration_s: config.duration.as_secs_f64(),
+            size_bytes: config.size as u64,
+            binary: config.binary,
+            rate_per_connection: config.rate,
+            timeout_s: config.timeout.as_secs_f64(),
+            threads: config.threads as u32,
+        },
+        websocket: report,
+    }
 }
