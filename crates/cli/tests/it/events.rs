@@ -12,7 +12,7 @@ const FAILOVER: &str = r#"
 name = "failover"
 # A whole-second warm-up: the events fire on the load's second boundaries.
 warmup = "1s"
-duration = "4s"
+duration = "5s"
 
 [matrix]
 rates = [200]
@@ -30,18 +30,19 @@ sut = { serve = "balance --port {port} {upstream_args} --threads 1 --health-inte
 
 [[scenario.event]]
 name = "kill"
-at = "1s"
+at = "2s"
 backend = 2
 action = "kill"
 
 [[scenario.event]]
 name = "back"
-at = "2s"
+at = "3s"
 backend = 2
 action = "start"
 "#;
 
-/// Back-end 2 is killed at 1 s and started at 2 s: both firings are stamped near their offsets
+/// Back-end 2 is killed at 2 s and started at 3 s (whole seconds of the load's clock too, after
+/// a whole-second warm-up, with whole steady seconds before the kill): both firings are stamped near their offsets
 /// and succeed (the start says when the back-end was ready); the start's window has a
 /// propagation to backend-2, the new route, within the balancer's health checks; every figure
 /// of both windows is in summary.json; the killed back-end and its successor are both
@@ -57,7 +58,7 @@ fn a_killed_and_restarted_back_end_is_stamped_and_costed() {
     assert_eq!(record["status"], "ok", "{record:#}");
     let events = record["events"].as_array().expect("an events section");
     assert_eq!(events.len(), 2, "{events:#?}");
-    for (e, (name, planned)) in events.iter().zip([("kill", 1.0), ("back", 2.0)]) {
+    for (e, (name, planned)) in events.iter().zip([("kill", 2.0), ("back", 3.0)]) {
         assert_eq!(e["name"], name);
         assert_eq!(e["ok"], true, "{e:#}");
         let at = e["at_s"].as_f64().unwrap();
@@ -131,8 +132,8 @@ fn bad_events_exit_2_with_one_line_before_anything_runs() {
             "event \"event-1\": backend: no back-end 3 (the scenario starts 2 back-ends",
         ),
         (
-            "at = \"5s\"\nsignal = \"HUP\"",
-            "event \"event-1\": at 5s is not within the measurement of 4s",
+            "at = \"6s\"\nsignal = \"HUP\"",
+            "event \"event-1\": at 6s is not within the measurement of 5s",
         ),
         (
             "at = \"1s\"\nsignal = \"HUP\"\nrun = \"true\"",

@@ -11,7 +11,8 @@
 //!   into the window (a gap begun before it counts), to the millisecond; a window with no
 //!   success after it runs to the last second recorded;
 //! - the **steady** level is the load's whole seconds that end within the measurement, at or
-//!   before the cell's first firing (with a warm-up of a fraction of a second, the seconds'
+//!   before the cell's first firing ([`STAMP_SLACK_S`] allowed: a firing on a whole second may
+//!   be stamped a millisecond before it) (with a warm-up of a fraction of a second, the seconds'
 //!   grid is that much off the measurement's start, and the first such second begins in the
 //!   warm-up's end): their p99 altogether (what the window's is compared with), and for recovery the worst
 //!   second's p99 and error rate among them;
@@ -40,6 +41,12 @@ const MIN_BEFORE_S: f64 = 1.0;
 
 /// Slack of comparisons between times on the seconds' grid.
 const EPS: f64 = 1e-6;
+
+/// How far before a second's end the first firing may be stamped with that second still
+/// steady: the firing thread's clock and the load's agree to about a millisecond, and the
+/// stamp is to the millisecond, so a firing due on a whole second can read as 0.999 s. A
+/// second counted so holds at most this much of the event's effect.
+const STAMP_SLACK_S: f64 = 0.01;
 
 /// Fills each firing's `cost`; `windows[i]` is firing `i`'s event's window, `length_s` the
 /// measurement's length.
@@ -119,7 +126,10 @@ impl Steady {
     fn of(timeline: &[SecondRecord], first_at: f64) -> Steady {
         let steady: Vec<&SecondRecord> = timeline
             .iter()
-            .filter(|s| s.t_s + s.length_s > EPS && s.t_s + s.length_s <= first_at + EPS)
+            .filter(|s| {
+                let end = s.t_s + s.length_s;
+                end > EPS && end <= first_at + STAMP_SLACK_S
+            })
             .filter(|s| s.length_s >= 1.0 - 1e-3)
             .collect();
         let worst = steady
@@ -371,6 +381,22 @@ mod tests {
         assert_eq!(restart.new_route.as_deref(), Some("b2"));
         assert!((restart.propagation_ms.unwrap() - 250.0).abs() < 1e-6);
         assert_eq!(restart.longest_gap_ms, Some(10.0));
+    }
+
+    #[test]
+    fn a_firing_stamped_just_before_a_whole_second_keeps_the_second_before_it_steady() {
+        let t = vec![
+            second(0.0, 2, 0, steady(), &[]),
+            second(1.0, 20, 4, steady(), &[]),
+        ];
+        let mut fired = vec![event(0.999)];
+        fill(&t, &mut fired, &[DEFAULT], 2.0);
+        let cost = fired[0].cost.as_ref().unwrap();
+        assert_eq!(cost.p99_steady_ms.map(|p| p.round()), Some(2.0));
+        // Stamped well inside the second, the second is not steady.
+        let mut fired = vec![event(0.9)];
+        fill(&t, &mut fired, &[DEFAULT], 2.0);
+        assert_eq!(fired[0].cost.as_ref().unwrap().p99_steady_ms, None);
     }
 
     #[test]
