@@ -59,6 +59,7 @@ mod exchange;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzz;
+pub mod grpc;
 pub mod hlog;
 mod hpack;
 mod http1;

@@ -295,7 +295,8 @@ fn h2_parts(
     Ok(crate::hpack::RequestHead::encode(&all))
 }
 
-pub(crate) fn parse_header(line: &str) -> Result<(String, String), LoadgenError> {
+/// Reads one `Name: value` line (`-H`): the name an HTTP token, the value without CR, LF or NUL.
+pub fn parse_header(line: &str) -> Result<(String, String), LoadgenError> {
     let bad = |why: &str| LoadgenError::config(format!("invalid header `{line}`: {why}"));
     let (name, value) = line
         .split_once(':')

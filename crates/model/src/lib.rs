@@ -24,6 +24,7 @@
 pub mod capacity;
 pub mod cost;
 pub mod events;
+pub mod grpc;
 pub mod histogram;
 pub mod latency;
 pub mod load;

@@ -9,7 +9,8 @@ use gatebench_model::LatencySummary;
 
 use crate::fmt::{count, duration_ms, rate};
 
-fn row(out: &mut String, name: &str, l: &LatencySummary) {
+/// One latency row: p50, p90, p99 and max, or `none`.
+pub(crate) fn row(out: &mut String, name: &str, l: &LatencySummary) {
     if l.count == 0 {
         let _ = writeln!(out, "  {name:<22}{:>11}", "none");
         return;

@@ -34,7 +34,9 @@
 //! `POST /v1/chat/completions` with `"stream": true` is answered by an emulated model's token
 //! stream (server-sent events on a set schedule, [`chat`]), for benchmarks of AI gateways.
 //! `GET /ws` with a WebSocket handshake (HTTP/1.1) is a WebSocket echo ([`ws`]), its largest
-//! message `max_body` bytes.
+//! message `max_body` bytes. An HTTP/2 request with a gRPC content type is a call of the gRPC
+//! echo service `gatebench.echo.v1.Echo` ([`grpc`]): unary, server, client and bidirectional
+//! streams, its largest message `max_body` bytes.
 //!
 //! Behind an intermediary it can tell who answered and what it saw: with an `id` every
 //! response (both protocols, refusals too) carries `x-gatebench-backend: ID`, and with
@@ -57,6 +59,7 @@ use tokio::net::TcpListener;
 use tracing::{debug, info};
 
 pub mod chat;
+pub mod grpc;
 pub mod origin;
 pub mod ws;
 
@@ -455,6 +458,9 @@ impl Echo {
         }
         if http1 && ws::wants(req.method(), req.uri().path()) {
             return Answer::Ready(Some(ws::upgrade(req.headers(), state.max_body)));
+        }
+        if !http1 && grpc::wants(req.headers()) {
+            return Answer::Ready(Some(grpc::respond(req, state.delay, state.max_body)));
         }
         let has_body = matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH)
             || !req.body().is_end_stream();

@@ -24,6 +24,7 @@ use gatebench_model::{LiveSecond, ShardInfo};
 use crate::signal;
 
 mod args;
+mod grpc;
 mod panel;
 mod ws;
 
@@ -33,6 +34,12 @@ use panel::Panel;
 
 /// Runs the subcommand (`--find-max` runs `cmd::find_max` instead, from `main`).
 pub fn run(args: LoadArgs) -> Result<ExitCode> {
+    if gatebench_loadgen::grpc::is_grpc_url(&args.url) {
+        return grpc::run(&args);
+    }
+    if let Some(flag) = grpc::grpc_flag(&args) {
+        anyhow::bail!("{flag} needs a grpc:// or grpcs:// target");
+    }
     if ws::is_ws(&args.url) {
         return ws::run(&args);
     }

@@ -32,6 +32,7 @@ mod support;
 mod compare;
 mod events;
 mod gateways;
+mod grpc;
 mod history;
 mod hosts;
 mod k8s;

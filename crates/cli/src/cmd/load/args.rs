@@ -20,7 +20,8 @@ or another error, 99 a --threshold failed, 130 interrupted."
 )]
 #[command(group(clap::ArgGroup::new("live").args(["metrics", "remote_write"]).multiple(true)))]
 pub struct LoadArgs {
-    /// Target URL, e.g. http://127.0.0.1:8688/ (or ws:// or wss://host:port/path for a WebSocket load)
+    /// Target URL, e.g. http://127.0.0.1:8688/ (or ws:// or wss://host:port/path for a WebSocket
+    /// load, grpc:// or grpcs://host:port/package.Service/Method for a gRPC load)
     pub url: String,
     /// Concurrent connections, 1 to 1000000.
     #[arg(short = 'c', long, default_value_t = 10, value_name = "N")]
@@ -282,6 +283,36 @@ pub struct LoadArgs {
     /// Without it, one message in flight per connection at a time.
     #[arg(long, value_name = "R", help_heading = "WebSocket")]
     pub ws_rate: Option<f64>,
+    /// grpc:// targets: the kind of call: unary, server-stream, client-stream or bidi
+    /// (bidirectional) [default: unary].
+    #[arg(long, value_enum, value_name = "KIND", help_heading = "gRPC")]
+    pub grpc_kind: Option<GrpcKindArg>,
+    /// grpc:// targets: each request message is a gatebench.echo.v1.Payload whose body is this
+    /// many bytes (proto/gatebench/echo/v1/echo.proto) [default: 64].
+    #[arg(
+        long,
+        value_name = "BYTES",
+        conflicts_with = "grpc_message_file",
+        help_heading = "gRPC"
+    )]
+    pub grpc_size: Option<usize>,
+    /// grpc:// targets: send this file's bytes as each request message instead (an encoded
+    /// protobuf message, e.g. from `protoc --encode`).
+    #[arg(long, value_name = "PATH", help_heading = "gRPC")]
+    pub grpc_message_file: Option<PathBuf>,
+    /// grpc:// targets: messages per call: sent by client and bidirectional streams, asked of
+    /// gatebench's echo by server streams (x-gatebench-count) [default: 1].
+    #[arg(long, value_name = "N", help_heading = "gRPC")]
+    pub grpc_messages: Option<u64>,
+    /// grpc:// targets: messages per second within a stream, each timed from its intended
+    /// send time (server streams: the interval asked of the echo). Without it, back to back
+    /// (bidirectional: the next message when the last one's reply arrives).
+    #[arg(long, value_name = "R", help_heading = "gRPC")]
+    pub grpc_message_rate: Option<f64>,
+    /// grpc:// targets: each call's deadline, sent as grpc-timeout and kept by the client: a
+    /// call still open then is cancelled and counted deadline_exceeded.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "gRPC")]
+    pub grpc_deadline: Option<std::time::Duration>,
     /// LLM-gateway mode: POST an OpenAI-style chat completion with "stream": true to the URL
     /// (give its full path, e.g. http://gw:8080/v1/chat/completions) and read the answer as
     /// --stream llm: time to first token, inter-token latency, tokens/s.
@@ -323,6 +354,19 @@ pub struct LoadArgs {
     /// stream must still end within --timeout.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration, allow_hyphen_values = true, help_heading = "Streams")]
     pub stall: std::time::Duration,
+}
+
+/// `--grpc-kind`'s kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum GrpcKindArg {
+    /// One message each way.
+    Unary,
+    /// One message sent, a stream of replies.
+    ServerStream,
+    /// A stream of messages sent, one reply.
+    ClientStream,
+    /// Both ways at once.
+    Bidi,
 }
 
 /// `--stream`'s modes.
