@@ -17,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-TARGETS=(h2_conn hpack huffman http1_response sse h1server h1client json_xml ws_frames)
+TARGETS=(h2_conn hpack huffman http1_response sse h1server h1client json_xml ws_frames grpc_frames)
 
 usage() {
     echo "usage: scripts/fuzz.sh TARGET|all SECONDS  (targets: ${TARGETS[*]})" >&2

@@ -152,7 +152,8 @@ pub struct ServeArgs {
     /// echo: write those statistics as JSON to PATH when the echo stops (implies --stats).
     #[arg(long, value_name = "PATH", help_heading = "Echo: origin")]
     pub stats_file: Option<PathBuf>,
-    /// Upstream URL, http:// or https:// (proxy, transform: one; balance: repeat for each).
+    /// Upstream URL, http://, https:// or h2c:// (HTTP/2 over cleartext by prior knowledge, for
+    /// gRPC back-ends) (proxy, transform: one; balance: repeat for each).
     #[arg(long = "upstream", value_name = "URL", help_heading = "Intermediaries")]
     pub upstreams: Vec<String>,
     /// A file of upstream URLs, one a line (blank lines and # comments skipped), instead of

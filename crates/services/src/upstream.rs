@@ -15,8 +15,9 @@
 //! Upstream addresses are resolved once, at start-up. HTTPS upstreams are verified against the
 //! system's roots (plus `--upstream-cacert`) unless verification is explicitly turned off
 //! (docs/behaviour.md, "TLS"); ALPN offers `h2` and `http/1.1`, and the upstream's choice decides the
-//! protocol of that connection. Cleartext upstreams are spoken to in HTTP/1.1 (no seed scenario
-//! needs h2c upstreams).
+//! protocol of that connection. Cleartext upstreams are spoken to in HTTP/1.1, or in HTTP/2 by
+//! prior knowledge when their URL says `h2c://` (gRPC back-ends, which need HTTP/2 end to end
+//! for their trailers).
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -62,6 +63,8 @@ pub(crate) struct Target {
     pub url: String,
     pub scheme: Scheme,
     pub https: bool,
+    /// `h2c://`: cleartext HTTP/2 by prior knowledge (gRPC back-ends), `:scheme` http.
+    pub h2c: bool,
     /// `host:port` as written in the URL: the Host sent when the client sent none.
     pub authority: Authority,
     pub host_header: HeaderValue,
@@ -71,16 +74,18 @@ pub(crate) struct Target {
 }
 
 impl Target {
-    /// Parses `http://host[:port][/]` or `https://…` and resolves the host.
+    /// Parses `http://host[:port][/]`, `https://…` or `h2c://…` (HTTP/2 over cleartext by
+    /// prior knowledge) and resolves the host.
     pub(crate) fn parse(url: &str) -> Result<Self, ServicesError> {
         let invalid = |why: &str| ServicesError::InvalidConfig {
             reason: format!("upstream `{url}`: {why}"),
         };
         let uri: Uri = url.parse().map_err(|_| invalid("not a valid URL"))?;
-        let https = match uri.scheme_str() {
-            Some("http") => false,
-            Some("https") => true,
-            _ => return Err(invalid("the scheme must be http or https")),
+        let (https, h2c) = match uri.scheme_str() {
+            Some("http") => (false, false),
+            Some("https") => (true, false),
+            Some("h2c") => (false, true),
+            _ => return Err(invalid("the scheme must be http, https or h2c")),
         };
         let authority = uri
             .authority()
@@ -112,6 +117,7 @@ impl Target {
             url: url.to_owned(),
             scheme: if https { Scheme::HTTPS } else { Scheme::HTTP },
             https,
+            h2c,
             host_header: HeaderValue::from_str(authority.as_str())
                 .map_err(|_| invalid("the host is not a valid Host value"))?,
             authority,
@@ -302,7 +308,8 @@ impl Connector {
         // Small requests must leave at once, not wait for Nagle.
         let _ = tcp.set_nodelay(true);
         if !target.https {
-            return Ok((gatebench_tls::MaybeTls::Plain(tcp), false));
+            // Health checks speak HTTP/1.1 whatever the upstream's scheme.
+            return Ok((gatebench_tls::MaybeTls::Plain(tcp), target.h2c && !h1_only));
         }
         let connector = if h1_only { &self.tls_h1 } else { &self.tls };
         let connector = connector
@@ -717,6 +724,9 @@ mod tests {
         assert_eq!(t.host_header, "127.0.0.1:8688");
         let t = Target::parse("https://localhost/").unwrap();
         assert!(t.https);
+        let t = Target::parse("h2c://127.0.0.1:50051").unwrap();
+        assert!(t.h2c && !t.https);
+        assert_eq!(t.scheme, Scheme::HTTP);
         assert!(t.addrs.iter().all(|a| a.port() == 443));
         for bad in [
             "ftp://a",

@@ -326,3 +326,83 @@ fn bad_input_is_one_line_and_exit_2_before_any_call() {
         assert!(o.stdout.is_empty(), "{args:?}: no report");
     }
 }
+
+#[test]
+fn the_proxy_passes_every_kind_of_call_with_its_trailers_and_unbuffered_streams() {
+    let _shared = crate::support::shared();
+    let echo = EchoChild::start(&["--http2"]);
+    let upstream = echo
+        .url
+        .trim_end_matches('/')
+        .replacen("http://", "h2c://", 1);
+    let proxy = EchoChild::serve("proxy", &["--http2", "--upstream", &upstream]);
+    for (method, kind, sent, received) in [
+        ("Unary", "unary", 1, 1),
+        ("ServerStream", "server-stream", 1, 4),
+        ("ClientStream", "client-stream", 4, 1),
+        ("Bidi", "bidi", 4, 4),
+    ] {
+        let (record, report) = load(&[
+            &url(&proxy, method),
+            "-n",
+            "30",
+            "-c",
+            "2",
+            "--streams",
+            "3",
+            "--grpc-kind",
+            kind,
+            "--grpc-messages",
+            "4",
+        ]);
+        let g = &record["grpc"];
+        assert_eq!(
+            class(g, "calls", "ok"),
+            30,
+            "{kind} through the proxy: {report}"
+        );
+        assert_eq!(n(g, "messages_sent"), 30 * sent, "{kind}: {g:#}");
+        assert_eq!(n(g, "messages_received"), 30 * received, "{kind}: {g:#}");
+    }
+    // The status is in the upstream's trailers: it reaches the client as sent.
+    let (record, report) = load(&[
+        &url(&proxy, "Unary"),
+        "-n",
+        "10",
+        "-c",
+        "1",
+        "--no-probe",
+        "-H",
+        "x-gatebench-status: 7",
+    ]);
+    assert_eq!(
+        class(&record["grpc"], "calls", "permission_denied"),
+        10,
+        "{report}"
+    );
+    // Each streamed message is forwarded as it comes, not held for the next: the gaps the echo
+    // keeps (50 ms) are the gaps the client sees.
+    let (record, report) = load(&[
+        &url(&proxy, "ServerStream"),
+        "-n",
+        "3",
+        "-c",
+        "1",
+        "--streams",
+        "3",
+        "--grpc-kind",
+        "server-stream",
+        "--grpc-messages",
+        "4",
+        "--grpc-message-rate",
+        "20",
+    ]);
+    let g = &record["grpc"];
+    let first = p50_ms(g, "first_message_latency");
+    let gap = p50_ms(g, "message_gap");
+    assert!(
+        first < 40.0,
+        "the first message waited for the next: {first} ms: {report}"
+    );
+    assert!((45.0..100.0).contains(&gap), "gap p50 {gap} ms: {report}");
+}

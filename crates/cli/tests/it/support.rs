@@ -26,13 +26,18 @@ pub struct EchoChild {
 impl EchoChild {
     /// Starts it and waits for the address it prints.
     pub fn start(extra: &[&str]) -> EchoChild {
+        EchoChild::serve("echo", extra)
+    }
+
+    /// Starts `gatebench serve SERVICE` (an echo, a proxy, …) the same way.
+    pub fn serve(service: &str, extra: &[&str]) -> EchoChild {
         let mut child = Command::new(BIN)
-            .args(["serve", "echo", "--port", "0", "--threads", "1"])
+            .args(["serve", service, "--port", "0", "--threads", "1"])
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
-            .expect("spawn gatebench serve echo");
+            .expect("spawn gatebench serve");
         let stdout = child.stdout.take().unwrap();
         let mut url = String::new();
         for line in BufReader::new(stdout).lines() {
@@ -42,11 +47,16 @@ impl EchoChild {
                     .split_whitespace()
                     .next()
                     .unwrap()
+                    // An intermediary goes on: `…/, forwarding to …`.
+                    .trim_end_matches(',')
                     .to_owned();
                 break;
             }
         }
-        assert!(!url.is_empty(), "the echo backend printed its address");
+        assert!(
+            !url.is_empty(),
+            "gatebench serve {service} printed its address"
+        );
         EchoChild { child, url }
     }
 }
