@@ -723,11 +723,11 @@ mod tests {
         assert_eq!(t.addrs, vec!["127.0.0.1:8688".parse().unwrap()]);
         assert_eq!(t.host_header, "127.0.0.1:8688");
         let t = Target::parse("https://localhost/").unwrap();
-        assert!(t.https);
+        assert!(t.https && !t.h2c);
+        assert!(t.addrs.iter().all(|a| a.port() == 443));
         let t = Target::parse("h2c://127.0.0.1:50051").unwrap();
         assert!(t.h2c && !t.https);
         assert_eq!(t.scheme, Scheme::HTTP);
-        assert!(t.addrs.iter().all(|a| a.port() == 443));
         for bad in [
             "ftp://a",
             "127.0.0.1:80",
