@@ -290,6 +290,8 @@ fn grpcs_calls_the_echo_over_tls() {
 fn bad_input_is_one_line_and_exit_2_before_any_call() {
     let _shared = crate::support::shared();
     let echo = EchoChild::start(&["--http2"]);
+    let http1_only = EchoChild::start(&[]);
+    let http1_unary = url(&http1_only, "Unary");
     let unary = url(&echo, "Unary");
     for (args, says) in [
         (
@@ -316,7 +318,13 @@ fn bad_input_is_one_line_and_exit_2_before_any_call() {
             vec!["load", "grpc://127.0.0.1:1/NoMethod"],
             "the path must name the method",
         ),
-        (vec!["load", &url(&echo, "Missing")], "unimplemented"),
+        // Nothing listens there: the probe says so before any load.
+        (vec!["load", "grpc://127.0.0.1:1/a.B/C"], "connect_refused"),
+        // An HTTP/1.1-only server answers no HTTP/2 at all.
+        (
+            vec!["load", &http1_unary, "--timeout", "2s"],
+            "the probe call failed",
+        ),
     ] {
         let o = gatebench(&args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
@@ -405,4 +413,38 @@ fn the_proxy_passes_every_kind_of_call_with_its_trailers_and_unbuffered_streams(
         "the first message waited for the next: {first} ms: {report}"
     );
     assert!((45.0..100.0).contains(&gap), "gap p50 {gap} ms: {report}");
+}
+
+#[test]
+fn a_method_that_does_not_exist_is_a_class_and_the_run_goes_on_saying_so() {
+    let _shared = crate::support::shared();
+    let echo = EchoChild::start(&["--http2"]);
+    let o = gatebench(&[
+        "load",
+        &url(&echo, "Missing"),
+        "-n",
+        "25",
+        "-c",
+        "1",
+        "--json",
+        "-",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let record: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        class(&record["grpc"], "calls", "unimplemented"),
+        25,
+        "{}",
+        stderr(&o)
+    );
+    let err = stderr(&o);
+    assert!(
+        err.contains("the probe call ended grpc-status 12 (unimplemented)")
+            && err.contains("the load goes on"),
+        "{err}"
+    );
+    assert!(
+        err.contains("calls failed during the load, the first: grpc-status 12"),
+        "{err}"
+    );
 }

@@ -385,9 +385,12 @@ impl Shared {
     }
 }
 
-/// Makes one call and checks it ended `ok`: `Err` with one line when the target cannot be
-/// reached or answers the method with another status, before any load.
-pub fn probe(config: &GrpcConfig) -> Result<(), LoadgenError> {
+/// Makes one call first: `Err` with one line when the target cannot be reached or does not
+/// answer as a gRPC server (a connection, TLS or HTTP/2 failure, a response that is not gRPC,
+/// silence), before any load. A call answered with a gRPC status other than `ok` (a method
+/// that does not exist, a refusal) is what the load measures: `Ok` with that status in words,
+/// and the load goes on.
+pub fn probe(config: &GrpcConfig) -> Result<Option<String>, LoadgenError> {
     let mut once = config.clone();
     once.connections = 1;
     once.concurrency = 1;
@@ -398,11 +401,18 @@ pub fn probe(config: &GrpcConfig) -> Result<(), LoadgenError> {
     });
     let stats = shared.merged();
     if stats.calls.get("ok") == Some(&1) {
-        return Ok(());
+        return Ok(None);
     }
     let why = stats
         .first_failure
         .unwrap_or_else(|| "no answer".to_owned());
+    let answered = stats
+        .calls
+        .keys()
+        .any(|class| gatebench_grpc::Code::ALL.iter().any(|c| c.name() == *class));
+    if answered {
+        return Ok(Some(format!("the probe call ended {why}")));
+    }
     Err(LoadgenError::config(format!(
         "{}: the probe call failed: {why}",
         config.url

@@ -2,8 +2,9 @@
 //! (`-c`, `--streams`, `-R` as a plain rate, `-d`, `-n`, `-H` as metadata, `-t`, `--timeout`,
 //! `--no-probe`, `-q`, `--json`, the TLS ones for `grpcs://`) are taken, the `--grpc-*` ones
 //! added; any other flag that shapes HTTP requests or outputs is refused in one line rather
-//! than silently ignored. The probe (one call) runs before the load, and a failed probe is one
-//! line and exit 2.
+//! than silently ignored. The probe (one call) runs before the load: a target that cannot be
+//! reached or is not a gRPC server is one line and exit 2; a gRPC status other than `ok` (an
+//! unknown method's `unimplemented`) is said in one line and the load goes on, counting it.
 
 use std::io::Write;
 use std::path::Path;
@@ -188,7 +189,10 @@ pub(super) fn run(args: &LoadArgs) -> Result<ExitCode> {
         None => None,
     };
     if !args.no_probe {
-        grpc::probe(&config)?;
+        if let Some(status) = grpc::probe(&config)? {
+            // Answered by a gRPC server: what the load measures, said before it.
+            eprintln!("gatebench: {status}; the load goes on and counts it");
+        }
     }
     let model = match config.rate {
         Some(r) => format!("{r} calls/s"),
