@@ -429,6 +429,7 @@ def check_tables_against_raw(name, problems, where):
         "live-merge-": "live_merge_summary.py",
         "upstream-efficiency-": "upstream_efficiency_summary.py",
         "gateways-under-change-": "gateways_under_change_summary.py",
+        "grpc-vs-ghz-": "grpc_vs_ghz_summary.py",
     }
     script = next((v for k, v in summarizers.items() if name.startswith(k)), None)
     if script:

@@ -460,7 +460,12 @@ impl Echo {
             return Answer::Ready(Some(ws::upgrade(req.headers(), state.max_body)));
         }
         if !http1 && grpc::wants(req.headers()) {
-            return Answer::Ready(Some(grpc::respond(req, state.delay, state.max_body)));
+            return Answer::Ready(Some(grpc::respond(
+                req,
+                state.delay,
+                state.max_body,
+                state.origin.clone(),
+            )));
         }
         let has_body = matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH)
             || !req.body().is_end_stream();

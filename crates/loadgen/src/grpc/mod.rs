@@ -385,7 +385,7 @@ impl Shared {
     }
 }
 
-/// Makes one call first: `Err` with one line when the target cannot be reached or does not
+/// Makes one call first, of the run's kind with one message: `Err` with one line when the target cannot be reached or does not
 /// answer as a gRPC server (a connection, TLS or HTTP/2 failure, a response that is not gRPC,
 /// silence), before any load. A call answered with a gRPC status other than `ok` (a method
 /// that does not exist, a refusal) is what the load measures: `Ok` with that status in words,
@@ -394,6 +394,9 @@ pub fn probe(config: &GrpcConfig) -> Result<Option<String>, LoadgenError> {
     let mut once = config.clone();
     once.connections = 1;
     once.concurrency = 1;
+    // One message each way, however long the run's streams are.
+    once.messages = 1;
+    once.message_rate = None;
     let shared = Shared::new(&once)?;
     runtime(1)?.block_on(async {
         let end = Instant::now() + once.timeout.max(Duration::from_secs(1));

@@ -33,6 +33,9 @@ use http::{HeaderMap, Request, Response};
 use hyper::body::{Body, Frame};
 use tokio::time::{Instant, Sleep};
 
+use std::sync::Arc;
+
+use super::origin::Origin;
 use crate::failure::BodyError;
 use crate::protocol::body::{ClientBody, Produced, ResBody};
 
@@ -70,8 +73,14 @@ pub(crate) fn wants(headers: &HeaderMap) -> bool {
         .is_some_and(|v| gatebench_grpc::is_grpc_content_type(v.as_bytes()))
 }
 
-/// The answer to a gRPC call; `delay` is the echo's, `max` its largest message.
-pub(crate) fn respond(req: Request<ClientBody>, delay: Duration, max: usize) -> Response<ResBody> {
+/// The answer to a gRPC call; `delay` is the echo's, `max` its largest message; each message
+/// received and sent is counted in `origin`, when the echo counts.
+pub(crate) fn respond(
+    req: Request<ClientBody>,
+    delay: Duration,
+    max: usize,
+    origin: Option<Arc<Origin>>,
+) -> Response<ResBody> {
     let arrived = Instant::now();
     let (parts, body) = req.into_parts();
     let h = &parts.headers;
@@ -124,6 +133,7 @@ pub(crate) fn respond(req: Request<ClientBody>, delay: Duration, max: usize) -> 
         // A refusal waits the delay too: it stands for the back-end's work.
         finish: finish.map(|f| (arrived + delay, f)),
         done: false,
+        origin,
     };
     let mut response = Response::new(ResBody::Produced(Produced(Box::pin(call))));
     response.headers_mut().insert(
@@ -154,6 +164,7 @@ struct Call {
     /// The status to end with and when, once known.
     finish: Option<(Instant, (Code, String))>,
     done: bool,
+    origin: Option<Arc<Origin>>,
 }
 
 impl Call {
@@ -165,6 +176,9 @@ impl Call {
     /// A request message arrived at `now`.
     fn on_message(&mut self, message: Bytes, now: Instant) {
         self.received += 1;
+        if let Some(origin) = &self.origin {
+            origin.grpc_message(false);
+        }
         match self.kind {
             Kind::Bidi => self.push(now + self.delay, message),
             _ => self.last = Some(message),
@@ -295,6 +309,9 @@ impl Body for Call {
         }
         if let Some((_, message)) = this.queue.pop_front() {
             this.queued_bytes -= message.len();
+            if let Some(origin) = &this.origin {
+                origin.grpc_message(true);
+            }
             return Poll::Ready(Some(Ok(Frame::data(gatebench_grpc::encode(&message)))));
         }
         let (_, (code, why)) = this.finish.take().expect("a due time came from finish");

@@ -1,7 +1,9 @@
 //! The echo's origin statistics: what a back-end sees of the client in front of it (usually an
 //! intermediary), so that a proxy's use of its upstream connections can be measured from the
 //! origin's side: connections opened by protocol, TLS handshakes full against resumed,
-//! requests, and from those requests per connection and HTTP/2 streams per connection.
+//! requests, and from those requests per connection and HTTP/2 streams per connection; and the
+//! gRPC messages its gRPC service received and sent, which a load generator's own counts can be
+//! checked against.
 //!
 //! The rule: counting costs the echo no measurable throughput. Connections are rare next to
 //! requests, so they go to shared counters; requests go to one counter per serving thread (each
@@ -36,6 +38,8 @@ thread_local! {
 struct Slot {
     h1: AtomicU64,
     h2: AtomicU64,
+    grpc_in: AtomicU64,
+    grpc_out: AtomicU64,
 }
 
 /// The live counters of one echo back-end. Shared by its every connection; compared by
@@ -112,12 +116,22 @@ impl Origin {
         });
     }
 
+    /// One gRPC message received (`sent` false) or sent by the gRPC service.
+    pub(crate) fn grpc_message(&self, sent: bool) {
+        SLOT.with(|slot| {
+            let slot = &self.requests[*slot];
+            if sent { &slot.grpc_out } else { &slot.grpc_in }.fetch_add(1, Relaxed);
+        });
+    }
+
     /// The counts now.
     pub fn snapshot(&self) -> OriginStats {
-        let (mut h1, mut h2) = (0, 0);
+        let (mut h1, mut h2, mut grpc_in, mut grpc_out) = (0, 0, 0, 0);
         for slot in self.requests.iter() {
             h1 += slot.h1.load(Relaxed);
             h2 += slot.h2.load(Relaxed);
+            grpc_in += slot.grpc_in.load(Relaxed);
+            grpc_out += slot.grpc_out.load(Relaxed);
         }
         OriginStats {
             id: self.id.clone(),
@@ -128,6 +142,8 @@ impl Origin {
             h2_streams: h2,
             tls_full: self.tls_full.load(Relaxed),
             tls_resumed: self.tls_resumed.load(Relaxed),
+            grpc_messages_received: grpc_in,
+            grpc_messages_sent: grpc_out,
         }
     }
 }
@@ -151,6 +167,10 @@ pub struct OriginStats {
     pub tls_full: u64,
     /// TLS handshakes that resumed one.
     pub tls_resumed: u64,
+    /// gRPC messages the gRPC service received whole.
+    pub grpc_messages_received: u64,
+    /// gRPC messages it handed to the server to send.
+    pub grpc_messages_sent: u64,
 }
 
 impl OriginStats {
@@ -181,6 +201,8 @@ impl OriginStats {
             "tls_handshakes_resumed": self.tls_resumed,
             "requests_per_connection": ratio(self.requests(), self.connections()),
             "h2_streams_per_connection": ratio(self.h2_streams, self.connections_h2),
+            "grpc_messages_received": self.grpc_messages_received,
+            "grpc_messages_sent": self.grpc_messages_sent,
         });
         let mut text = value.to_string();
         text.push('\n');
@@ -210,7 +232,11 @@ mod tests {
         origin.request(false);
         origin.request(true);
         origin.request(true);
+        origin.grpc_message(false);
+        origin.grpc_message(false);
+        origin.grpc_message(true);
         let s = origin.snapshot();
+        assert_eq!((s.grpc_messages_received, s.grpc_messages_sent), (2, 1));
         assert_eq!((s.connections_h1, s.connections_h2), (1, 1));
         assert_eq!((s.tls_full, s.tls_resumed), (1, 1));
         assert_eq!((s.requests_h1, s.h2_streams, s.requests()), (1, 2, 3));
