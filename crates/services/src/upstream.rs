@@ -323,6 +323,19 @@ impl Connector {
         Ok((gatebench_tls::MaybeTls::Tls(Box::new(tls)), h2))
     }
 
+    /// A fresh HTTP/1.1 connection (ALPN `http/1.1` only) within the connect timeout: what an
+    /// upgrade (a WebSocket tunnel) needs, never pooled.
+    pub(crate) async fn connect_h1(&self, target: &Target) -> Result<H1Conn, ConnectError> {
+        match tokio::time::timeout(self.connect_timeout, self.connect_inner(target, true)).await {
+            Err(_) => Err(ConnectError::Timeout),
+            Ok(Err(e)) => Err(e),
+            Ok(Ok(Sender::H1(conn))) => Ok(conn),
+            Ok(Ok(Sender::H2(_))) => {
+                Err(ConnectError::Other("the upstream chose HTTP/2".to_owned()))
+            }
+        }
+    }
+
     /// A fresh HTTP/1.1 connection for an active health check (never a pooled one, so checks
     /// do not count as, or interfere with, client traffic); an error says why there is none.
     pub(crate) async fn connect_for_check(&self, target: &Target) -> Result<H1Conn, String> {

@@ -215,3 +215,52 @@ fn the_json_record_matches_its_schema_and_the_text_report() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert_eq!(stderr(&o).trim().lines().count(), 1, "{}", stderr(&o));
 }
+
+#[test]
+fn the_proxy_and_the_balancer_pass_websocket_connections_through() {
+    let _shared = crate::support::shared();
+    let echo = EchoChild::start(&[]);
+    let upstream = echo.url.trim_end_matches('/').to_owned();
+    let proxy = EchoChild::serve("proxy", &["--upstream", &upstream]);
+    let balancer = EchoChild::serve(
+        "balance",
+        &["--upstream", &upstream, "--upstream", &upstream],
+    );
+    for front in [&proxy, &balancer] {
+        let o = gatebench(&[
+            "load",
+            &ws_url(front, "/ws"),
+            "-c",
+            "3",
+            "-d",
+            "1s",
+            "--ws-rate",
+            "100",
+            "--ws-binary",
+            "--ws-size",
+            "70000",
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}: {}", front.url, stderr(&o));
+        let report = text(&o.stdout);
+        let sent = figure(&report, "sent");
+        assert!((297..=303).contains(&sent), "{sent}: {report}");
+        assert_eq!(figure(&report, "received"), sent, "{report}");
+        assert!(
+            report.contains("3 connections opened of 3 attempts"),
+            "{report}"
+        );
+        assert!(
+            report.contains("1000 × 3"),
+            "clean closes through {}: {report}",
+            front.url
+        );
+    }
+    // A handshake the back-end refuses reaches the client as the back-end answered it.
+    let o = gatebench(&["load", &ws_url(&proxy, "/"), "-c", "1", "-d", "1s"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("status 200 instead of 101"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -666,7 +666,7 @@ pub(crate) fn error_response(shared: &Shared, failure: Failure, http1: bool) -> 
 }
 
 /// The failure a connect error is.
-fn connect_failure(error: &ConnectError) -> Failure {
+pub(crate) fn connect_failure(error: &ConnectError) -> Failure {
     match error {
         ConnectError::Refused(_) => Failure::ConnectRefused,
         ConnectError::Timeout => Failure::ConnectTimeout,

@@ -20,14 +20,19 @@
 //! which, unlike hyper's, surfaces them. `Expect: 100-continue` from an HTTP/1.1 client is
 //! answered by the proxy itself (`h1::server`, as the body is first read) and not forwarded.
 //!
-//! What it does not do: caching, header rewriting beyond the intermediary rules, WebSocket or
-//! CONNECT tunnels (Upgrade is stripped, CONNECT gets 405), h2c upstreams (cleartext upstreams
-//! get HTTP/1.1), retries of requests with a body once any of it was sent.
+//! An HTTP/1.1 `Upgrade` request (WebSocket) is passed to an upstream on a connection of its
+//! own and, on its `101`, the two connections are spliced (`tunnel`); the transform does not.
+//! `h2c://` upstreams are spoken to in HTTP/2 by prior knowledge (gRPC passes end to end).
+//!
+//! What it does not do: caching, header rewriting beyond the intermediary rules, CONNECT
+//! (405) or RFC 8441's extended CONNECT from HTTP/2 clients, retries of requests with a body
+//! once any of it was sent.
 
 pub(crate) mod forward;
 pub(crate) mod headers;
 pub mod reload;
 mod to_xml;
+mod tunnel;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -597,6 +602,9 @@ async fn handle(
         let failure = Failure::LoopDetected;
         log_failure(failure, None, &"our own Via token came back");
         return error_response(shared, failure, http1);
+    }
+    if tunnel::wants(&req) && !matches!(shared.kind, Intermediary::Transform { .. }) {
+        return tunnel::tunnel(shared, client, req).await;
     }
     // HTTP/1 bodies over the limit were refused by `h1::check` already; HTTP/2 ones declare it here.
     if req.body().size_hint().lower() > shared.max_body {

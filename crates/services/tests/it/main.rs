@@ -39,3 +39,4 @@ mod smuggling;
 mod sse;
 mod support;
 mod transform;
+mod tunnel;
