@@ -448,3 +448,69 @@ fn a_method_that_does_not_exist_is_a_class_and_the_run_goes_on_saying_so() {
         "{err}"
     );
 }
+
+#[test]
+fn json_messages_go_through_the_descriptor_set_which_also_says_the_kind() {
+    let _shared = crate::support::shared();
+    let echo = EchoChild::start(&["--http2"]);
+    let set = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../proto/gatebench/echo/v1/echo.binpb"
+    );
+    // No --grpc-kind: the descriptor says ServerStream streams its replies.
+    let (record, report) = load(&[
+        &url(&echo, "ServerStream"),
+        "-n",
+        "5",
+        "-c",
+        "1",
+        "--grpc-messages",
+        "3",
+        "--grpc-proto-set",
+        set,
+        "--grpc-json",
+        r#"{"body":"aGVsbG8="}"#,
+    ]);
+    assert_eq!(record["config"]["call_kind"], "server_stream");
+    // "hello" as field 1: two bytes of tag and length, five of body.
+    assert_eq!(record["config"]["message_bytes"], 7);
+    let g = &record["grpc"];
+    assert_eq!(class(g, "calls", "ok"), 5, "{report}");
+    assert_eq!(n(g, "messages_received"), 15, "{report}");
+    for (extra, says) in [
+        (
+            vec!["--grpc-json", r#"{"bod":"aGk="}"#],
+            "--grpc-json is not a gatebench.echo.v1.Payload",
+        ),
+        (
+            vec!["--grpc-json", "{}", "--grpc-kind", "unary"],
+            "disagrees with the descriptor set",
+        ),
+    ] {
+        let target = url(&echo, "ServerStream");
+        let mut args = vec!["load", &target, "-d", "1s", "--grpc-proto-set", set];
+        args.extend_from_slice(&extra);
+        let o = gatebench(&args);
+        assert_eq!(o.status.code(), Some(2), "{extra:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{extra:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o).trim().lines().count(), 1, "{}", stderr(&o));
+    }
+    // A file that is not a descriptor set.
+    let o = gatebench(&[
+        "load",
+        &url(&echo, "Unary"),
+        "--grpc-proto-set",
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../proto/gatebench/echo/v1/echo.proto"
+        ),
+        "--grpc-json",
+        "{}",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not a protobuf descriptor set"),
+        "{}",
+        stderr(&o)
+    );
+}

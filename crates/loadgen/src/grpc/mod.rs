@@ -19,6 +19,7 @@
 //! after it is not sent, and the client half-closes.
 
 mod call;
+pub mod proto;
 
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};

@@ -300,6 +300,20 @@ pub struct LoadArgs {
     /// protobuf message, e.g. from `protoc --encode`).
     #[arg(long, value_name = "PATH", help_heading = "gRPC")]
     pub grpc_message_file: Option<PathBuf>,
+    /// grpc:// targets: a protobuf descriptor set (a FileDescriptorSet: protoc --include_imports
+    /// -o FILE) with the URL's method; with --grpc-json, the request message is that JSON
+    /// encoded as the method's input type, and the call kind is the method's.
+    #[arg(long, value_name = "FILE", requires = "grpc_json", conflicts_with_all = ["grpc_size", "grpc_message_file"], help_heading = "gRPC")]
+    pub grpc_proto_set: Option<PathBuf>,
+    /// grpc:// targets: the request message as JSON (protobuf's JSON mapping), encoded through
+    /// --grpc-proto-set.
+    #[arg(
+        long,
+        value_name = "JSON",
+        requires = "grpc_proto_set",
+        help_heading = "gRPC"
+    )]
+    pub grpc_json: Option<String>,
     /// grpc:// targets: messages per call: sent by client and bidirectional streams, asked of
     /// gatebench's echo by server streams (x-gatebench-count) [default: 1].
     #[arg(long, value_name = "N", help_heading = "gRPC")]

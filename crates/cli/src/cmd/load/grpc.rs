@@ -56,6 +56,8 @@ pub(super) fn grpc_flag(args: &LoadArgs) -> Option<&'static str> {
         (args.grpc_kind.is_some(), "--grpc-kind"),
         (args.grpc_size.is_some(), "--grpc-size"),
         (args.grpc_message_file.is_some(), "--grpc-message-file"),
+        (args.grpc_proto_set.is_some(), "--grpc-proto-set"),
+        (args.grpc_json.is_some(), "--grpc-json"),
         (args.grpc_messages.is_some(), "--grpc-messages"),
         (args.grpc_message_rate.is_some(), "--grpc-message-rate"),
         (args.grpc_deadline.is_some(), "--grpc-deadline"),
@@ -119,7 +121,22 @@ fn config(args: &LoadArgs) -> Result<GrpcConfig> {
             )
         })?),
     };
+    // The kind the descriptor says, when the message comes through one.
+    let mut described = None;
     let message = match (&args.grpc_message_file, args.grpc_size) {
+        _ if args.grpc_proto_set.is_some() => {
+            let path = args.grpc_proto_set.as_ref().expect("checked");
+            let set = std::fs::read(path)
+                .with_context(|| format!("--grpc-proto-set {}", path.display()))?;
+            let encoded = grpc::proto::encode_json(
+                &set,
+                &path.display().to_string(),
+                &target.path,
+                args.grpc_json.as_deref().unwrap_or("{}"),
+            )?;
+            described = Some(encoded.kind);
+            encoded.message
+        }
         (Some(path), _) => std::fs::read(path)
             .with_context(|| format!("--grpc-message-file {}", path.display()))?
             .into(),
@@ -146,12 +163,7 @@ fn config(args: &LoadArgs) -> Result<GrpcConfig> {
             sni: args.sni.clone(),
             no_resume: args.no_tls_resume,
         }),
-        kind: match args.grpc_kind.unwrap_or(GrpcKindArg::Unary) {
-            GrpcKindArg::Unary => CallKind::Unary,
-            GrpcKindArg::ServerStream => CallKind::ServerStream,
-            GrpcKindArg::ClientStream => CallKind::ClientStream,
-            GrpcKindArg::Bidi => CallKind::Bidi,
-        },
+        kind: call_kind(args.grpc_kind, described)?,
         message,
         messages: args.grpc_messages.unwrap_or(1),
         message_rate: args.grpc_message_rate,
@@ -176,6 +188,25 @@ fn config(args: &LoadArgs) -> Result<GrpcConfig> {
     };
     config.validate()?;
     Ok(config)
+}
+
+/// The kind of call: `--grpc-kind`, which must agree with the descriptor's method when there
+/// is one; without either, unary.
+fn call_kind(given: Option<GrpcKindArg>, described: Option<CallKind>) -> Result<CallKind> {
+    let given = given.map(|k| match k {
+        GrpcKindArg::Unary => CallKind::Unary,
+        GrpcKindArg::ServerStream => CallKind::ServerStream,
+        GrpcKindArg::ClientStream => CallKind::ClientStream,
+        GrpcKindArg::Bidi => CallKind::Bidi,
+    });
+    match (given, described) {
+        (Some(g), Some(d)) if g != d => anyhow::bail!(
+            "--grpc-kind {} disagrees with the descriptor set, whose method is {}",
+            g.name(),
+            d.name()
+        ),
+        (g, d) => Ok(g.or(d).unwrap_or(CallKind::Unary)),
+    }
 }
 
 /// Runs the gRPC load and prints its report.
