@@ -117,8 +117,6 @@ mod tests {
             r#"{"body":"aGk="} trailing"#,
         );
         assert!(e.contains("is not a gatebench.echo.v1.Payload"), "{e}");
-        for e in [e] {
-            assert_eq!(e.lines().count(), 1, "{e}");
-        }
+        assert_eq!(e.lines().count(), 1, "{e}");
     }
 }
