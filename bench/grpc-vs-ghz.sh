@@ -72,6 +72,9 @@ if [[ ! -x $GHZ_BIN ]]; then
 fi
 [[ -x $GHZ_BIN ]] || gb_die "ghz not installed at $GHZ_BIN"
 
+# The commit the measured binary was built from is the one checked out now (the binary is
+# copied above); later commits during the run must not be named.
+commit=$(git -C "$GB_ROOT" rev-parse --short HEAD)
 gb_gatebench_serve "$GB_TMP/echo" "$SERVER_CORE" echo --port 0 --threads 1 --http2 --stats
 PORT=$GB_SERVE_PORT
 ECHO=$GB_SERVE_PID
@@ -169,7 +172,7 @@ gb_pid_alive "$ECHO" || gb_die "the echo died during the runs"
 {
   printf '# %s, %s cores (%s); echo: gatebench serve echo --http2 --threads 1 on core %s; generators on core %s; %s; ghz %s; unary: %s runs x %ss, %s in flight over %s connections, Payload body %s B; streams: %s bidi calls x %s msg/s for %ss\n' \
     "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(nproc)" "$(uname -r)" "$SERVER_CORE" "$GEN_CORE" \
-    "$("$GATEBENCH" --version | head -n1) ($(git -C "$GB_ROOT" rev-parse --short HEAD))" "$GHZ_VERSION" \
+    "$("$GATEBENCH" --version | head -n1) ($commit)" "$GHZ_VERSION" \
     "$RUNS" "$DURATION" "$CONC" "$CONNS" "$SIZE" "$STREAM_CALLS" "$STREAM_RATE" "$STREAM_SECS"
   cat "$tsv"
 } >"$results"

@@ -584,6 +584,11 @@ fn figure(h: &mut String, svg_text: &str, file: &str) {
     );
 }
 
+/// `tokens` → `token`: what one event of a stream is called.
+fn singular(unit: &str) -> &str {
+    unit.strip_suffix('s').unwrap_or(unit)
+}
+
 /// Spectrum points from a record's summary when there is no interval log.
 fn summary_points(l: &LatencySummary) -> Vec<(f64, f64)> {
     let mut p: Vec<(f64, f64)> = vec![(0.0, l.min_ms)];
@@ -734,6 +739,43 @@ fn cell_section(h: &mut String, svgs: &mut Vec<(String, String)>, c: &CellData<'
     let s = svg::render(&[spec], 300.0);
     figure(h, &s, &file);
     svgs.push((file, s));
+    if let Some(st) = &load.stream {
+        // The stream figures' distributions: time to the first event and the gaps between
+        // events, by percentile.
+        let mut ch = Chart::new(
+            &format!(
+                "Streams ({}): time to first {} and between {}",
+                st.mode,
+                singular(&st.unit),
+                st.unit
+            ),
+            "percentile",
+            "ms",
+        );
+        ch.x_scale = Scale::Percentile;
+        for (name, l) in [
+            (
+                format!("time to first {}", singular(&st.unit)),
+                &st.time_to_first_event,
+            ),
+            (format!("between {}", st.unit), &st.inter_event),
+        ] {
+            if l.count > 0 {
+                ch.series.push(Series {
+                    name,
+                    points: summary_points(l),
+                    markers: true,
+                    ..Series::default()
+                });
+            }
+        }
+        if !ch.series.is_empty() {
+            let file = format!("{}-stream.svg", p.id);
+            let s = svg::render(&[ch], 300.0);
+            figure(h, &s, &file);
+            svgs.push((file, s));
+        }
+    }
 
     // The time series, on the load's clock.
     let warm = load.warmup.as_ref().map_or(p.warmup_s, |w| w.duration_s);

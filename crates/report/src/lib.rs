@@ -33,6 +33,7 @@ pub mod load_text;
 pub mod searches;
 pub mod stats;
 pub mod stream_text;
+pub mod streams;
 pub mod summary;
 pub mod svg;
 pub mod table;

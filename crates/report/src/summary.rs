@@ -375,6 +375,7 @@ pub fn markdown(suite: &str, records: &[CellRecord], missing: usize) -> String {
     );
     out.push_str(&crate::searches::markdown(records));
     out.push_str(&crate::events::markdown(records));
+    out.push_str(&crate::streams::markdown(records));
     let _ = writeln!(
         out,
         "\n## Warm-up (not part of the results)\n\n{}",
@@ -510,6 +511,7 @@ pub fn json(suite: &str, records: &[CellRecord], missing: usize) -> String {
         "capacity": crate::searches::capacity_json(records),
         "cost": crate::searches::cost_json(records),
         "events": crate::events::json(records),
+        "streams": crate::streams::json(records),
     });
     let mut s = serde_json::to_string_pretty(&v).expect("JSON values always serialize");
     s.push('\n');

@@ -30,7 +30,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use gatebench_loadgen::{IntervalView, LoadConfig, LoadSpec, RequestBody, StopRule};
+use gatebench_loadgen::{
+    ChatRequest, IntervalView, LoadConfig, LoadSpec, RequestBody, StopRule, StreamMode, StreamSpec,
+};
 use gatebench_model::{
     CellKind, CellParams, CellRecord, CellStatus, ProcessRecord, SCHEMA_VERSION,
 };
@@ -371,6 +373,28 @@ fn load_config(
     spec.keepalive = sc.keepalive;
     spec.verify = sc.verify && has_body;
     spec.thresholds = sc.thresholds.clone();
+    if let Some(mode) = sc.stream {
+        if mode == StreamMode::Llm {
+            // A chat completion asked for as a stream, gatebench load --llm's defaults; the
+            // suite's headers come last (one may add Authorization).
+            let chat = ChatRequest {
+                model: "gatebench".into(),
+                prompt: "Write a short story.".into(),
+                max_tokens: 128,
+            };
+            spec.method = "POST".into();
+            let mut headers: Vec<String> = ChatRequest::headers().map(String::from).into();
+            headers.append(&mut spec.headers);
+            spec.headers = headers;
+            spec.body = RequestBody::Inline(chat.body());
+            spec.verify = false;
+        }
+        // A stream silent for the load's timeout is stalled.
+        spec.stream = Some(StreamSpec {
+            mode,
+            stall: l.timeout,
+        });
+    }
     // Events' propagation: which back-end served each response (HTTP/1.x only).
     if !sc.events.is_empty() && matches!(cell.protocol, Protocol::H1c | Protocol::H1) {
         spec.mark_header = Some(MARK_HEADER.to_owned());

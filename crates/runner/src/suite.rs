@@ -251,6 +251,9 @@ pub struct Scenario {
     /// Pass/fail conditions on each of its load cells (its own, or `[load]`'s), judged as
     /// `gatebench load --threshold` judges them; a cell that breaches one still counts as run.
     pub thresholds: Vec<Threshold>,
+    /// Each response read as a stream of events (`stream = "sse" | "llm" | "chunks"`): the
+    /// cell's record gets the stream figures, the summary its Streams table.
+    pub stream: Option<gatebench_loadgen::StreamMode>,
     /// What happens during each of its load cells' measurement (`[[scenario.event]]`).
     pub events: Vec<EventSpec>,
 }
@@ -831,6 +834,7 @@ impl Suite {
                     cost: s.cost.then_some(true),
                     thresholds: (s.thresholds != self.load.thresholds)
                         .then(|| texts(&s.thresholds).unwrap_or_default()),
+                    stream: s.stream.map(|m| m.name().to_owned()),
                     events: s.events.iter().map(events::raw_event).collect(),
                 })
                 .collect(),

@@ -741,3 +741,104 @@ gc_log = "gc.log"
     assert!(text(&out.stderr).contains("--metrics-label cell: gatebench sets that label itself"));
     let _ = std::fs::remove_dir_all(tmp);
 }
+
+/// A scenario that reads its responses as streams: the built-in echo emulates a model (first
+/// token after 40 ms, then a token every 10 ms, 12 tokens), the cell's record has the stream
+/// figures, summary.md and summary.json a Streams table, report.html the cell's stream plot.
+#[test]
+fn an_llm_stream_scenario_has_its_stream_figures_in_the_summaries_and_the_report() {
+    let _shared = crate::support::shared();
+    let tmp = temp_dir("streams");
+    let suite = r#"[suite]
+name = "streams"
+warmup = "0s"
+duration = "2s"
+
+[matrix]
+users = [4]
+sizes = [50]
+delays = ["0ms"]
+
+[[scenario]]
+name = "llm"
+path = "/v1/chat/completions"
+stream = "llm"
+backend = { serve = "echo --port {port} --chat-first-token 40ms --chat-interval 10ms --chat-tokens 12" }
+
+[[scenario]]
+name = "plain"
+backend = { serve = "echo --port {port}" }
+"#;
+    std::fs::write(tmp.join("suite.toml"), suite).unwrap();
+    let out = gatebench(&["run", "suite.toml", "--out", "out"], &tmp);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let out_dir = tmp.join("out");
+    let record = crate::support::read_json(&out_dir.join("cells/llm_u4_s50_d0_r1/record.json"));
+    let stream = &record["load"]["stream"];
+    assert_eq!(stream["mode"], "llm", "{record:#}");
+    let completed = stream["completed"].as_u64().unwrap();
+    // 4 users, about 150 ms a stream, for 2 s.
+    assert!(completed >= 20, "{completed} streams: {stream:#}");
+    assert_eq!(
+        stream["events"].as_u64().unwrap() % 12,
+        0,
+        "12 tokens a stream: {stream:#}"
+    );
+    let md = std::fs::read_to_string(out_dir.join("summary.md")).unwrap();
+    let table = md
+        .split("## Streams")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no Streams table: {md}"));
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("| llm_u4_s50_d0_r1 |"))
+        .unwrap_or_else(|| panic!("no stream row: {table}"));
+    let cols: Vec<&str> = row.split('|').map(str::trim).collect();
+    assert_eq!(cols[2], "llm (tokens)", "{row}");
+    assert_eq!(cols[3], completed.to_string(), "{row}");
+    let first_p50: f64 = cols[5].parse().unwrap();
+    let between_p50: f64 = cols[7].parse().unwrap();
+    assert!(
+        (39.0..200.0).contains(&first_p50),
+        "first token p50 {first_p50}: {row}"
+    );
+    assert!(
+        (8.0..50.0).contains(&between_p50),
+        "between tokens p50 {between_p50}: {row}"
+    );
+    assert!(!table.contains("| plain_"), "only stream cells: {table}");
+    let summary = crate::support::read_json(&out_dir.join("summary.json"));
+    let streams = summary["streams"].as_array().unwrap();
+    assert_eq!(streams.len(), 1, "{summary:#}");
+    assert_eq!(streams[0]["completed"].as_u64(), Some(completed));
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert!(html.contains("Streams (llm): time to first token and between tokens"));
+    assert!(out_dir.join("plots/llm_u4_s50_d0_r1-stream.svg").is_file());
+    // The resolved suite keeps the mode.
+    let resolved = std::fs::read_to_string(out_dir.join("suite.toml")).unwrap();
+    assert!(resolved.contains("stream = \"llm\""), "{resolved}");
+}
+
+#[test]
+fn a_stream_scenario_over_http2_or_of_an_unknown_mode_is_refused_before_anything_runs() {
+    let tmp = temp_dir("streams-bad");
+    for (extra, says) in [
+        ("stream = \"tokens\"", "is not a stream mode"),
+        (
+            "stream = \"sse\"\nprotocols = [\"h2c\"]",
+            "HTTP/1.1 (h1c, h1) only, not h2c",
+        ),
+    ] {
+        let suite = format!(
+            "[suite]\nname = \"bad\"\n\n[[scenario]]\nname = \"s\"\n{extra}\nbackend = {{ serve = \"echo --port {{port}}\" }}\n"
+        );
+        std::fs::write(tmp.join("suite.toml"), suite).unwrap();
+        let out = gatebench(&["run", "suite.toml", "--out", "out"], &tmp);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra}: {err}");
+        assert!(err.contains(says), "{extra}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(!tmp.join("out").exists(), "nothing ran");
+    }
+}

@@ -325,6 +325,10 @@ pub struct RawScenario {
     /// Pass/fail conditions on this scenario's cells, instead of `[load] thresholds`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thresholds: Option<Vec<String>>,
+    /// Read each response as a stream, timing its events: `sse`, `llm` (chat completions
+    /// POSTed with `"stream": true`, tokens timed) or `chunks`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream: Option<String>,
     /// `[[scenario.event]]`: what happens during each of its cells' measurement.
     #[serde(default, rename = "event", skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<RawEvent>,

@@ -400,6 +400,36 @@ pub(super) fn validate_scenario(
         Some(list) => parse_thresholds("thresholds", Some(list)).map_err(within)?,
         None => load.thresholds.clone(),
     };
+    let stream = match r.stream.as_deref() {
+        None => None,
+        Some(mode) => {
+            let mode =
+                match mode {
+                    "sse" => gatebench_loadgen::StreamMode::Sse,
+                    "llm" => gatebench_loadgen::StreamMode::Llm,
+                    "chunks" => gatebench_loadgen::StreamMode::Chunks,
+                    other => return Err(at(
+                        "stream",
+                        format!(
+                            "\"{other}\" is not a stream mode (use \"sse\", \"llm\" or \"chunks\")"
+                        ),
+                    )),
+                };
+            if let Some(p) = protocols
+                .iter()
+                .find(|p| !matches!(p, Protocol::H1c | Protocol::H1))
+            {
+                return Err(at(
+                    "stream",
+                    format!(
+                        "streams are read over HTTP/1.1 (h1c, h1) only, not {}",
+                        p.name()
+                    ),
+                ));
+            }
+            Some(mode)
+        }
+    };
     let events = validate_events(
         r.events,
         &EventContext {
@@ -411,6 +441,7 @@ pub(super) fn validate_scenario(
     )?;
     Ok(Scenario {
         thresholds,
+        stream,
         events,
         title: r.title.unwrap_or_else(|| name.clone()),
         name,
