@@ -350,6 +350,7 @@ fn record(spec: &RunSpec, rng: &mut SplitMix64, point: &Point<'_>) -> Result<Cel
         cost: None,
         origin: None,
         events: Vec::new(),
+        grpc: None,
     })
 }
 

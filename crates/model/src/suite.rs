@@ -313,6 +313,9 @@ pub struct CellRecord {
     /// measurement's clock, with what each cost. Absent in cells without events.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<crate::events::EventRecord>,
+    /// A gRPC scenario's cell (`[scenario.grpc]`): the gRPC load's record instead of `load`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<crate::grpc::GrpcRecord>,
 }
 
 /// The garbage collector of the system under test over one window (warm-up or measurement),

@@ -584,6 +584,61 @@ fn figure(h: &mut String, svg_text: &str, file: &str) {
     );
 }
 
+/// A gRPC cell's figures and its latency spectra (calls, first messages, round trips).
+fn grpc_section(
+    h: &mut String,
+    svgs: &mut Vec<(String, String)>,
+    id: &str,
+    rec: &gatebench_model::grpc::GrpcRecord,
+) {
+    let g = &rec.grpc;
+    let classes: Vec<String> = g
+        .calls
+        .iter()
+        .map(|(k, n)| format!("{k} {}", count(*n)))
+        .collect();
+    let _ = writeln!(
+        h,
+        "<p class=\"note\">gRPC {} calls: {} started ({}), {} ok/s; {} messages sent, {} \
+         received ({}/s).</p>",
+        esc(&rec.config.call_kind),
+        count(g.calls_started),
+        esc(&classes.join(", ")),
+        rate(g.calls_per_s),
+        count(g.messages_sent),
+        count(g.messages_received),
+        rate(g.messages_per_s),
+    );
+    let mut ch = Chart::new(
+        "gRPC latency by percentile (measurement)",
+        "percentile",
+        "ms",
+    );
+    ch.x_scale = Scale::Percentile;
+    for (name, l) in [
+        ("call (ok), from its intended start", &g.call_latency),
+        ("first reply message", &g.first_message_latency),
+        ("message round trip (bidirectional)", &g.message_latency),
+    ] {
+        if l.count > 0 {
+            ch.series.push(Series {
+                name: name.into(),
+                points: summary_points(l),
+                markers: true,
+                ..Series::default()
+            });
+        }
+    }
+    if !ch.series.is_empty() {
+        let file = format!("{id}-grpc.svg");
+        let s = svg::render(&[ch], 300.0);
+        let _ = writeln!(h, "<div class=\"figs\">");
+        figure(h, &s, &file);
+        let _ = writeln!(h, "</div>");
+        svgs.push((file, s));
+    }
+}
+
 /// `tokens` → `token`: what one event of a stream is called.
 fn singular(unit: &str) -> &str {
     unit.strip_suffix('s').unwrap_or(unit)
@@ -647,6 +702,9 @@ fn cell_section(h: &mut String, svgs: &mut Vec<(String, String)>, c: &CellData<'
             esc(r.reason.as_deref().unwrap_or("no reason recorded"))
         );
         return;
+    }
+    if let Some(g) = &r.grpc {
+        grpc_section(h, svgs, &p.id, g);
     }
     let Some(load) = &r.load else {
         let _ = writeln!(h, "</section>");

@@ -27,6 +27,7 @@ pub mod cost;
 pub mod events;
 pub mod export;
 pub mod fmt;
+pub mod grpc_table;
 pub mod grpc_text;
 pub mod html;
 pub mod load_text;

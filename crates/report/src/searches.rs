@@ -492,6 +492,7 @@ mod tests {
             cost: None,
             origin: None,
             events: Vec::new(),
+            grpc: None,
         }
     }
 

@@ -104,6 +104,13 @@ pub fn flags(r: &CellRecord) -> Vec<String> {
             r.reason.as_deref().unwrap_or("no reason recorded")
         ));
     }
+    if let Some(g) = &r.grpc {
+        f.push(format!("gRPC {}", g.config.call_kind.replace('_', "-")));
+        let ok = g.grpc.calls.get("ok").copied().unwrap_or(0);
+        if g.grpc.calls_started > ok {
+            f.push("errors".to_owned());
+        }
+    }
     if let Some(load) = &r.load {
         let m = &load.measurement;
         if m.outcomes.errors() > 0 {
@@ -165,6 +172,7 @@ pub fn rows(records: &[CellRecord], phase: Phase) -> Vec<Row> {
         .into_iter()
         .map(|r| {
             let (p, res) = figures(r, phase);
+            let main = main_figures(r, p, phase);
             let gc = gc_figures(r, phase);
             let origin = origin_figures(r, phase);
             let opt = |v: Option<f64>, digits: usize| {
@@ -177,11 +185,11 @@ pub fn rows(records: &[CellRecord], phase: Phase) -> Vec<Row> {
                     r.cell.users.to_string(),
                     r.cell.size_bytes.to_string(),
                     number(r.cell.delay_ms),
-                    opt(p.map(|p| p.error_percent), 2),
-                    opt(p.map(|p| p.throughput_rps), 2),
-                    opt(p.map(|p| p.latency.mean_ms), 2),
-                    opt(p.map(|p| p.latency.stdev_ms), 2),
-                    opt(p.and_then(|p| p.latency.at(99.0)), 2),
+                    opt(main.map(|m| m.error_percent), 2),
+                    opt(main.map(|m| m.throughput), 2),
+                    opt(main.map(|m| m.latency.mean_ms), 2),
+                    opt(main.map(|m| m.latency.stdev_ms), 2),
+                    opt(main.and_then(|m| m.latency.at(99.0)), 2),
                     opt(res.map(|s| s.cpu_mean_percent), 1),
                     opt(res.map(|s| s.rss_mean_mib), 1),
                     res.map(|s| s.threads_max.to_string()).unwrap_or_default(),
@@ -207,6 +215,44 @@ pub fn rows(records: &[CellRecord], phase: Phase) -> Vec<Row> {
             }
         })
         .collect()
+}
+
+/// The columns of a row that come from the load: an HTTP load's, or a gRPC cell's (calls:
+/// every call not `ok` an error, `ok` calls per second, the `ok` calls' latency).
+#[derive(Clone, Copy)]
+struct Main<'a> {
+    error_percent: f64,
+    throughput: f64,
+    latency: &'a gatebench_model::LatencySummary,
+}
+
+fn main_figures<'a>(
+    r: &'a CellRecord,
+    p: Option<&'a PhaseReport>,
+    phase: Phase,
+) -> Option<Main<'a>> {
+    if let Some(p) = p {
+        return Some(Main {
+            error_percent: p.error_percent,
+            throughput: p.throughput_rps,
+            latency: &p.latency,
+        });
+    }
+    let g = &r
+        .grpc
+        .as_ref()
+        .filter(|_| r.status == CellStatus::Ok && phase == Phase::Measurement)?
+        .grpc;
+    let ok = g.calls.get("ok").copied().unwrap_or(0);
+    Some(Main {
+        error_percent: if g.calls_started == 0 {
+            0.0
+        } else {
+            (g.calls_started - ok) as f64 * 100.0 / g.calls_started as f64
+        },
+        throughput: g.calls_per_s,
+        latency: &g.call_latency,
+    })
 }
 
 /// The phase's figures and the SUT's resources over it.
@@ -376,6 +422,7 @@ pub fn markdown(suite: &str, records: &[CellRecord], missing: usize) -> String {
     out.push_str(&crate::searches::markdown(records));
     out.push_str(&crate::events::markdown(records));
     out.push_str(&crate::streams::markdown(records));
+    out.push_str(&crate::grpc_table::markdown(records));
     let _ = writeln!(
         out,
         "\n## Warm-up (not part of the results)\n\n{}",
@@ -449,6 +496,7 @@ pub fn json(suite: &str, records: &[CellRecord], missing: usize) -> String {
             .filter_map(|id| records.iter().find(|r| &r.cell.id == id))
             .map(|r| {
                 let (p, res) = figures(r, phase);
+                let main = main_figures(r, p, phase);
                 let gc = gc_figures(r, phase);
                 json!({
                     "cell": r.cell.id,
@@ -463,11 +511,11 @@ pub fn json(suite: &str, records: &[CellRecord], missing: usize) -> String {
                     "repeat": r.cell.repeat,
                     "status": r.status,
                     "reason": r.reason,
-                    "error_percent": p.map(|p| p.error_percent),
-                    "throughput_rps": p.map(|p| p.throughput_rps),
-                    "mean_ms": p.map(|p| p.latency.mean_ms),
-                    "stdev_ms": p.map(|p| p.latency.stdev_ms),
-                    "p99_ms": p.and_then(|p| p.latency.at(99.0)),
+                    "error_percent": main.map(|m| m.error_percent),
+                    "throughput_rps": main.map(|m| m.throughput),
+                    "mean_ms": main.map(|m| m.latency.mean_ms),
+                    "stdev_ms": main.map(|m| m.latency.stdev_ms),
+                    "p99_ms": main.and_then(|m| m.latency.at(99.0)),
                     "sut_cpu_mean_percent": res.map(|s| s.cpu_mean_percent),
                     "sut_cpu_max_percent": res.map(|s| s.cpu_max_percent),
                     "sut_rss_mean_mib": res.map(|s| s.rss_mean_mib),
@@ -512,6 +560,7 @@ pub fn json(suite: &str, records: &[CellRecord], missing: usize) -> String {
         "cost": crate::searches::cost_json(records),
         "events": crate::events::json(records),
         "streams": crate::streams::json(records),
+        "grpc": crate::grpc_table::json(records),
     });
     let mut s = serde_json::to_string_pretty(&v).expect("JSON values always serialize");
     s.push('\n');

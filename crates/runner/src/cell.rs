@@ -16,6 +16,7 @@
 
 mod event_cost;
 mod events;
+mod grpc;
 mod measure;
 mod origin;
 mod process;
@@ -210,6 +211,7 @@ pub fn run_cell(
             cost: None,
             origin: None,
             events: Vec::new(),
+            grpc: None,
         },
         hlog: Vec::new(),
         samples_csv: None,
@@ -263,6 +265,11 @@ fn start_and_measure(
     fx.phase(Phase::Starting);
     let started = start::start(run, fx)?;
     fx.phase(Phase::Verifying);
+    if run.sc.grpc.is_some() {
+        // A gRPC target is checked by the gRPC load's own probe call.
+        grpc::measure(run, fx, started, out)?;
+        return fx.none_exited();
+    }
     fx.driver.verify(&started.config)?;
     match run.cell.kind {
         CellKind::Load => measure::load(run, fx, started, out)?,

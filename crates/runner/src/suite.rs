@@ -254,6 +254,8 @@ pub struct Scenario {
     /// Each response read as a stream of events (`stream = "sse" | "llm" | "chunks"`): the
     /// cell's record gets the stream figures, the summary its Streams table.
     pub stream: Option<gatebench_loadgen::StreamMode>,
+    /// A gRPC scenario: its cells make calls of this kind instead of HTTP requests.
+    pub grpc: Option<GrpcScenario>,
     /// What happens during each of its load cells' measurement (`[[scenario.event]]`).
     pub events: Vec<EventSpec>,
 }
@@ -278,6 +280,24 @@ impl Scenario {
             .flatten()
             .all(|p| matches!(p.program, Program::Serve(_)))
     }
+}
+
+/// `[[scenario]] grpc = {…}`, validated: what each call of the scenario's cells is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GrpcScenario {
+    /// `/package.Service/Method`.
+    pub method: String,
+    /// The kind of call.
+    pub kind: gatebench_loadgen::grpc::CallKind,
+    /// Messages per call (sent, or asked of gatebench's echo for server streams).
+    pub messages: u64,
+    /// Messages per second within a stream.
+    pub message_rate: Option<f64>,
+    /// Each call's deadline.
+    pub deadline: Option<Duration>,
+    /// HTTP/2 connections the cell's users share; users ÷ connections calls are in flight on
+    /// each.
+    pub connections: u32,
 }
 
 /// What the load generator sends.
@@ -513,8 +533,28 @@ impl Suite {
         for (i, rs) in raw.scenarios.into_iter().enumerate() {
             let (wants_capacity, wants_cost) = (rs.capacity, rs.cost.unwrap_or(false));
             let mut sc = validate_scenario(i, rs, base_dir, &matrix, &load).map_err(in_file)?;
-            extra::scenario_flags(&mut sc, capacity.is_some(), wants_capacity, wants_cost)
-                .map_err(in_file)?;
+            if sc.grpc.is_some() {
+                if wants_capacity == Some(true) || wants_cost {
+                    return Err(err(format!(
+                        "scenario \"{}\": capacity and cost cannot be used in a gRPC scenario yet",
+                        sc.name
+                    )));
+                }
+                if !hosts.generators.iter().all(HostSpec::is_local) {
+                    return Err(err(format!(
+                        "scenario \"{}\": a gRPC scenario's load runs on this machine only ([hosts] generators)",
+                        sc.name
+                    )));
+                }
+            }
+            let grpc = sc.grpc.is_some();
+            extra::scenario_flags(
+                &mut sc,
+                capacity.is_some() && !grpc,
+                wants_capacity,
+                wants_cost,
+            )
+            .map_err(in_file)?;
             if scenarios.iter().any(|o| o.name == sc.name) {
                 return Err(err(format!(
                     "scenario \"{}\": the name is used twice",
@@ -835,6 +875,14 @@ impl Suite {
                     thresholds: (s.thresholds != self.load.thresholds)
                         .then(|| texts(&s.thresholds).unwrap_or_default()),
                     stream: s.stream.map(|m| m.name().to_owned()),
+                    grpc: s.grpc.as_ref().map(|g| raw::RawGrpc {
+                        method: g.method.clone(),
+                        kind: Some(g.kind.name().replace('_', "-")),
+                        messages: Some(g.messages),
+                        message_rate: g.message_rate,
+                        deadline: g.deadline.map(|d| format!("{}us", d.as_micros())),
+                        connections: Some(g.connections),
+                    }),
                     events: s.events.iter().map(events::raw_event).collect(),
                 })
                 .collect(),

@@ -120,5 +120,6 @@ pub fn cell_record(
         cost: None,
         origin: None,
         events: Vec::new(),
+        grpc: None,
     }
 }

@@ -842,3 +842,131 @@ fn a_stream_scenario_over_http2_or_of_an_unknown_mode_is_refused_before_anything
         assert!(!tmp.join("out").exists(), "nothing ran");
     }
 }
+
+/// gRPC scenarios: the echo's gRPC service measured alone, unary and bidirectional; each cell's
+/// record has the gRPC record, the summary's rows give calls as requests and its gRPC table the
+/// messages, report.html the cell's gRPC plot, and the echo counted every message sent.
+#[test]
+fn grpc_scenarios_measure_calls_and_messages_into_the_summaries_and_the_report() {
+    let _shared = crate::support::shared();
+    let tmp = temp_dir("grpc-suite");
+    let suite = r#"[suite]
+name = "grpc"
+warmup = "1s"
+duration = "2s"
+
+[matrix]
+users = [4]
+sizes = [100]
+delays = ["0ms"]
+protocols = ["h2c"]
+
+[[scenario]]
+name = "unary"
+grpc = { method = "/gatebench.echo.v1.Echo/Unary", connections = 2 }
+backend = { serve = "echo --port {port} --http2" }
+
+[[scenario]]
+name = "bidi"
+grpc = { method = "/gatebench.echo.v1.Echo/Bidi", kind = "bidi", messages = 20, message_rate = 200 }
+backend = { serve = "echo --port {port} --http2" }
+"#;
+    std::fs::write(tmp.join("suite.toml"), suite).unwrap();
+    let out = gatebench(&["run", "suite.toml", "--out", "out"], &tmp);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let out_dir = tmp.join("out");
+    let unary = crate::support::read_json(&out_dir.join("cells/unary_u4_s100_d0_r1/record.json"));
+    let g = &unary["grpc"]["grpc"];
+    let calls = g["calls_started"].as_u64().unwrap();
+    assert!(calls > 100, "{g:#}");
+    assert_eq!(g["calls"]["ok"].as_u64(), Some(calls), "{g:#}");
+    assert_eq!(unary["grpc"]["config"]["connections"], 2);
+    assert_eq!(unary["grpc"]["config"]["concurrency"], 2);
+    // A Payload of 100 bytes: tag, one length byte, the body.
+    assert_eq!(unary["grpc"]["config"]["message_bytes"], 102);
+    assert!(
+        unary["sut_measurement"]["cpu_mean_percent"]
+            .as_f64()
+            .unwrap()
+            > 0.0,
+        "{unary:#}"
+    );
+    let bidi = crate::support::read_json(&out_dir.join("cells/bidi_u4_s100_d0_r1/record.json"));
+    let b = &bidi["grpc"]["grpc"];
+    assert_eq!(b["messages_sent"], b["messages_received"], "{b:#}");
+    assert_eq!(b["messages"]["ok"], b["messages_sent"], "{b:#}");
+    assert!(
+        b["message_latency"]["count"].as_u64().unwrap() > 100,
+        "{b:#}"
+    );
+
+    let md = std::fs::read_to_string(out_dir.join("summary.md")).unwrap();
+    let measurement = md.split("## Warm-up").next().unwrap();
+    let row = measurement
+        .lines()
+        .find(|l| l.starts_with("| unary |"))
+        .unwrap_or_else(|| panic!("no unary row: {md}"));
+    let cols: Vec<&str> = row.split('|').map(str::trim).collect();
+    assert_eq!(cols[5], "0.00", "no errors: {row}");
+    let rps: f64 = cols[6].parse().unwrap();
+    assert!(
+        (rps - g["calls_per_s"].as_f64().unwrap()).abs() < 0.01,
+        "{row}"
+    );
+    assert!(row.contains("gRPC unary"), "{row}");
+    let table = md
+        .split("## gRPC")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no gRPC table: {md}"));
+    let bidi_row = table
+        .lines()
+        .find(|l| l.starts_with("| bidi_u4_s100_d0_r1 |"))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(bidi_row.contains("| bidi |"), "{bidi_row}");
+    let summary = crate::support::read_json(&out_dir.join("summary.json"));
+    assert_eq!(summary["grpc"].as_array().unwrap().len(), 2, "{summary:#}");
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert!(html.contains("gRPC latency by percentile"), "no gRPC plot");
+    assert!(out_dir.join("plots/bidi_u4_s100_d0_r1-grpc.svg").is_file());
+    let resolved = std::fs::read_to_string(out_dir.join("suite.toml")).unwrap();
+    assert!(resolved.contains("kind = \"bidi\""), "{resolved}");
+}
+
+#[test]
+fn a_grpc_scenario_over_http1_or_with_what_it_cannot_do_is_refused_before_anything_runs() {
+    let tmp = temp_dir("grpc-bad");
+    for (extra, says) in [
+        (
+            "protocols = [\"h1c\"]",
+            "gRPC runs over HTTP/2 (protocols h2c, h2), not h1c",
+        ),
+        (
+            "protocols = [\"h2c\"]\nstream = \"sse\"",
+            "HTTP/1.1 (h1c, h1) only",
+        ),
+        (
+            "protocols = [\"h2c\"]\nthresholds = [\"p99<5ms\"]",
+            "thresholds (its own or [load]'s) cannot be used in a gRPC scenario yet",
+        ),
+    ] {
+        let suite = format!(
+            "[suite]\nname = \"bad\"\n\n[[scenario]]\nname = \"g\"\n{extra}\ngrpc = {{ method = \"/a.B/C\" }}\nbackend = {{ serve = \"echo --port {{port}} --http2\" }}\n"
+        );
+        std::fs::write(tmp.join("suite.toml"), suite).unwrap();
+        let out = gatebench(&["run", "suite.toml", "--out", "out"], &tmp);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{extra}: {err}");
+        assert!(err.contains(says), "{extra}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+    let suite = "[suite]\nname = \"bad\"\n\n[matrix]\nusers = [3]\nprotocols = [\"h2c\"]\n\n[[scenario]]\nname = \"g\"\ngrpc = { method = \"/a.B/C\", connections = 2 }\nbackend = { serve = \"echo --port {port} --http2\" }\n";
+    std::fs::write(tmp.join("suite.toml"), suite).unwrap();
+    let out = gatebench(&["run", "suite.toml", "--out", "out"], &tmp);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("2 does not divide 3 users"),
+        "{}",
+        text(&out.stderr)
+    );
+}

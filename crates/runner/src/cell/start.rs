@@ -32,6 +32,8 @@ pub(super) struct Started {
     pub(super) target_pid: u32,
     /// Where the target runs.
     pub(super) target: Place,
+    /// The target's port.
+    pub(super) target_port: u16,
     /// The target's sampler, when it runs on a remote host (started before the verification:
     /// its ssh session takes a moment to open).
     pub(super) remote_sampler: Option<AnySampler>,
@@ -162,6 +164,7 @@ pub(super) fn start(run: &CellRun<'_, '_>, fx: &mut Effects<'_>) -> Result<Start
     } = hosts;
     Ok(Started {
         config,
+        target_port,
         backend,
         target_pid,
         target: if target_is_backend { b } else { sut },

@@ -329,6 +329,9 @@ pub struct RawScenario {
     /// POSTed with `"stream": true`, tokens timed) or `chunks`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream: Option<String>,
+    /// `grpc = {…}`: the cells make gRPC calls instead of HTTP requests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<RawGrpc>,
     /// `[[scenario.event]]`: what happens during each of its cells' measurement.
     #[serde(default, rename = "event", skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<RawEvent>,
@@ -380,6 +383,29 @@ pub struct RawRender {
     /// form of a configuration the SUT already reads: `to = "pool.conf"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
+}
+
+/// `grpc = {…}` of a scenario.
+#[derive(Debug, Default, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGrpc {
+    /// `/package.Service/Method`.
+    pub method: String,
+    /// `unary` (default), `server-stream`, `client-stream` or `bidi`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Messages per call (default 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messages: Option<u64>,
+    /// Messages per second within a stream.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_rate: Option<f64>,
+    /// Each call's deadline (`grpc-timeout`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<String>,
+    /// HTTP/2 connections the cell's users share (default 1; must divide every users value).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connections: Option<u32>,
 }
 
 /// `backend = {…}` / `sut = {…}`.

@@ -403,18 +403,19 @@ pub(super) fn validate_scenario(
     let stream = match r.stream.as_deref() {
         None => None,
         Some(mode) => {
-            let mode =
-                match mode {
-                    "sse" => gatebench_loadgen::StreamMode::Sse,
-                    "llm" => gatebench_loadgen::StreamMode::Llm,
-                    "chunks" => gatebench_loadgen::StreamMode::Chunks,
-                    other => return Err(at(
+            let mode = match mode {
+                "sse" => gatebench_loadgen::StreamMode::Sse,
+                "llm" => gatebench_loadgen::StreamMode::Llm,
+                "chunks" => gatebench_loadgen::StreamMode::Chunks,
+                other => {
+                    return Err(at(
                         "stream",
                         format!(
                             "\"{other}\" is not a stream mode (use \"sse\", \"llm\" or \"chunks\")"
                         ),
-                    )),
-                };
+                    ))
+                }
+            };
             if let Some(p) = protocols
                 .iter()
                 .find(|p| !matches!(p, Protocol::H1c | Protocol::H1))
@@ -439,9 +440,109 @@ pub(super) fn validate_scenario(
             has_sut: sut.is_some(),
         },
     )?;
+    let grpc = match r.grpc {
+        None => None,
+        Some(g) => {
+            let at = |key: &str, problem: String| at(&format!("grpc.{key}"), problem);
+            let method_ok = g
+                .method
+                .strip_prefix('/')
+                .and_then(|m| m.split_once('/'))
+                .is_some_and(|(svc, m)| !svc.is_empty() && !m.is_empty() && !m.contains('/'));
+            if !method_ok {
+                return Err(at(
+                    "method",
+                    format!("\"{}\" is not /package.Service/Method", g.method),
+                ));
+            }
+            use gatebench_loadgen::grpc::CallKind;
+            let kind = match g.kind.as_deref().unwrap_or("unary") {
+                "unary" => CallKind::Unary,
+                "server-stream" => CallKind::ServerStream,
+                "client-stream" => CallKind::ClientStream,
+                "bidi" => CallKind::Bidi,
+                other => {
+                    return Err(at(
+                        "kind",
+                        format!("\"{other}\" is not unary, server-stream, client-stream or bidi"),
+                    ))
+                }
+            };
+            let messages = g.messages.unwrap_or(1);
+            if messages == 0 || messages > gatebench_loadgen::grpc::MAX_MESSAGES {
+                return Err(at("messages", format!("{messages} is not 1 to 10000000")));
+            }
+            if g.message_rate
+                .is_some_and(|r| !(r.is_finite() && r > 0.0 && r <= 1e6))
+            {
+                return Err(at(
+                    "message_rate",
+                    "must be above 0 and at most 1000000".into(),
+                ));
+            }
+            let deadline = match &g.deadline {
+                None => None,
+                Some(d) => Some(parse_duration(d).ok().filter(|d| !d.is_zero()).ok_or_else(
+                    || at("deadline", format!("\"{d}\" is not a duration above zero")),
+                )?),
+            };
+            let connections = g.connections.unwrap_or(1);
+            if connections == 0 {
+                return Err(at("connections", "must be at least 1".into()));
+            }
+            if let Some(p) = protocols
+                .iter()
+                .find(|p| !matches!(p, Protocol::H2c | Protocol::H2))
+            {
+                return Err(at(
+                    "method",
+                    format!(
+                        "gRPC runs over HTTP/2 (protocols h2c, h2), not {}",
+                        p.name()
+                    ),
+                ));
+            }
+            let refuse = |what: &str| {
+                Err(bad(
+                    &scenario,
+                    format!("{what} cannot be used in a gRPC scenario yet"),
+                ))
+            };
+            if stream.is_some() {
+                return refuse("stream");
+            }
+            if !events.is_empty() {
+                return refuse("events");
+            }
+            if !thresholds.is_empty() {
+                return refuse("thresholds (its own or [load]'s)");
+            }
+            for i in &matrix.intensities {
+                match i {
+                    Intensity::Users(u) if u % connections != 0 => {
+                        return Err(at(
+                            "connections",
+                            format!("{connections} does not divide {u} users (each connection carries users ÷ connections calls)"),
+                        ))
+                    }
+                    Intensity::Program(_) => return refuse("an arrival program in [matrix] rates"),
+                    _ => {}
+                }
+            }
+            Some(crate::suite::GrpcScenario {
+                method: g.method,
+                kind,
+                messages,
+                message_rate: g.message_rate,
+                deadline,
+                connections,
+            })
+        }
+    };
     Ok(Scenario {
         thresholds,
         stream,
+        grpc,
         events,
         title: r.title.unwrap_or_else(|| name.clone()),
         name,

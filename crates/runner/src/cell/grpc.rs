@@ -1,0 +1,166 @@
+//! The measurement of a gRPC scenario's cell (`[[scenario]] grpc = {…}`): the target checked by
+//! one probe call, sampled while a warm-up (discarded) and the measured gRPC load run here, and
+//! the record filled with the gRPC load's record and the SUT's figures over both windows. The
+//! cell's users are calls in flight (closed model), shared over `grpc.connections` HTTP/2
+//! connections; a rate is calls per second (open model); the matrix size is each message's
+//! body. No timeline, events, thresholds or shards: those are the HTTP load's.
+
+use std::net::SocketAddr;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use gatebench_loadgen::grpc::{self as load, GrpcConfig};
+use gatebench_loadgen::tls::TlsOptions;
+use gatebench_model::grpc::{GrpcConfig as RecordConfig, GrpcRecord, GRPC_SCHEMA_VERSION};
+use gatebench_model::ToolInfo;
+use http::header::{HeaderName, HeaderValue};
+
+use super::measure::Sampling;
+use super::start::Started;
+use super::{CellOutput, CellRun, Effects};
+use crate::error::RunnerError;
+use crate::sampler::{Window, Windows};
+use crate::suite::{Intensity, Protocol};
+
+/// Runs the cell's gRPC load and fills its record.
+pub(super) fn measure(
+    run: &CellRun<'_, '_>,
+    _fx: &mut Effects<'_>,
+    mut started: Started,
+    out: &mut CellOutput,
+) -> Result<(), RunnerError> {
+    let config = config(run, &started)?;
+    let invalid = |e: gatebench_loadgen::LoadgenError| RunnerError::InvalidLoad {
+        reason: e.to_string(),
+    };
+    config.validate().map_err(invalid)?;
+    if let Some(status) = load::probe(&config).map_err(|e| RunnerError::Load {
+        reason: e.to_string(),
+    })? {
+        tracing::warn!("{}: {status}; the load goes on and counts it", run.cell.id);
+    }
+    let suite = run.ctx.suite;
+    let sampling = Sampling::start(run, &mut started);
+    let load_start_s = run.origin.elapsed().as_secs_f64();
+    let warmup = if suite.warmup.is_zero() {
+        Ok(())
+    } else {
+        let mut w = config.clone();
+        w.duration = suite.warmup;
+        w.calls = None;
+        load::run(&w).map(drop)
+    };
+    let warmup_s = run.origin.elapsed().as_secs_f64() - load_start_s;
+    let started_at = SystemTime::now();
+    let measured = warmup.and_then(|()| load::run(&config));
+    let samples = sampling.finish();
+    let output = measured.map_err(|e| RunnerError::Load {
+        reason: e.to_string(),
+    })?;
+    let windows = Windows {
+        load_start_s,
+        warmup_s,
+        measurement_s: output.report.duration_s,
+    };
+    out.record.sut_warmup = windows.summarize(&samples, Window::Warmup);
+    out.record.sut_measurement = windows.summarize(&samples, Window::Measurement);
+    out.samples_csv = Some(windows.csv(&samples));
+    out.record.grpc = Some(GrpcRecord {
+        schema_version: GRPC_SCHEMA_VERSION,
+        kind: "grpc".into(),
+        tool: ToolInfo {
+            name: "gatebench".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        started_at_unix_ms: started_at
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64),
+        config: RecordConfig {
+            url: config.url.clone(),
+            tls: config.tls.is_some(),
+            call_kind: config.kind.name().to_owned(),
+            connections: config.connections,
+            concurrency: config.concurrency,
+            rate: config.rate,
+            duration_s: config.duration.as_secs_f64(),
+            calls: config.calls,
+            message_bytes: config.message.len() as u64,
+            messages_per_call: config.messages,
+            message_rate: config.message_rate,
+            deadline_s: config.deadline.map(|d| d.as_secs_f64()),
+            timeout_s: config.timeout.as_secs_f64(),
+            threads: config.threads as u32,
+        },
+        grpc: output.report,
+    });
+    Ok(())
+}
+
+/// The gRPC load of the cell.
+fn config(run: &CellRun<'_, '_>, started: &Started) -> Result<GrpcConfig, RunnerError> {
+    let g = run.sc.grpc.as_ref().expect("a gRPC scenario");
+    let suite = run.ctx.suite;
+    let l = &suite.load;
+    let invalid = |reason: String| RunnerError::InvalidLoad { reason };
+    let addr = SocketAddr::new(started.target.addr, started.target_port);
+    let tls = run.cell.protocol == Protocol::H2;
+    let (concurrency, rate) = match &run.cell.intensity {
+        Intensity::Users(u) => ((u / g.connections).max(1), None),
+        Intensity::Rate(r) => (1, Some(*r)),
+        Intensity::Program(_) => {
+            return Err(invalid(
+                "a gRPC scenario takes users or plain rates, not an arrival program".into(),
+            ))
+        }
+    };
+    let metadata = l
+        .headers
+        .iter()
+        .map(|line| {
+            let (name, value) = gatebench_loadgen::request::parse_header(line)
+                .map_err(|e| invalid(e.to_string()))?;
+            Ok((
+                HeaderName::from_bytes(name.as_bytes()).map_err(|e| invalid(e.to_string()))?,
+                HeaderValue::from_str(&value).map_err(|e| invalid(e.to_string()))?,
+            ))
+        })
+        .collect::<Result<Vec<_>, RunnerError>>()?;
+    Ok(GrpcConfig {
+        url: format!(
+            "{}://{addr}{}",
+            if tls { "grpcs" } else { "grpc" },
+            g.method
+        ),
+        addr,
+        authority: addr.to_string(),
+        path: g.method.clone(),
+        host: addr.ip().to_string(),
+        // Benchmark targets are self-signed, as for the HTTP load of a suite.
+        tls: tls.then_some(TlsOptions {
+            insecure: true,
+            cacert: None,
+            sni: None,
+            no_resume: false,
+        }),
+        kind: g.kind,
+        message: load::payload_message(run.cell.size as usize),
+        messages: g.messages,
+        message_rate: g.message_rate,
+        connections: g.connections,
+        concurrency,
+        rate,
+        duration: if suite.duration_bound {
+            suite.duration
+        } else {
+            Duration::from_secs(86_400)
+        },
+        calls: suite.requests,
+        deadline: g.deadline,
+        metadata,
+        timeout: l.timeout,
+        max_message: load::MAX_MESSAGE,
+        threads: l.threads.map_or_else(
+            || std::thread::available_parallelism().map_or(1, |n| n.get()),
+            |t| t as usize,
+        ),
+    })
+}
