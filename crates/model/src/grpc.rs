@@ -52,6 +52,18 @@ pub struct GrpcReport {
     pub messages: BTreeMap<String, u64>,
 }
 
+impl GrpcReport {
+    /// Calls that did not end `ok`, in percent of the calls started (0 without any): what a
+    /// summary's Error % says of a gRPC cell.
+    pub fn error_percent(&self) -> f64 {
+        if self.calls_started == 0 {
+            return 0.0;
+        }
+        let ok = self.calls.get("ok").copied().unwrap_or(0);
+        self.calls_started.saturating_sub(ok) as f64 * 100.0 / self.calls_started as f64
+    }
+}
+
 /// Version of the gRPC record's format (`schema/grpc-report.schema.json`).
 pub const GRPC_SCHEMA_VERSION: u32 = 1;
 

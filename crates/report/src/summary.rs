@@ -243,13 +243,8 @@ fn main_figures<'a>(
         .as_ref()
         .filter(|_| r.status == CellStatus::Ok && phase == Phase::Measurement)?
         .grpc;
-    let ok = g.calls.get("ok").copied().unwrap_or(0);
     Some(Main {
-        error_percent: if g.calls_started == 0 {
-            0.0
-        } else {
-            (g.calls_started - ok) as f64 * 100.0 / g.calls_started as f64
-        },
+        error_percent: g.error_percent(),
         throughput: g.calls_per_s,
         latency: &g.call_latency,
     })

@@ -931,6 +931,21 @@ backend = { serve = "echo --port {port} --http2" }
     assert!(out_dir.join("plots/bidi_u4_s100_d0_r1-grpc.svg").is_file());
     let resolved = std::fs::read_to_string(out_dir.join("suite.toml")).unwrap();
     assert!(resolved.contains("kind = \"bidi\""), "{resolved}");
+    // compare takes a gRPC cell's calls as a load cell's requests (not as a failed cell).
+    let out = gatebench(&["compare", "out", "out"], &tmp);
+    let report = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{report}\n{}",
+        text(&out.stderr)
+    );
+    let throughput = report
+        .split("### Throughput")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(throughput.contains("| unary_u4_s100_d0 |"), "{report}");
+    assert!(!report.contains("failed"), "{report}");
 }
 
 #[test]

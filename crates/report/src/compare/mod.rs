@@ -116,7 +116,10 @@ pub const METRICS: [Metric; 10] = [
         unit: "req/s",
         higher_is_better: true,
         ratio: true,
-        value: |r| r.load.as_ref().map(|l| l.measurement.throughput_rps),
+        value: |r| {
+            (r.load.as_ref().map(|l| l.measurement.throughput_rps))
+                .or_else(|| r.grpc.as_ref().map(|g| g.grpc.calls_per_s))
+        },
     },
     Metric {
         key: "mean_ms",
@@ -124,7 +127,10 @@ pub const METRICS: [Metric; 10] = [
         unit: "ms",
         higher_is_better: false,
         ratio: true,
-        value: |r| r.load.as_ref().map(|l| l.measurement.latency.mean_ms),
+        value: |r| {
+            (r.load.as_ref().map(|l| l.measurement.latency.mean_ms))
+                .or_else(|| r.grpc.as_ref().map(|g| g.grpc.call_latency.mean_ms))
+        },
     },
     Metric {
         key: "p99_ms",
@@ -132,7 +138,10 @@ pub const METRICS: [Metric; 10] = [
         unit: "ms",
         higher_is_better: false,
         ratio: true,
-        value: |r| r.load.as_ref().and_then(|l| l.measurement.latency.at(99.0)),
+        value: |r| {
+            (r.load.as_ref().and_then(|l| l.measurement.latency.at(99.0)))
+                .or_else(|| r.grpc.as_ref().and_then(|g| g.grpc.call_latency.at(99.0)))
+        },
     },
     Metric {
         key: "error_percent",
@@ -140,7 +149,10 @@ pub const METRICS: [Metric; 10] = [
         unit: "% of requests",
         higher_is_better: false,
         ratio: false,
-        value: |r| r.load.as_ref().map(|l| l.measurement.error_percent),
+        value: |r| {
+            (r.load.as_ref().map(|l| l.measurement.error_percent))
+                .or_else(|| r.grpc.as_ref().map(|g| g.grpc.error_percent()))
+        },
     },
     Metric {
         key: "sut_cpu_percent",
@@ -437,7 +449,8 @@ fn group<'a>(records: &'a [CellRecord], match_scenario: bool) -> Grouped<'a> {
         if !r.cell.kind.is_load() {
             continue;
         }
-        if r.status != CellStatus::Ok || r.load.is_none() {
+        // A gRPC cell compares its calls as a load cell its requests.
+        if r.status != CellStatus::Ok || (r.load.is_none() && r.grpc.is_none()) {
             failed += 1;
             continue;
         }
