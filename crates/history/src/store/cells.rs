@@ -89,6 +89,12 @@ fn at(s: &LatencySummary, p: f64) -> (Option<f64>, bool) {
 pub(crate) fn cell_values(record: &CellRecord) -> Result<Vec<Value>, String> {
     let c = &record.cell;
     let m = record.load.as_ref().map(|l| &l.measurement);
+    // A gRPC cell's calls stand for requests (summaries and compare read it the same way).
+    let calls = record
+        .grpc
+        .as_ref()
+        .map(|g| &g.grpc)
+        .filter(|_| m.is_none());
     let hist = m.and_then(|m| m.histograms.as_ref());
     let bad = |e: String| format!("cell {}: a histogram: {e}", c.id);
     let blob = |t: Option<&String>| -> Result<Value, String> {
@@ -117,7 +123,7 @@ pub(crate) fn cell_values(record: &CellRecord) -> Result<Vec<Value>, String> {
             Some(histogram::summarize_censored(&answered, &censored))
         }
         (Some(m), None) => Some(m.latency.clone()),
-        (None, None) => None,
+        (None, None) => calls.map(|g| g.call_latency.clone()),
     };
     let (p50, lb50) = latency.as_ref().map_or((None, false), |s| at(s, 50.0));
     let (p99, lb99) = latency.as_ref().map_or((None, false), |s| at(s, 99.0));
@@ -134,7 +140,15 @@ pub(crate) fn cell_values(record: &CellRecord) -> Result<Vec<Value>, String> {
                 .collect();
             serde_json::Value::Object(errors).to_string()
         }
-        None => "{}".to_owned(),
+        None => {
+            let errors: serde_json::Map<String, serde_json::Value> = calls
+                .iter()
+                .flat_map(|g| g.calls.iter())
+                .filter(|(class, n)| *class != "ok" && **n > 0)
+                .map(|(class, n)| (class.clone(), (*n).into()))
+                .collect();
+            serde_json::Value::Object(errors).to_string()
+        }
     };
     let kind = serde_json::to_value(c.kind)
         .ok()
@@ -162,9 +176,15 @@ pub(crate) fn cell_values(record: &CellRecord) -> Result<Vec<Value>, String> {
         Value::int(record.started_at_unix_ms as i64),
         Value::int(record.finished_at_unix_ms as i64),
         Value::int(i64::from(record.load.as_ref().is_some_and(|l| !l.valid))),
-        Value::Int(m.map(|m| m.requests as i64)),
-        real(m.map(|m| m.throughput_rps)),
-        real(m.map(|m| m.error_percent)),
+        Value::Int(
+            m.map(|m| m.requests as i64)
+                .or(calls.map(|g| g.calls_started as i64)),
+        ),
+        real(m.map(|m| m.throughput_rps).or(calls.map(|g| g.calls_per_s))),
+        real(
+            m.map(|m| m.error_percent)
+                .or(calls.map(|g| g.error_percent())),
+        ),
         real(latency.as_ref().map(|s| s.mean_ms)),
         real(latency.as_ref().map(|s| s.stdev_ms)),
         real(p50),
@@ -203,5 +223,73 @@ mod tests {
         c.id = "odd".into();
         assert_eq!(cell_key(&c), "odd");
         assert_eq!(CELL_COLUMNS.len(), 38);
+    }
+
+    #[test]
+    fn a_grpc_cell_is_stored_with_its_calls_as_requests() {
+        use gatebench_model::grpc::{GrpcConfig, GrpcRecord, GrpcReport};
+        let cell: CellParams = serde_json::from_value(serde_json::json!({
+            "id": "grpc_u4_s100_d0_r1", "scenario": "grpc", "title": "G",
+            "scenario_index": 0, "users": 4, "rate": null, "size_bytes": 100,
+            "delay_ms": 0.0, "protocol": "h2c", "repeat": 1, "order": 1,
+            "warmup_s": 1.0, "duration_s": 2.0
+        }))
+        .unwrap();
+        let mut record: CellRecord = serde_json::from_value(serde_json::json!({
+            "schema_version": gatebench_model::SCHEMA_VERSION, "cell": cell, "status": "ok",
+            "reason": null, "started_at_unix_ms": 1, "finished_at_unix_ms": 2,
+            "processes": [], "load": null, "sut_warmup": null, "sut_measurement": null
+        }))
+        .unwrap();
+        let mut report = GrpcReport {
+            calls_started: 200,
+            calls_per_s: 99.0,
+            ..GrpcReport::default()
+        };
+        report.calls.insert("ok".into(), 198);
+        report.calls.insert("unavailable".into(), 2);
+        report.call_latency.percentiles = vec![gatebench_model::Percentile {
+            p: 99.0,
+            ms: 3.5,
+            lower_bound: false,
+        }];
+        report.call_latency.count = 198;
+        record.grpc = Some(GrpcRecord {
+            schema_version: 1,
+            kind: "grpc".into(),
+            tool: gatebench_model::ToolInfo {
+                name: "gatebench".into(),
+                version: "0".into(),
+            },
+            started_at_unix_ms: 1,
+            config: GrpcConfig {
+                url: "grpc://127.0.0.1:1/a.B/C".into(),
+                tls: false,
+                call_kind: "unary".into(),
+                connections: 1,
+                concurrency: 4,
+                rate: None,
+                duration_s: 2.0,
+                calls: None,
+                message_bytes: 102,
+                messages_per_call: 1,
+                message_rate: None,
+                deadline_s: None,
+                timeout_s: 10.0,
+                threads: 1,
+            },
+            grpc: report,
+        });
+        let values = cell_values(&record).unwrap();
+        let col =
+            |name: &str| values[CELL_COLUMNS.iter().position(|c| *c == name).unwrap()].clone();
+        assert_eq!(col("requests"), Value::Int(Some(200)));
+        assert_eq!(col("throughput_rps"), Value::Real(Some(99.0)));
+        assert_eq!(col("error_percent"), Value::Real(Some(1.0)));
+        assert_eq!(col("p99_ms"), Value::Real(Some(3.5)));
+        assert_eq!(
+            col("error_classes"),
+            Value::text("{\"unavailable\":2}".to_owned())
+        );
     }
 }
