@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The figures of docs/benchmarks.md, docs/proxy.md, docs/hosts.md, docs/seeds.md, docs/history.md,
+"""The figures of docs/benchmarks.md, docs/proxy.md, docs/hosts.md, docs/seeds.md, docs/history.md, docs/streams.md,
 docs/metrics.md, docs/conformance.md and README.md,
 printed from bench/results/.
 
@@ -62,7 +62,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "bench", "results")
-DOCS = ["docs/benchmarks.md", "docs/proxy.md", "docs/hosts.md", "docs/seeds.md", "docs/history.md",
+DOCS = ["docs/benchmarks.md", "docs/proxy.md", "docs/hosts.md", "docs/seeds.md", "docs/history.md", "docs/streams.md",
         "docs/metrics.md", "docs/conformance.md", "README.md"]
 
 BEGIN = re.compile(r"^<!-- figures:begin (.+?) -->$")

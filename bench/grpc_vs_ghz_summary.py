@@ -18,6 +18,8 @@ def main(path):
         rows = list(csv.DictReader(f, delimiter="\t"))
     print(f"From `{path.split('/')[-1]}`: {header}")
     print()
+    print("### gRPC: gatebench against ghz")
+    print()
     unary = [r for r in rows if r["kind"] == "unary"]
     by = {}
     for r in unary:
@@ -55,7 +57,7 @@ def main(path):
         cpu = statistics.median(g["cpu_us"] / z["cpu_us"] for g, z in pairs)
         print()
         print(
-            f"Paired by round ({len(pairs)} rounds), medians: gatebench's calls/s ÷ ghz's = **{cps:.2f}**; "
+            f"- Paired by round ({len(pairs)} rounds), medians: gatebench's calls/s ÷ ghz's = **{cps:.2f}**; "
             f"gatebench's CPU per call ÷ ghz's = **{cpu:.2f}** (the aim: calls/s ≥ 1.00 at CPU per call ≤ 0.70)."
         )
     for r in rows:
@@ -64,9 +66,8 @@ def main(path):
         sent, received = int(r["tool_sent"]), int(r["tool_received"])
         srv_in, srv_out = int(r["server_received"]), int(r["server_sent"])
         same = sent == srv_in and received == srv_out
-        print()
         print(
-            f"Bidirectional streams for {r['seconds']} s (exit {r['rc']}): gatebench sent {sent:,} messages, "
+            f"- Bidirectional streams for {r['seconds']} s (exit {r['rc']}): gatebench sent {sent:,} messages, "
             f"the echo received {srv_in:,}; the echo sent {srv_out:,}, gatebench received {received:,}; "
             f"{r['tool_ok']} calls ok of {int(r['server_calls']):,} the echo served. "
             + ("**Every message counted the same on both sides.**" if same else "**The counts differ.**")
