@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-all=(tiny capacity seed-000 seed-001 seed-002 seed-003 nginx-haproxy reload failover testbed)
+all=(tiny capacity seed-000 seed-001 seed-002 seed-003 nginx-haproxy reload failover streams testbed)
 names=("$@")
 [[ ${#names[@]} -gt 0 ]] || names=("${all[@]}")
 
