@@ -109,6 +109,9 @@ struct Shared {
     /// With several requests: the measurement by request class.
     classes: RefCell<Vec<ClassStats>>,
     interval: RefCell<IntervalStats>,
+    /// When the current interval ends: a settled request's check for a closed second is one
+    /// comparison with it (`roll_to`), not a borrow and a sum.
+    interval_end: Cell<Instant>,
     /// Woken when the run is interrupted: connections waiting for a future ticket give it up.
     stopped: tokio::sync::Notify,
     /// The thread's own stalls so far.
@@ -151,12 +154,17 @@ impl Shared {
     /// the ticker wakes a few milliseconds late (a back-end killed on a second's boundary
     /// fails its requests in the second after it, where the event's window looks).
     fn roll_to(&self, now: Instant) {
+        if now < self.interval_end.get() {
+            return;
+        }
         let mut iv = self.interval.borrow_mut();
         while now >= self.start + Duration::from_secs(iv.index + 1) {
             iv.stall_longest = self.stalls.get().longest;
             let snapshot = iv.clone();
             let next = iv.index + 1;
             iv.reset(next);
+            self.interval_end
+                .set(self.start + Duration::from_secs(next + 1));
             if self
                 .tx
                 .send(WorkerMsg::Interval(self.id, Box::new(snapshot)))
@@ -292,6 +300,7 @@ pub(crate) fn run(plan: WorkerPlan, tx: Sender<WorkerMsg>) -> WorkerResult {
         classes: RefCell::new(vec![ClassStats::default(); requests.classes().len()]),
         phases: RefCell::new([PhaseStats::default(), PhaseStats::default()]),
         interval: RefCell::new(IntervalStats::new(0)),
+        interval_end: Cell::new(plan.clock.start + Duration::from_secs(1)),
         stopped: tokio::sync::Notify::new(),
         stalls: Cell::new(Stalls::default()),
         stream: StreamBook::default(),
