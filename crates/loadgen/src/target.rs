@@ -96,3 +96,42 @@ impl Target {
 pub(crate) fn is_token_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
+
+/// Where a stream load's URL (`ws://`, `grpc://`, …) points: its address (the host resolved
+/// once), `host[:port]` as written, and the bare host name (TLS's server name).
+pub(crate) struct Endpoint {
+    pub addr: SocketAddr,
+    pub authority: String,
+    pub host: String,
+}
+
+/// Resolves `uri`'s authority (no user info), the port defaulting to 443 with `tls`, else 80;
+/// `bad` words a refusal of the URL.
+pub(crate) fn endpoint(
+    uri: &http::Uri,
+    tls: bool,
+    bad: impl Fn(&str) -> LoadgenError,
+) -> Result<Endpoint, LoadgenError> {
+    let authority = uri.authority().ok_or_else(|| bad("no host"))?;
+    if authority.as_str().contains('@') {
+        return Err(bad("user info is not supported"));
+    }
+    let host = authority
+        .host()
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let port = authority.port_u16().unwrap_or(if tls { 443 } else { 80 });
+    let addr = (host, port)
+        .to_socket_addrs()
+        .map_err(|source| LoadgenError::Resolve {
+            host: host.to_owned(),
+            source,
+        })?
+        .next()
+        .ok_or_else(|| bad("the host has no address"))?;
+    Ok(Endpoint {
+        addr,
+        authority: authority.as_str().to_owned(),
+        host: host.to_owned(),
+    })
+}

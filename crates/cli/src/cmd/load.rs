@@ -523,6 +523,33 @@ enum Output {
     File(BufWriter<File>),
 }
 
+/// `--json`'s destination, opened before any load (a typo in a path must not cost a run):
+/// `None` without the flag. For the loads that write a record of their own (WebSocket, gRPC).
+fn open_json(args: &LoadArgs) -> Result<Option<Output>> {
+    Ok(match args.json.as_deref() {
+        Some(p) if p == Path::new("-") => Some(Output::Stdout),
+        Some(p) => Some(Output::File(create(p, "--json")?)),
+        None => None,
+    })
+}
+
+/// Prints a run's text report (on stderr when the record takes stdout) and writes its record.
+fn report_and_record(
+    text: &str,
+    json_out: Option<Output>,
+    record: impl FnOnce() -> Result<String>,
+) -> Result<()> {
+    match json_out {
+        Some(Output::Stdout) => eprint!("{text}"),
+        _ => print!("{text}"),
+    }
+    if let Some(mut sink) = json_out {
+        sink.write_line(&record()?)
+            .context("writing the JSON record")?;
+    }
+    Ok(())
+}
+
 impl Output {
     fn write_line(&mut self, s: &str) -> std::io::Result<()> {
         match self {

@@ -22,7 +22,7 @@ mod call;
 pub mod proto;
 
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -167,15 +167,6 @@ impl GrpcConfig {
             Some("grpcs") => true,
             _ => return Err(bad("the scheme must be grpc:// or grpcs://")),
         };
-        let authority = uri.authority().ok_or_else(|| bad("no host"))?;
-        if authority.as_str().contains('@') {
-            return Err(bad("user info is not supported"));
-        }
-        let host = authority
-            .host()
-            .trim_start_matches('[')
-            .trim_end_matches(']');
-        let port = authority.port_u16().unwrap_or(if tls { 443 } else { 80 });
         let path = uri.path();
         let method_ok = path
             .strip_prefix('/')
@@ -188,21 +179,52 @@ impl GrpcConfig {
                 "the path must name the method, /package.Service/Method (e.g. /gatebench.echo.v1.Echo/Unary)",
             ));
         }
-        let addr = (host, port)
-            .to_socket_addrs()
-            .map_err(|source| LoadgenError::Resolve {
-                host: host.to_owned(),
-                source,
-            })?
-            .next()
-            .ok_or_else(|| bad("the host has no address"))?;
+        let end = crate::target::endpoint(&uri, tls, bad)?;
         Ok(GrpcTarget {
-            addr,
-            authority: authority.as_str().to_owned(),
+            addr: end.addr,
+            authority: end.authority,
             path: path.to_owned(),
-            host: host.to_owned(),
+            host: end.host,
             tls,
         })
+    }
+
+    /// The JSON record of a run of this configuration that started at `started`
+    /// (`schema/grpc-report.schema.json`).
+    pub fn record(
+        &self,
+        started: std::time::SystemTime,
+        report: GrpcReport,
+    ) -> gatebench_model::grpc::GrpcRecord {
+        use gatebench_model::grpc::{GrpcConfig as Settings, GrpcRecord, GRPC_SCHEMA_VERSION};
+        GrpcRecord {
+            schema_version: GRPC_SCHEMA_VERSION,
+            kind: "grpc".into(),
+            tool: gatebench_model::ToolInfo {
+                name: "gatebench".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+            },
+            started_at_unix_ms: started
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+            config: Settings {
+                url: self.url.clone(),
+                tls: self.tls.is_some(),
+                call_kind: self.kind.name().to_owned(),
+                connections: self.connections,
+                concurrency: self.concurrency,
+                rate: self.rate,
+                duration_s: self.duration.as_secs_f64(),
+                calls: self.calls,
+                message_bytes: self.message.len() as u64,
+                messages_per_call: self.messages,
+                message_rate: self.message_rate,
+                deadline_s: self.deadline.map(|d| d.as_secs_f64()),
+                timeout_s: self.timeout.as_secs_f64(),
+                threads: self.threads as u32,
+            },
+            grpc: report,
+        }
     }
 
     /// How connections reach the target: TCP (h2c), or TLS offering only h2.

@@ -14,7 +14,7 @@ mod conn;
 pub mod handshake;
 
 use std::collections::BTreeMap;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use gatebench_model::histogram::{new_histogram, summarize, LatencyHistogram};
@@ -85,33 +85,17 @@ impl WsConfig {
             Some("wss") => true,
             _ => return Err(bad("the scheme must be ws:// or wss://")),
         };
-        let authority = uri.authority().ok_or_else(|| bad("no host"))?;
-        if authority.as_str().contains('@') {
-            return Err(bad("user info is not supported"));
-        }
-        let host = authority
-            .host()
-            .trim_start_matches('[')
-            .trim_end_matches(']');
-        let port = authority.port_u16().unwrap_or(if tls { 443 } else { 80 });
-        let addr = (host, port)
-            .to_socket_addrs()
-            .map_err(|source| LoadgenError::Resolve {
-                host: host.to_owned(),
-                source,
-            })?
-            .next()
-            .ok_or_else(|| bad("the host has no address"))?;
+        let end = crate::target::endpoint(&uri, tls, bad)?;
         let path = uri
             .path_and_query()
             .map(|p| p.as_str().to_owned())
             .filter(|p| !p.is_empty())
             .unwrap_or_else(|| "/".to_owned());
         Ok(WsTarget {
-            addr,
-            authority: authority.as_str().to_owned(),
+            addr: end.addr,
+            authority: end.authority,
             path,
-            host: host.to_owned(),
+            host: end.host,
             tls,
         })
     }

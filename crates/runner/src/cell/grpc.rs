@@ -6,12 +6,10 @@
 //! body. No timeline, events, thresholds or shards: those are the HTTP load's.
 
 use std::net::SocketAddr;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use gatebench_loadgen::grpc::{self as load, GrpcConfig};
 use gatebench_loadgen::tls::TlsOptions;
-use gatebench_model::grpc::{GrpcConfig as RecordConfig, GrpcRecord, GRPC_SCHEMA_VERSION};
-use gatebench_model::ToolInfo;
 use http::header::{HeaderName, HeaderValue};
 
 use super::measure::Sampling;
@@ -64,34 +62,7 @@ pub(super) fn measure(
     out.record.sut_warmup = windows.summarize(&samples, Window::Warmup);
     out.record.sut_measurement = windows.summarize(&samples, Window::Measurement);
     out.samples_csv = Some(windows.csv(&samples));
-    out.record.grpc = Some(GrpcRecord {
-        schema_version: GRPC_SCHEMA_VERSION,
-        kind: "grpc".into(),
-        tool: ToolInfo {
-            name: "gatebench".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-        },
-        started_at_unix_ms: started_at
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64),
-        config: RecordConfig {
-            url: config.url.clone(),
-            tls: config.tls.is_some(),
-            call_kind: config.kind.name().to_owned(),
-            connections: config.connections,
-            concurrency: config.concurrency,
-            rate: config.rate,
-            duration_s: config.duration.as_secs_f64(),
-            calls: config.calls,
-            message_bytes: config.message.len() as u64,
-            messages_per_call: config.messages,
-            message_rate: config.message_rate,
-            deadline_s: config.deadline.map(|d| d.as_secs_f64()),
-            timeout_s: config.timeout.as_secs_f64(),
-            threads: config.threads as u32,
-        },
-        grpc: output.report,
-    });
+    out.record.grpc = Some(config.record(started_at, output.report));
     Ok(())
 }
 

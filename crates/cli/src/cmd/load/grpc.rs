@@ -6,18 +6,12 @@
 //! reached or is not a gRPC server is one line and exit 2; a gRPC status other than `ok` (an
 //! unknown method's `unimplemented`) is said in one line and the load goes on, counting it.
 
-use std::io::Write;
-use std::path::Path;
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result};
 use gatebench_loadgen::grpc::{self, CallKind, GrpcConfig};
 use gatebench_loadgen::tls::TlsOptions;
-use gatebench_model::grpc::{
-    GrpcConfig as RecordConfig, GrpcRecord, GrpcReport, GRPC_SCHEMA_VERSION,
-};
-use gatebench_model::ToolInfo;
 use http::header::{HeaderName, HeaderValue};
 
 use super::args::GrpcKindArg;
@@ -213,12 +207,7 @@ fn call_kind(given: Option<GrpcKindArg>, described: Option<CallKind>) -> Result<
 pub(super) fn run(args: &LoadArgs) -> Result<ExitCode> {
     let config = config(args)?;
     gatebench_loadgen::limits::ensure_fd_limit(u64::from(config.connections))?;
-    // Open the record's file first: a typo in a path must not cost a whole run.
-    let mut json_out = match args.json.as_deref() {
-        Some(p) if p == Path::new("-") => Some(None),
-        Some(p) => Some(Some(super::create(p, "--json")?)),
-        None => None,
-    };
+    let json_out = super::open_json(args)?;
     if !args.no_probe {
         if let Some(status) = grpc::probe(&config)? {
             // Answered by a gRPC server: what the load measures, said before it.
@@ -249,57 +238,12 @@ pub(super) fn run(args: &LoadArgs) -> Result<ExitCode> {
     let started = SystemTime::now();
     let out = grpc::run(&config)?;
     let text = gatebench_report::grpc_text::render(&out.report);
-    match json_out.as_mut() {
-        // The record on stdout: the text report goes to stderr.
-        Some(None) => eprint!("{text}"),
-        _ => print!("{text}"),
-    }
-    if let Some(sink) = json_out {
-        let record = record(&config, started, out.report.clone());
-        let json = serde_json::to_string_pretty(&record).context("encoding the JSON record")?;
-        match sink {
-            None => println!("{json}"),
-            Some(mut f) => {
-                writeln!(f, "{json}")
-                    .and_then(|()| f.flush())
-                    .context("writing the JSON record")?;
-            }
-        }
-    }
+    super::report_and_record(&text, json_out, || {
+        let record = config.record(started, out.report.clone());
+        serde_json::to_string_pretty(&record).context("encoding the JSON record")
+    })?;
     if let Some(why) = out.first_failure {
         eprintln!("gatebench: calls failed during the load, the first: {why}");
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The JSON record of a run (`schema/grpc-report.schema.json`).
-fn record(config: &GrpcConfig, started: SystemTime, report: GrpcReport) -> GrpcRecord {
-    GrpcRecord {
-        schema_version: GRPC_SCHEMA_VERSION,
-        kind: "grpc".into(),
-        tool: ToolInfo {
-            name: "gatebench".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-        },
-        started_at_unix_ms: started
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64),
-        config: RecordConfig {
-            url: config.url.clone(),
-            tls: config.tls.is_some(),
-            call_kind: config.kind.name().to_owned(),
-            connections: config.connections,
-            concurrency: config.concurrency,
-            rate: config.rate,
-            duration_s: config.duration.as_secs_f64(),
-            calls: config.calls,
-            message_bytes: config.message.len() as u64,
-            messages_per_call: config.messages,
-            message_rate: config.message_rate,
-            deadline_s: config.deadline.map(|d| d.as_secs_f64()),
-            timeout_s: config.timeout.as_secs_f64(),
-            threads: config.threads as u32,
-        },
-        grpc: report,
-    }
 }

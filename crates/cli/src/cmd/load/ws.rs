@@ -7,8 +7,6 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use std::io::Write;
-use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
@@ -87,12 +85,7 @@ fn config(args: &LoadArgs) -> Result<WsConfig> {
 pub(super) fn run(args: &LoadArgs) -> Result<ExitCode> {
     let config = config(args)?;
     gatebench_loadgen::limits::ensure_fd_limit(u64::from(config.connections))?;
-    // Open the record's file first: a typo in a path must not cost a whole run.
-    let mut json_out = match args.json.as_deref() {
-        Some(p) if p == Path::new("-") => Some(None),
-        Some(p) => Some(Some(super::create(p, "--json")?)),
-        None => None,
-    };
+    let json_out = super::open_json(args)?;
     if !args.no_probe {
         ws::probe(&config)?;
     }
@@ -111,23 +104,10 @@ pub(super) fn run(args: &LoadArgs) -> Result<ExitCode> {
     let started = SystemTime::now();
     let out = ws::run(&config)?;
     let text = gatebench_report::ws_text::render(&out.report);
-    match json_out.as_mut() {
-        // The record on stdout: the text report goes to stderr.
-        Some(None) => eprint!("{text}"),
-        _ => print!("{text}"),
-    }
-    if let Some(sink) = json_out {
+    super::report_and_record(&text, json_out, || {
         let record = record(&config, started, out.report.clone());
-        let json = serde_json::to_string_pretty(&record).context("encoding the JSON record")?;
-        match sink {
-            None => println!("{json}"),
-            Some(mut f) => {
-                writeln!(f, "{json}")
-                    .and_then(|()| f.flush())
-                    .context("writing the JSON record")?;
-            }
-        }
-    }
+        serde_json::to_string_pretty(&record).context("encoding the JSON record")
+    })?;
     if let Some(why) = out.refusal {
         eprintln!("gatebench: handshakes refused during the load, the first: {why}");
     }
