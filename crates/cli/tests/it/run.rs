@@ -870,6 +870,12 @@ backend = { serve = "echo --port {port} --http2" }
 name = "bidi"
 grpc = { method = "/gatebench.echo.v1.Echo/Bidi", kind = "bidi", messages = 20, message_rate = 200 }
 backend = { serve = "echo --port {port} --http2" }
+
+[[scenario]]
+name = "proxied"
+grpc = { method = "/gatebench.echo.v1.Echo/Unary" }
+backend = { serve = "echo --port {port} --http2" }
+sut = { serve = "proxy --port {port} --http2 --upstream h2c://127.0.0.1:{backend_port}" }
 "#;
     std::fs::write(tmp.join("suite.toml"), suite).unwrap();
     let out = gatebench(&["run", "suite.toml", "--out", "out"], &tmp);
@@ -924,8 +930,17 @@ backend = { serve = "echo --port {port} --http2" }
         .find(|l| l.starts_with("| bidi_u4_s100_d0_r1 |"))
         .unwrap_or_else(|| panic!("{table}"));
     assert!(bidi_row.contains("| bidi |"), "{bidi_row}");
+    // Behind the proxy, the echo's own counts: one HTTP/2 connection carried every call.
+    let proxied =
+        crate::support::read_json(&out_dir.join("cells/proxied_u4_s100_d0_r1/record.json"));
+    let origin = &proxied["origin"]["backends"][0];
+    assert_eq!(
+        origin["connections_opened"], 0,
+        "opened in the warm-up, kept: {origin:#}"
+    );
+    assert!(origin["h2_streams"].as_u64().unwrap() > 100, "{origin:#}");
     let summary = crate::support::read_json(&out_dir.join("summary.json"));
-    assert_eq!(summary["grpc"].as_array().unwrap().len(), 2, "{summary:#}");
+    assert_eq!(summary["grpc"].as_array().unwrap().len(), 3, "{summary:#}");
     let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
     assert!(html.contains("gRPC latency by percentile"), "no gRPC plot");
     assert!(out_dir.join("plots/bidi_u4_s100_d0_r1-grpc.svg").is_file());

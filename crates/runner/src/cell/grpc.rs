@@ -1,6 +1,7 @@
 //! The measurement of a gRPC scenario's cell (`[[scenario]] grpc = {…}`): the target checked by
 //! one probe call, sampled while a warm-up (discarded) and the measured gRPC load run here, and
-//! the record filled with the gRPC load's record and the SUT's figures over both windows. The
+//! the record filled with the gRPC load's record, the SUT's figures over both windows and, with
+//! gatebench's echo as back-end, what the echo saw (its origin statistics). The
 //! cell's users are calls in flight (closed model), shared over `grpc.connections` HTTP/2
 //! connections; a rate is calls per second (open model); the matrix size is each message's
 //! body. No timeline, events, thresholds or shards: those are the HTTP load's.
@@ -13,6 +14,7 @@ use gatebench_loadgen::tls::TlsOptions;
 use http::header::{HeaderName, HeaderValue};
 
 use super::measure::Sampling;
+use super::origin::OriginMarks;
 use super::start::Started;
 use super::{CellOutput, CellRun, Effects};
 use crate::error::RunnerError;
@@ -37,6 +39,12 @@ pub(super) fn measure(
         tracing::warn!("{}: {status}; the load goes on and counts it", run.cell.id);
     }
     let suite = run.ctx.suite;
+    // The built-in echo back-ends' own counts, read at the warm-up's end and after the
+    // measurement: connections opened per 1,000 calls, as for an HTTP cell.
+    let origins = OriginMarks::spawn(
+        std::mem::take(&mut started.origins),
+        std::time::Instant::now() + suite.warmup,
+    );
     let sampling = Sampling::start(run, &mut started);
     let load_start_s = run.origin.elapsed().as_secs_f64();
     let warmup = if suite.warmup.is_zero() {
@@ -51,6 +59,7 @@ pub(super) fn measure(
     let started_at = SystemTime::now();
     let measured = warmup.and_then(|()| load::run(&config));
     let samples = sampling.finish();
+    out.record.origin = origins.and_then(|o| o.finish(&run.cell.id));
     let output = measured.map_err(|e| RunnerError::Load {
         reason: e.to_string(),
     })?;
