@@ -269,11 +269,15 @@ pub struct ServeArgs {
 /// The built-in services.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Service {
-    /// The echo backend (seed 004's Netty echo): POST echoes, GET answers --size bytes.
+    /// The echo backend (seed 004's Netty echo): POST echoes, GET answers --size bytes; also a
+    /// WebSocket echo at /ws, an emulated model's token stream at /v1/chat/completions, and
+    /// with --http2 the gRPC echo service gatebench.echo.v1.Echo.
     Echo,
-    /// Passthrough reverse proxy in front of one --upstream (every seed-004 protocol pair).
+    /// Passthrough reverse proxy in front of one --upstream (every seed-004 protocol pair);
+    /// passes WebSocket upgrades, and gRPC to an h2c:// (or HTTP/2 https://) upstream.
     Proxy,
-    /// Round-robin load balancer over several --upstream, with health checks and ejection.
+    /// Round-robin load balancer over several --upstream, with health checks and ejection;
+    /// passes WebSocket upgrades and gRPC as the proxy does.
     Balance,
     /// JSON request bodies forwarded as XML to one --upstream.
     Transform,
