@@ -930,15 +930,23 @@ sut = { serve = "proxy --port {port} --http2 --upstream h2c://127.0.0.1:{backend
         .find(|l| l.starts_with("| bidi_u4_s100_d0_r1 |"))
         .unwrap_or_else(|| panic!("{table}"));
     assert!(bidi_row.contains("| bidi |"), "{bidi_row}");
-    // Behind the proxy, the echo's own counts: one HTTP/2 connection carried every call.
+    // Behind the proxy, the echo's own counts over the measurement: the calls arrived as
+    // HTTP/2 streams on a few kept connections, not a connection per call. (How many the proxy
+    // opens in the window varies with its threads and its pool: 0 to 4 were seen.)
     let proxied =
         crate::support::read_json(&out_dir.join("cells/proxied_u4_s100_d0_r1/record.json"));
     let origin = &proxied["origin"]["backends"][0];
-    assert_eq!(
-        origin["connections_opened"], 0,
-        "opened in the warm-up, kept: {origin:#}"
+    let streams = origin["h2_streams"].as_u64().unwrap();
+    let calls = proxied["grpc"]["grpc"]["calls_started"].as_u64().unwrap();
+    assert!(streams > 100, "{origin:#}");
+    assert!(
+        streams <= calls,
+        "the echo saw no call the generator did not make: {origin:#}"
     );
-    assert!(origin["h2_streams"].as_u64().unwrap() > 100, "{origin:#}");
+    assert!(
+        origin["connections_opened"].as_u64().unwrap() * 100 < streams,
+        "connections are kept, not one per call: {origin:#}"
+    );
     let summary = crate::support::read_json(&out_dir.join("summary.json"));
     assert_eq!(summary["grpc"].as_array().unwrap().len(), 3, "{summary:#}");
     let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
