@@ -937,12 +937,7 @@ sut = { serve = "proxy --port {port} --http2 --upstream h2c://127.0.0.1:{backend
         crate::support::read_json(&out_dir.join("cells/proxied_u4_s100_d0_r1/record.json"));
     let origin = &proxied["origin"]["backends"][0];
     let streams = origin["h2_streams"].as_u64().unwrap();
-    let calls = proxied["grpc"]["grpc"]["calls_started"].as_u64().unwrap();
     assert!(streams > 100, "{origin:#}");
-    assert!(
-        streams <= calls,
-        "the echo saw no call the generator did not make: {origin:#}"
-    );
     assert!(
         origin["connections_opened"].as_u64().unwrap() * 100 < streams,
         "connections are kept, not one per call: {origin:#}"
