@@ -250,16 +250,13 @@ pub fn checked_head(buf: &[u8], max_head: usize, max_body: u64) -> (usize, Body)
     }
 }
 
-/// Every `regress-*` input of the corpus, replayed here on what its fix changed, so that a
-/// fault found once cannot come back unseen: `cargo test --manifest-path fuzz/Cargo.toml`
-/// (run by `.ci/run`).
 /// The WHATWG reading of an event stream (see `fuzz_targets/sse.rs`): the events as (type,
-/// data, last id), whether a data line passed `max_data`, whether the stream ended inside an
+/// data, last id, gatebench's `: sent` stamp), whether a data line passed `max_data`, whether the stream ended inside an
 /// event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SseReference {
     /// Events dispatched, in order.
-    pub events: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>,
+    pub events: Vec<(Vec<u8>, Vec<u8>, Vec<u8>, Option<u64>)>,
     /// A data line would have taken the data past `max_data`.
     pub too_large: bool,
     /// The stream ended inside an event (`true` when `too_large`).
@@ -296,20 +293,34 @@ pub fn sse_reference(stream: &[u8], max_data: usize, max_name: usize) -> SseRefe
         .strip_prefix(b"data:")
         .map(|v| v.strip_prefix(b" ").unwrap_or(v));
     let (mut data, mut kind, mut id) = (Vec::new(), Vec::new(), Vec::new());
+    let mut sent: Option<u64> = None;
     let mut events = Vec::new();
     let mut in_event = false;
     for line in lines {
         if line.is_empty() {
             if !data.is_empty() {
                 data.pop();
-                events.push((kind.clone(), data.clone(), id.clone()));
+                events.push((kind.clone(), data.clone(), id.clone(), sent));
             }
             data.clear();
             kind.clear();
+            sent = None;
             in_event = false;
             continue;
         }
         if line[0] == b':' {
+            // gatebench's stamp: `: sent <digits>` in at most `max_name` bytes after the colon.
+            let text = &line[1..];
+            if text.len() <= max_name {
+                let text = text.strip_prefix(b" ").unwrap_or(text);
+                if let Some(digits) = text.strip_prefix(b"sent ") {
+                    if !digits.is_empty() && digits.iter().all(u8::is_ascii_digit) {
+                        if let Ok(v) = std::str::from_utf8(digits).unwrap().parse::<u64>() {
+                            sent = Some(v);
+                        }
+                    }
+                }
+            }
             continue;
         }
         in_event = true;
@@ -351,6 +362,9 @@ pub fn sse_reference(stream: &[u8], max_data: usize, max_name: usize) -> SseRefe
     }
 }
 
+/// Every `regress-*` input of the corpus, replayed here on what its fix changed, so that a
+/// fault found once cannot come back unseen: `cargo test --manifest-path fuzz/Cargo.toml`
+/// (run by `.ci/run`).
 #[cfg(test)]
 mod regressions {
     use super::*;

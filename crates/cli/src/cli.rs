@@ -140,6 +140,11 @@ pub struct ServeArgs {
         help_heading = "Echo: emulated model (chat completions)"
     )]
     pub chat_log: Option<PathBuf>,
+    /// echo: stamp each token's event with the echo's clock, a comment line
+    /// `: sent <ns since the Unix epoch>` (ignored by SSE readers); `gatebench load --llm` and
+    /// `--stream sse` then report each stamped event's delay from it to its arrival.
+    #[arg(long, help_heading = "Echo: emulated model (chat completions)")]
+    pub chat_stamp: bool,
     /// echo: this back-end's name, sent on every response as the header
     /// x-gatebench-backend: NAME (to tell behind an intermediary who answered).
     #[arg(long, value_name = "NAME", help_heading = "Echo: origin")]

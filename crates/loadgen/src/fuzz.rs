@@ -112,17 +112,20 @@ impl AsyncWrite for Script {
 }
 
 /// What the event-stream parser made of a stream: each event dispatched as (type, data, last
-/// event id), whether it refused the stream (an event over `max_data`), and whether the stream
+/// event id, sender's stamp), whether it refused the stream (an event over `max_data`), and whether the stream
 /// ended inside an event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SseResult {
     /// The events, in order.
-    pub events: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>,
+    pub events: Vec<SseEvent>,
     /// An event grew past `max_data` (feeding stopped there).
     pub too_large: bool,
     /// The stream ended inside an event (meaningless when `too_large`).
     pub mid_event: bool,
 }
+
+/// One dispatched event: its type, data, last event id and the sender's stamp.
+pub type SseEvent = (Vec<u8>, Vec<u8>, Vec<u8>, Option<u64>);
 
 /// Feeds `pieces` to a parser holding at most `max_data` bytes of data.
 pub fn sse_events(pieces: &[&[u8]], max_data: usize) -> SseResult {
@@ -130,7 +133,7 @@ pub fn sse_events(pieces: &[&[u8]], max_data: usize) -> SseResult {
     let mut events = Vec::new();
     for piece in pieces {
         let fed = parser.feed(piece, |e| {
-            events.push((e.kind.to_vec(), e.data.to_vec(), e.id.to_vec()));
+            events.push((e.kind.to_vec(), e.data.to_vec(), e.id.to_vec(), e.sent));
         });
         if fed.is_err() {
             return SseResult {

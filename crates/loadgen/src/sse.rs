@@ -13,6 +13,13 @@
 //! - an event is dispatched only when its data buffer is not empty, with its last LF removed;
 //!   the type and data are reset at every empty line.
 //!
+//! One addition of gatebench's, which every other reader ignores as the comment it is: a
+//! comment line `: sent <digits>` (one space after the colon optional, nothing after the
+//! digits, at most [`MAX_NAME`] bytes) is the sender's clock when it wrote the event, in
+//! nanoseconds since the Unix epoch ([`Event::sent`]): `serve echo --chat-stamp` writes it, and
+//! `stream` times each stamped event from it to its arrival. Like the type, it belongs to the
+//! event being read and is reset at every empty line; the last one before the event wins.
+//!
 //! What it refuses, because a load generator must outlive a hostile server: an event whose
 //! data grows past the parser's limit ([`SseError::EventTooLarge`]) — the parser holds at most
 //! that much, however long a line or an event runs. The type and id are cut at
@@ -46,6 +53,9 @@ pub(crate) struct Event<'a> {
     pub data: &'a [u8],
     /// The last event id seen so far in the stream (it persists across events).
     pub id: &'a [u8],
+    /// The sender's stamp, nanoseconds since the Unix epoch: a `: sent <digits>` comment line
+    /// read since the last empty line (see the module note).
+    pub sent: Option<u64>,
 }
 
 /// Which field the line being read sets.
@@ -92,6 +102,11 @@ pub(crate) struct SseParser {
     /// The `id` value being read holds NUL (anywhere, also past the part kept).
     id_nul: bool,
     id: Vec<u8>,
+    /// The comment line being read, its first [`MAX_NAME`] bytes, and whether it ran longer.
+    comment: Vec<u8>,
+    comment_long: bool,
+    /// The stamp of the event being read (a `: sent <digits>` comment).
+    sent: Option<u64>,
     /// A field line was read since the last empty line: the stream is inside an event.
     in_event: bool,
     /// The longest data buffer allowed.
@@ -112,6 +127,9 @@ impl SseParser {
             id_pending: Vec::new(),
             id_nul: false,
             id: Vec::new(),
+            comment: Vec::new(),
+            comment_long: false,
+            sent: None,
             in_event: false,
             max_data,
         }
@@ -127,6 +145,9 @@ impl SseParser {
         self.kind.clear();
         self.id_pending.clear();
         self.id.clear();
+        self.comment.clear();
+        self.comment_long = false;
+        self.sent = None;
         self.in_event = false;
     }
 
@@ -181,7 +202,11 @@ impl SseParser {
                             self.after_cr = b == b'\r';
                             self.dispatch(on_event);
                         }
-                        b':' => self.state = State::Comment,
+                        b':' => {
+                            self.comment.clear();
+                            self.comment_long = false;
+                            self.state = State::Comment;
+                        }
                         _ => {
                             self.name[0] = b;
                             self.name_len = 1;
@@ -228,11 +253,18 @@ impl SseParser {
                 }
                 State::Comment => {
                     let end = memchr2(b'\r', b'\n', bytes).unwrap_or(bytes.len());
+                    self.comment_long |= self.comment.len() + end > MAX_NAME;
+                    keep_cut(&mut self.comment, &bytes[..end]);
                     bytes = &bytes[end..];
                     if let Some(&e) = bytes.first() {
                         bytes = &bytes[1..];
                         self.after_cr = e == b'\r';
                         self.state = State::LineStart;
+                        if !self.comment_long {
+                            if let Some(sent) = stamp(&self.comment) {
+                                self.sent = Some(sent);
+                            }
+                        }
                     }
                 }
             }
@@ -318,11 +350,24 @@ impl SseParser {
                 kind: &self.kind,
                 data,
                 id: &self.id,
+                sent: self.sent,
             });
         }
         self.data.clear();
         self.kind.clear();
+        self.sent = None;
     }
+}
+
+/// The stamp a comment's text (what follows its `:`) carries: `sent <digits>`, one leading
+/// space allowed, digits that fit in a u64 and nothing after them.
+pub(crate) fn stamp(comment: &[u8]) -> Option<u64> {
+    let text = comment.strip_prefix(b" ").unwrap_or(comment);
+    let digits = text.strip_prefix(b"sent ")?;
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(digits).ok()?.parse().ok()
 }
 
 /// Appends `part` to `buf`, keeping at most [`MAX_NAME`] bytes.
@@ -433,6 +478,36 @@ mod tests {
                 ev("", "d", "")
             ]
         );
+    }
+
+    #[test]
+    fn sent_stamps_belong_to_their_event() {
+        let mut p = SseParser::new(1024);
+        let mut got = Vec::new();
+        let stream: &[u8] = b": sent 1700000000123456789\ndata: a\n\ndata: b\n\n:sent 5\r\n: sent 7\ndata: c\n\n: sent 9\n\ndata: d\n\n: sent 1x\ndata: e\n\n: sent 99999999999999999999999\ndata: f\n\n";
+        // Cut into single bytes: a stamp split between reads is read whole.
+        for b in stream.chunks(1) {
+            p.feed(b, |e| got.push((e.data.to_vec(), e.sent))).unwrap();
+        }
+        assert_eq!(
+            got,
+            vec![
+                (b"a".to_vec(), Some(1_700_000_000_123_456_789)),
+                (b"b".to_vec(), None),
+                (b"c".to_vec(), Some(7)),
+                // An empty line drops a stamp with no event to carry it.
+                (b"d".to_vec(), None),
+                (b"e".to_vec(), None),
+                // Past u64: not a stamp.
+                (b"f".to_vec(), None),
+            ]
+        );
+        // A comment longer than the parser keeps is no stamp, whatever its start.
+        let mut p = SseParser::new(1024);
+        let long = format!(": sent {}\ndata: g\n\n", "1".repeat(MAX_NAME));
+        let mut sent = Some(0);
+        p.feed(long.as_bytes(), |e| sent = e.sent).unwrap();
+        assert_eq!(sent, None);
     }
 
     #[test]

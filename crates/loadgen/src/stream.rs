@@ -12,7 +12,11 @@
 //!   events that arrive in one read share its instant, so their gaps are zero, as the client
 //!   saw them;
 //! - at a complete end, the stream's duration and its rate: events after the first over the
-//!   time from the first to the last.
+//!   time from the first to the last;
+//! - for an event that carries its sender's clock (a `: sent <ns>` comment, `sse`), the time
+//!   from that stamp to the read that brought it: the event's one-way delay, what an
+//!   intermediary adds to each event when measured through it and beside it. The read's
+//!   instant is put on the wall clock when a stamped event arrives.
 //!
 //! Gaps and first events are recorded as they happen, for every stream, also one that later
 //! stalls or breaks: they were seen. Durations and rates are of complete streams only.
@@ -30,7 +34,7 @@
 
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use gatebench_model::{LatencySummary, Outcome, RateSummary, StreamReport};
 use hdrhistogram::Histogram;
@@ -96,6 +100,8 @@ pub(crate) struct StreamStats {
     pub first_event: LatencyHistogram,
     pub inter_event: LatencyHistogram,
     pub duration: LatencyHistogram,
+    /// Stamped events: from the sender's stamp to their arrival.
+    pub event_delay: LatencyHistogram,
     /// Completed streams' rates, milli-events per second.
     pub rate: Histogram<u64>,
     pub events: u64,
@@ -111,6 +117,7 @@ impl Default for StreamStats {
             first_event: new_histogram(),
             inter_event: new_histogram(),
             duration: new_sparse_histogram(),
+            event_delay: new_histogram(),
             rate,
             events: 0,
             completed: 0,
@@ -125,6 +132,7 @@ impl StreamStats {
         add(&mut self.first_event, &other.first_event);
         add(&mut self.inter_event, &other.inter_event);
         add(&mut self.duration, &other.duration);
+        add(&mut self.event_delay, &other.event_delay);
         self.rate
             .add(&other.rate)
             .expect("an auto-resizing histogram takes any value");
@@ -150,6 +158,7 @@ impl StreamStats {
             time_to_first_event: s(&self.first_event),
             inter_event: s(&self.inter_event),
             duration: s(&self.duration),
+            event_delay: (!self.event_delay.is_empty()).then(|| s(&self.event_delay)),
             events_per_s_per_stream: RateSummary::of(&self.rate),
         }
     }
@@ -178,6 +187,8 @@ pub(crate) struct StreamWatch {
     done: bool,
     /// Chunks: the instant of the read whose bytes were last counted (one event per read).
     last_read: Option<Instant>,
+    /// The stamps of the events of the read being looked at (kept for its room).
+    stamps: Vec<u64>,
 }
 
 impl StreamWatch {
@@ -196,6 +207,7 @@ impl StreamWatch {
             events: 0,
             done: false,
             last_read: None,
+            stamps: Vec::new(),
         }
     }
 
@@ -252,7 +264,12 @@ impl StreamWatch {
         let mut tokens = 0u32;
         let mut others = 0u32;
         let mut done = self.done;
+        let stamps = &mut self.stamps;
+        stamps.clear();
         let parsed = self.parser.feed(bytes, |e| {
+            if let Some(sent) = e.sent {
+                stamps.push(sent);
+            }
             if !llm_mode || (!done && llm::is_token(e.data)) {
                 tokens += 1;
             } else {
@@ -270,6 +287,13 @@ impl StreamWatch {
         if others > 0 {
             // Not a token, but the stream is alive.
             self.last = at;
+        }
+        if !self.stamps.is_empty() {
+            let arrived = unix_ns_at(at);
+            let delay = &mut self.book.borrow_mut()[self.phase].event_delay;
+            for &sent in &self.stamps {
+                record(delay, Duration::from_nanos(arrived.saturating_sub(sent)));
+            }
         }
         parsed.map_err(|_| Outcome::NotEventStream)
     }
@@ -319,6 +343,17 @@ impl StreamWatch {
         }
         Ok(())
     }
+}
+
+/// `at` on the wall clock, nanoseconds since the Unix epoch: now, less the time since `at`.
+fn unix_ns_at(at: Instant) -> u64 {
+    let (now, wall) = (Instant::now(), SystemTime::now());
+    let since_epoch = wall.duration_since(UNIX_EPOCH).unwrap_or_default();
+    since_epoch
+        .saturating_sub(now.saturating_duration_since(at))
+        .as_nanos()
+        .try_into()
+        .unwrap_or(u64::MAX)
 }
 
 /// Whether a Content-Type is `text/event-stream` (parameters allowed, case ignored).
@@ -388,6 +423,55 @@ mod tests {
             "{}",
             st.rate.max()
         );
+    }
+
+    #[test]
+    fn stamped_events_are_timed_from_their_stamp() {
+        let (mut w, book) = watch(StreamMode::Llm);
+        let t0 = Instant::now();
+        w.begin(1, t0);
+        w.head(t0, true).unwrap();
+        // Two tokens in one read that arrived 3 ms after t0, stamped 5 and 2 ms before it; an
+        // unstamped token; a stamp from the future (another host's clock) counts as zero.
+        let at = t0 + Duration::from_millis(3);
+        let wall = unix_ns_at(at);
+        let stream = format!(
+            ": sent {}\ndata: {{\"content\":\"a\"}}\n\n: sent {}\ndata: {{\"content\":\"b\"}}\n\n",
+            wall - 5_000_000,
+            wall - 2_000_000
+        );
+        w.body(stream.as_bytes(), at).unwrap();
+        w.body(b"data: {\"content\":\"c\"}\n\n", at).unwrap();
+        let future = format!(
+            ": sent {}\ndata: {{\"content\":\"d\"}}\n\n",
+            wall + 60_000_000_000
+        );
+        w.body(future.as_bytes(), at).unwrap();
+        let b = book.borrow();
+        let d = &b[1].event_delay;
+        assert_eq!(d.len(), 3, "the stamped events only");
+        let ms = |v: u64| v as f64 / 1e6;
+        assert!((ms(d.max()) - 5.0).abs() < 0.5, "{}", ms(d.max()));
+        assert!(ms(d.min()) < 0.01, "{}", ms(d.min()));
+        assert_eq!(b[1].events, 4);
+        let r = b[1].report(
+            StreamSpec {
+                mode: StreamMode::Llm,
+                stall: Duration::from_secs(1),
+            },
+            1.0,
+        );
+        assert_eq!(r.event_delay.map(|s| s.count), Some(3));
+        // Without stamps, the record has no such figure.
+        let (_, plain) = watch(StreamMode::Llm);
+        let r = plain.borrow()[1].report(
+            StreamSpec {
+                mode: StreamMode::Llm,
+                stall: Duration::from_secs(1),
+            },
+            1.0,
+        );
+        assert!(r.event_delay.is_none());
     }
 
     #[test]

@@ -42,6 +42,11 @@ pub struct StreamReport {
     pub inter_event: LatencySummary,
     /// From the intended send time to the stream's end, completed streams.
     pub duration: LatencySummary,
+    /// Events that carried their sender's clock (a `: sent <ns>` comment, as
+    /// `serve echo --chat-stamp` writes): from that stamp to the read that brought the event,
+    /// one-way. Only when some did; across hosts the clocks' offset is in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event_delay: Option<LatencySummary>,
     /// Each completed stream's rate: the events after its first over the time from its first
     /// event to its last (LLM: decode tokens per second). Streams of fewer than two events have
     /// none.

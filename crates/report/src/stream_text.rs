@@ -1,6 +1,7 @@
 //! The stream section of the human load report (`gatebench load --stream`): time to first
 //! byte and to first event (token), the gaps between events (inter-token latency), stream
-//! durations and each stream's rate, as p50/p90/p99/max rows, and the totals. The classes a
+//! durations, each stamped event's delay from its sender's stamp when events carried one, and
+//! each stream's rate, as p50/p90/p99/max rows, and the totals. The classes a
 //! stream can end in are in the report's error list with every other class.
 
 use std::fmt::Write;
@@ -27,12 +28,15 @@ pub fn render(out: &mut String, s: &StreamReport) {
         "  {:<22}{:>11}{:>11}{:>11}{:>11}",
         "", "p50", "p90", "p99", "max"
     );
-    let rows: [(String, &LatencySummary); 4] = [
+    let mut rows: Vec<(String, &LatencySummary)> = vec![
         ("time to first byte".into(), &s.time_to_first_byte),
         (format!("time to first {one}"), &s.time_to_first_event),
         (format!("inter-{one} gap"), &s.inter_event),
         ("stream duration".into(), &s.duration),
     ];
+    if let Some(d) = &s.event_delay {
+        rows.push((format!("{one} delay (stamp)"), d));
+    }
     for (name, l) in rows {
         if l.count == 0 {
             let _ = writeln!(out, "  {name:<22}{:>11}", "none");
@@ -93,6 +97,7 @@ mod tests {
             time_to_first_event: summary(&[200, 201, 210]),
             inter_event: summary(&[20, 20, 21, 25]),
             duration: summary(&[1200]),
+            event_delay: Some(summary(&[1, 2, 3])),
             events_per_s_per_stream: RateSummary {
                 count: 12,
                 min: 45.0,
@@ -109,6 +114,11 @@ mod tests {
         assert!(out.contains("time to first token"), "{out}");
         assert!(out.contains("inter-token gap"), "{out}");
         assert!(out.contains("tokens/s per stream"), "{out}");
+        let delay = out
+            .lines()
+            .find(|l| l.contains("token delay (stamp)"))
+            .unwrap();
+        assert!(delay.contains("3.00ms"), "{delay}");
         let ttft = out.lines().find(|l| l.contains("first token")).unwrap();
         assert!(ttft.contains("201") && ttft.contains("210"), "{ttft}");
     }

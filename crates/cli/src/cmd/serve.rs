@@ -59,6 +59,7 @@ fn echo(args: ServeArgs) -> Result<ExitCode> {
             jitter: args.chat_jitter,
             tokens: args.chat_tokens,
             log: args.chat_log.clone(),
+            stamp: args.chat_stamp,
         },
         id: args.id.clone(),
         origin: (args.stats || args.stats_file.is_some())

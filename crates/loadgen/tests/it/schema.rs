@@ -136,6 +136,7 @@ fn stream_record_matches_schema() {
             first_token: Duration::from_millis(10),
             interval: Duration::from_millis(5),
             tokens: 4,
+            stamp: true,
             ..Default::default()
         },
         ..Default::default()

@@ -16,7 +16,8 @@ use gatebench_testkit::{Behavior, TestServer};
 
 use crate::support::{run, run_alone, spec, Echo};
 
-/// The echo with an emulated model: first token after `first`, then `tokens` tokens `gap` apart.
+/// The echo with an emulated model: first token after `first`, then `tokens` tokens `gap` apart,
+/// each token stamped with the echo's clock.
 fn model(first: Duration, gap: Duration, tokens: u32) -> Echo {
     Echo::start_with(EchoConfig {
         threads: 1,
@@ -26,6 +27,7 @@ fn model(first: Duration, gap: Duration, tokens: u32) -> Echo {
             jitter: Duration::ZERO,
             tokens,
             log: None,
+            stamp: true,
         },
         ..EchoConfig::default()
     })
@@ -93,6 +95,10 @@ fn first_token_and_inter_token_against_a_known_schedule() {
     let d = ms(&s.duration, 50.0);
     assert!((330.0..400.0).contains(&d), "duration p50 {d} ms");
     assert!(s.events_per_s > 0.0);
+    // Every token carried the echo's stamp: each one's way over loopback, well under the gap.
+    let delay = s.event_delay.as_ref().expect("stamped tokens are timed");
+    assert_eq!(delay.count, s.events, "{delay:?}");
+    assert!(ms(delay, 50.0) < 10.0, "event delay {delay:?}");
 }
 
 /// Under the open model the time to first token counts from the intended send time: one

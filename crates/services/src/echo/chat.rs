@@ -16,6 +16,12 @@
 //! count (and the finish reason is then `length`). Each gap is the interval plus a uniform
 //! draw in ±jitter (never below zero).
 //!
+//! With stamps on (`--chat-stamp`), each token's event carries the echo's wall clock as it
+//! produced the event, a comment line `: sent <nanoseconds since the Unix epoch>` before its
+//! data: every SSE reader skips comments, and `gatebench load --stream`/`--llm` times each
+//! stamped event from it to its arrival, so what an intermediary adds to one event can be read
+//! through it and beside it (`bench/sse-accuracy.sh`).
+//!
 //! With a log file, each stream that was sent to its end adds one line: the time from the
 //! request's arrival to the first token's frame, then each gap between token frames, in
 //! microseconds, as the echo handed them to the server — what a benchmark's measured time to
@@ -32,7 +38,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use http::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
@@ -75,6 +81,8 @@ pub struct ChatConfig {
     pub tokens: u32,
     /// Append each finished stream's own times here (see the module note).
     pub log: Option<PathBuf>,
+    /// Stamp each token's event with the wall clock (see the module note).
+    pub stamp: bool,
 }
 
 impl Default for ChatConfig {
@@ -86,6 +94,7 @@ impl Default for ChatConfig {
             jitter: Duration::ZERO,
             tokens: 16,
             log: None,
+            stamp: false,
         }
     }
 }
@@ -297,7 +306,14 @@ impl Body for ChatBody {
                     return Poll::Pending;
                 }
                 let word = WORDS[this.sent as usize % WORDS.len()];
-                let data = this.chunk(&format!("{{\"content\":\"{word}\"}}"), None);
+                let mut data = this.chunk(&format!("{{\"content\":\"{word}\"}}"), None);
+                if this.chat.config.stamp {
+                    let now = SystemTime::now()
+                        .duration_since(UNIX_EPOCH)
+                        .unwrap_or_default()
+                        .as_nanos();
+                    data.insert_str(0, &format!(": sent {now}\n"));
+                }
                 if this.chat.log.is_some() {
                     this.times.push(Instant::now());
                 }
@@ -368,6 +384,7 @@ mod tests {
                 jitter: Duration::from_millis(5),
                 tokens: 3,
                 log: None,
+                stamp: false,
             })
             .unwrap(),
         );
