@@ -22,7 +22,15 @@ pub struct WebSocketReport {
     pub handshakes_refused: u64,
     /// Attempts that failed otherwise: connect error, timeout, the connection reset.
     pub connections_failed: u64,
-    /// Connect plus handshake, from the attempt's start to the 101 read, of opened connections.
+    /// Connections the client closed at their end (the close handshake sent): after their
+    /// `--ws-messages`, or when the run ended.
+    #[serde(default)]
+    pub connections_closed: u64,
+    /// Connections opened per second of the run.
+    #[serde(default)]
+    pub connections_per_s: f64,
+    /// Connect plus handshake, of opened connections: from the attempt's intended start when
+    /// opens are scheduled (`-R`), so a server slow to accept shows; else from its start.
     pub handshake_latency: LatencySummary,
     /// Messages sent.
     pub messages_sent: u64,
@@ -77,8 +85,17 @@ pub struct WebSocketConfig {
     pub url: String,
     /// Over TLS (`wss://`).
     pub tls: bool,
-    /// Connections held open at once.
+    /// Connections held open at once (with `connect_rate` or `connections_total`: at most).
     pub connections: u32,
+    /// Connection opens per second, scheduled (`-R`); `null`: not scheduled.
+    #[serde(default)]
+    pub connect_rate: Option<f64>,
+    /// Connections to open in all (`-n`); `null`: as the duration allows.
+    #[serde(default)]
+    pub connections_total: Option<u64>,
+    /// Messages each connection sends before closing (`--ws-messages`); `null`: until the end.
+    #[serde(default)]
+    pub messages_per_connection: Option<u64>,
     /// Seconds of messages asked for.
     pub duration_s: f64,
     /// Bytes per message.

@@ -31,12 +31,14 @@ pub fn render(w: &WebSocketReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "WebSocket ({:.1} s): {} connections opened of {} attempts ({} refused, {} failed)",
+        "WebSocket ({:.1} s): {} connections opened of {} attempts ({}/s; {} refused, {} failed; {} closed by gatebench)",
         w.duration_s,
         count(w.connections_opened),
         count(w.connections_attempted),
+        rate(w.connections_per_s),
         count(w.handshakes_refused),
         count(w.connections_failed),
+        count(w.connections_closed),
     );
     let _ = writeln!(
         out,
@@ -81,6 +83,8 @@ mod tests {
             connections_attempted: 3,
             connections_opened: 2,
             handshakes_refused: 1,
+            connections_closed: 2,
+            connections_per_s: 1.0,
             messages_sent: 1_200,
             messages_received: 1_150,
             messages_closed: 50,
@@ -90,7 +94,9 @@ mod tests {
         w.close_codes.insert("1011".into(), 1);
         let text = render(&w);
         assert!(
-            text.contains("2 connections opened of 3 attempts (1 refused, 0 failed)"),
+            text.contains(
+                "2 connections opened of 3 attempts (1.0/s; 1 refused, 0 failed; 2 closed by gatebench)"
+            ),
             "{text}"
         );
         assert!(text.contains("1,200 sent, 1,150 received"), "{text}");

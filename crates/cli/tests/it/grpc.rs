@@ -513,4 +513,53 @@ fn json_messages_go_through_the_descriptor_set_which_also_says_the_kind() {
         "{}",
         stderr(&o)
     );
+    // The .proto file itself, compiled by gatebench: the kind (Bidi) again from the method.
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../proto");
+    let proto = format!("{root}/gatebench/echo/v1/echo.proto");
+    let (record, report) = load(&[
+        &url(&echo, "Bidi"),
+        "-n",
+        "4",
+        "-c",
+        "1",
+        "--grpc-messages",
+        "2",
+        "--grpc-proto",
+        &proto,
+        "--grpc-import-path",
+        root,
+        "--grpc-json",
+        r#"{"body":"aGVsbG8="}"#,
+    ]);
+    assert_eq!(record["config"]["call_kind"], "bidi");
+    assert_eq!(record["config"]["message_bytes"], 7);
+    assert_eq!(class(&record["grpc"], "calls", "ok"), 4, "{report}");
+    assert_eq!(n(&record["grpc"], "messages_received"), 8, "{report}");
+    // A .proto that does not compile, and JSON without a type: one line each, exit 2.
+    let bad = std::env::temp_dir().join(format!("gatebench-bad-{}.proto", std::process::id()));
+    std::fs::write(
+        &bad,
+        "syntax = \"proto3\";\nservice S { rpc M(N) returns (N); }\n",
+    )
+    .unwrap();
+    let bad_arg = bad.to_str().unwrap();
+    for (args, says) in [
+        (
+            vec!["--grpc-proto", bad_arg, "--grpc-json", "{}"],
+            "--grpc-proto ",
+        ),
+        (
+            vec!["--grpc-json", "{}"],
+            "--grpc-json needs the message's type",
+        ),
+    ] {
+        let target = url(&echo, "Unary");
+        let mut all = vec!["load", &target, "-d", "1s"];
+        all.extend_from_slice(&args);
+        let o = gatebench(&all);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o).trim().lines().count(), 1, "{}", stderr(&o));
+    }
+    let _ = std::fs::remove_file(&bad);
 }

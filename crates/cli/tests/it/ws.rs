@@ -216,6 +216,82 @@ fn the_json_record_matches_its_schema_and_the_text_report() {
     assert_eq!(stderr(&o).trim().lines().count(), 1, "{}", stderr(&o));
 }
 
+/// The record of `gatebench load URL ARGS --json -`, checked against the schema.
+fn record_of(url: &str, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["load", url];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--json", "-"]);
+    let o = gatebench(&args);
+    assert_eq!(o.status.code(), Some(0), "{extra:?}: {}", stderr(&o));
+    let record: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("stdout is the record: {e}\n{}", text(&o.stdout)));
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../schema/websocket-report.schema.json"
+    );
+    let path = std::fs::canonicalize(path).unwrap();
+    let mut schemas = boon::Schemas::new();
+    let index = boon::Compiler::new()
+        .compile(path.to_str().unwrap(), &mut schemas)
+        .unwrap();
+    if let Err(e) = schemas.validate(&record, index) {
+        panic!("the record does not match the schema:\n{e:#}\n{record:#}");
+    }
+    record
+}
+
+/// Connections opened one after another: on a schedule (-R opens/s), or a count of them (-n),
+/// each sending --ws-messages messages and closing; every one opened, every message back,
+/// every connection closed by gatebench with 1000.
+#[test]
+fn connections_are_opened_on_a_schedule_or_by_count_and_each_closes_after_its_messages() {
+    let _shared = crate::support::shared();
+    let echo = EchoChild::start(&[]);
+    let url = ws_url(&echo, "/ws");
+    // 40 opens/s for 1 s: opens due at 0, 25 ms, … 975 ms: 40 of them.
+    let r = record_of(
+        &url,
+        &["-R", "40", "-d", "1s", "-c", "20", "--ws-messages", "3"],
+    );
+    assert_eq!(r["config"]["connect_rate"], 40.0, "{r:#}");
+    assert_eq!(r["config"]["messages_per_connection"], 3, "{r:#}");
+    let ws = &r["websocket"];
+    assert_eq!(ws["connections_attempted"], 40, "{ws:#}");
+    assert_eq!(ws["connections_opened"], 40, "{ws:#}");
+    assert_eq!(ws["connections_closed"], 40, "{ws:#}");
+    assert_eq!(ws["handshake_latency"]["count"], 40, "{ws:#}");
+    assert_eq!(ws["messages_sent"], 120, "{ws:#}");
+    assert_eq!(ws["messages_received"], 120, "{ws:#}");
+    assert_eq!(ws["close_codes"]["1000"], 40, "{ws:#}");
+    let per_s = ws["connections_per_s"].as_f64().unwrap();
+    assert!((20.0..=42.0).contains(&per_s), "{per_s}: {ws:#}");
+    // -n alone: 12 connections, 3 at a time, 2 messages each; the run ends when they are done.
+    let r = record_of(&url, &["-n", "12", "-c", "3", "--ws-messages", "2"]);
+    let ws = &r["websocket"];
+    assert_eq!(r["config"]["connections_total"], 12, "{r:#}");
+    assert_eq!(ws["connections_opened"], 12, "{ws:#}");
+    assert_eq!(ws["connections_closed"], 12, "{ws:#}");
+    assert_eq!(ws["messages_received"], 24, "{ws:#}");
+    assert!(ws["duration_s"].as_f64().unwrap() < 30.0, "{ws:#}");
+    // What cannot be run: one line, exit 2, before any load.
+    for (args, says) in [
+        (vec!["-n", "5"], "-n without -d needs --ws-messages"),
+        (vec!["-R", "10/s"], "a plain rate of connection opens"),
+        (vec!["-R", "0", "-d", "1s"], "-R must be a number"),
+        (
+            vec!["--ws-messages", "0", "-d", "1s"],
+            "--ws-messages and -n must be at least 1",
+        ),
+    ] {
+        let mut all = vec!["load", &url];
+        all.extend_from_slice(&args);
+        let o = gatebench(&all);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o).trim().lines().count(), 1, "{}", stderr(&o));
+    }
+}
+
 #[test]
 fn the_proxy_and_the_balancer_pass_websocket_connections_through() {
     let _shared = crate::support::shared();

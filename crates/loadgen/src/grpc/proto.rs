@@ -1,8 +1,12 @@
 //! Request messages written as JSON and encoded through a protobuf descriptor set (a
 //! `FileDescriptorSet`, as `protoc --include_imports -o FILE` or `buf build -o FILE` write
-//! it). Rule: everything is checked before any load: the set parses, it has the URL's method,
-//! the JSON is that method's input type in protobuf's JSON mapping (unknown fields refused), and
-//! the call kind is the method's own (`stream` on its request, its response, or both).
+//! it), or through `.proto` files, compiled here into such a set ([`compile_proto`], with
+//! protox, a protobuf compiler written in Rust: no `protoc` needed). Rule: everything is
+//! checked before any load: the set parses (the files compile), it has the URL's method, the
+//! JSON is that method's input type in protobuf's JSON mapping (unknown fields refused), and the
+//! call kind is the method's own (`stream` on its request, its response, or both).
+
+use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
 use prost::Message;
@@ -68,6 +72,26 @@ pub fn encode_json(
     })
 }
 
+/// Compiles `file` and what it imports into a descriptor set (its encoded bytes, as
+/// [`encode_json`] takes them). Imports are looked up in `imports`, in order, then in the
+/// file's own directory; the file itself is named relative to the first of them that holds it
+/// (as protoc's `-I`), so that files importing one another agree on its name. A file that does
+/// not compile is one line: where, and why.
+pub fn compile_proto(file: &Path, imports: &[PathBuf]) -> Result<Vec<u8>, LoadgenError> {
+    let mut includes = imports.to_vec();
+    let own = file
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    includes.push(own.to_path_buf());
+    let set = protox::compile([file], includes).map_err(|e| {
+        let why = e.to_string();
+        let why = why.split_whitespace().collect::<Vec<_>>().join(" ");
+        LoadgenError::config(format!("--grpc-proto {}: {why}", file.display()))
+    })?;
+    Ok(set.encode_to_vec())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,6 +120,40 @@ mod tests {
             let path = format!("/gatebench.echo.v1.Echo/{method}");
             assert_eq!(encode_json(ECHO, "echo", &path, "{}").unwrap().kind, kind);
         }
+    }
+
+    #[test]
+    fn proto_files_compile_to_the_same_set_as_the_committed_one() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../proto");
+        let file = root.join("gatebench/echo/v1/echo.proto");
+        // With the import root, and with the file's own directory only.
+        for imports in [vec![root.clone()], vec![]] {
+            let set = compile_proto(&file, &imports).unwrap();
+            let e = encode_json(&set, "echo.proto", "/gatebench.echo.v1.Echo/Bidi", "{}").unwrap();
+            assert_eq!(e.kind, CallKind::Bidi);
+            let e = encode_json(
+                &set,
+                "echo.proto",
+                "/gatebench.echo.v1.Echo/Unary",
+                r#"{"body":"aGk="}"#,
+            )
+            .unwrap();
+            assert_eq!(&e.message[..], b"\x0a\x02hi");
+        }
+        // One that does not compile, or is not there: one line naming it.
+        let dir = std::env::temp_dir().join(format!("gatebench-proto-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bad = dir.join("bad.proto");
+        std::fs::write(&bad, "syntax = \"proto3\";\nmessage M { int32 x = ; }\n").unwrap();
+        for f in [bad.clone(), dir.join("missing.proto")] {
+            let e = compile_proto(&f, &[]).unwrap_err().to_string();
+            assert!(
+                e.starts_with("--grpc-proto ") && e.contains(".proto"),
+                "{e}"
+            );
+            assert_eq!(e.lines().count(), 1, "{e}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

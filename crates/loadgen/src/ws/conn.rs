@@ -5,7 +5,9 @@
 //! schedule. Open model (`rate`): the message due at `start + k / rate` is sent then (or at
 //! once if the writer is behind), whatever is in flight; closed model: the next message leaves
 //! when the echo of the last arrives, one in flight at a time. Every message sent ends in one
-//! class: ok, timeout, reset, protocol error, or closed by the server.
+//! class: ok, timeout, reset, protocol error, or closed by the server. With `--ws-messages N`
+//! the connection's schedule ends after its N-th message, and it closes (1000) when the last
+//! echo is in.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -37,10 +39,10 @@ enum End {
 async fn open(
     config: &WsConfig,
     transport: &Transport,
+    started: Instant,
     stats: &mut ConnStats,
 ) -> Option<(Stream, BytesMut)> {
     stats.attempted += 1;
-    let started = Instant::now();
     let opened = tokio::time::timeout(config.timeout, async {
         let (mut tcp, _) = match connect(config.addr, transport, config.timeout).await {
             Ok(c) => c,
@@ -97,7 +99,7 @@ pub(super) async fn run(
     stats: &mut ConnStats,
 ) {
     while Instant::now() < until {
-        let Some((tcp, rest)) = open(config, transport, stats).await else {
+        let Some((tcp, rest)) = open(config, transport, Instant::now(), stats).await else {
             tokio::time::sleep(Duration::from_millis(100).min(until - Instant::now().min(until)))
                 .await;
             continue;
@@ -105,6 +107,21 @@ pub(super) async fn run(
         if !load(config, index, tcp, rest, until, stats).await {
             return;
         }
+    }
+}
+
+/// Opens one connection, its handshake timed from `intended`, sends its messages and closes:
+/// once, whatever happens (a churning run's next connection is its own).
+pub(super) async fn once(
+    config: &WsConfig,
+    transport: &Transport,
+    index: u64,
+    intended: Instant,
+    until: Instant,
+    stats: &mut ConnStats,
+) {
+    if let Some((tcp, rest)) = open(config, transport, intended, stats).await {
+        load(config, index, tcp, rest, until, stats).await;
     }
 }
 
@@ -186,6 +203,10 @@ impl Phase<'_> {
             let now = Instant::now();
             // Queue what is due: the schedule's messages up to now, or the closed model's next.
             let due = loop {
+                if config.messages.is_some_and(|m| sent_k >= m) {
+                    // All this connection's messages are sent.
+                    break until;
+                }
                 let due = match gap {
                     Some(gap) => start + gap.mul_f64(sent_k as f64),
                     None if in_flight.is_empty() => now,
@@ -204,7 +225,8 @@ impl Phase<'_> {
                 // The closed model's message is intended when it is sent.
                 in_flight.push_back(if gap.is_some() { due } else { now });
             };
-            if now >= until && in_flight.is_empty() && pending.is_empty() {
+            let all_sent = now >= until || config.messages.is_some_and(|m| sent_k >= m);
+            if all_sent && in_flight.is_empty() && pending.is_empty() {
                 break End::Done;
             }
             let timeout_at = in_flight.front().map(|&t| t + config.timeout);
@@ -309,6 +331,7 @@ async fn finish(
     match end {
         End::Done => {
             close(tcp, 1000).await;
+            stats.closed_clean += 1;
             // The server's close answers ours; bytes before it are dropped.
             let answer = tokio::time::timeout(Duration::from_secs(1), async {
                 loop {
@@ -355,7 +378,7 @@ async fn finish(
 
 /// Opens one connection and closes it cleanly (the probe).
 pub(super) async fn probe(config: &WsConfig, transport: &Transport, stats: &mut ConnStats) {
-    if let Some((mut tcp, mut buf)) = open(config, transport, stats).await {
+    if let Some((mut tcp, mut buf)) = open(config, transport, Instant::now(), stats).await {
         let mut decoder = Decoder::new(config.size.max(125));
         finish(End::Done, &mut tcp, &mut buf, &mut decoder, 0, stats).await;
     }

@@ -3,6 +3,10 @@
 //! timed handshake ([`handshake`]), then loaded with messages (`conn`) of a set size, text or
 //! binary, on a fixed schedule per connection (`--ws-rate`) or one in flight at a time; the
 //! round trip of each message counts from its intended send time. Frames are [`codec`]'s.
+//! Connections are either held for the run (`-c`), or opened one after another (`-R` opens per
+//! second from their intended times, or `-n` in all, at most `-c` at once), each sending
+//! `--ws-messages` messages and closing: the connection-open rate and its latency under churn
+//! ([`WsConfig::churns`]).
 //!
 //! `wss://` runs the same over TLS (the HTTP load's client: `--insecure`, `--cacert`, `--sni`,
 //! resumption unless `--no-tls-resume`); the handshake's time includes TLS's. Not measured
@@ -15,10 +19,12 @@ pub mod handshake;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use gatebench_model::histogram::{new_histogram, summarize, LatencyHistogram};
 use gatebench_model::websocket::WebSocketReport;
+use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use crate::connect::Transport;
@@ -51,6 +57,13 @@ pub struct WsConfig {
     pub binary: bool,
     /// Messages per second per connection (open model); `None`: one in flight at a time.
     pub rate: Option<f64>,
+    /// Messages each connection sends before it closes (1000, cleanly); `None`: until the end.
+    pub messages: Option<u64>,
+    /// Connection opens per second (open model: open `k` is due at `start + k / rate`, and its
+    /// handshake is timed from then); `None`: see [`WsConfig::churns`].
+    pub connect_rate: Option<f64>,
+    /// Connections to open in all; `None`: as many as the duration allows.
+    pub total: Option<u64>,
     /// Longest wait for a connection to open and for a message's echo.
     pub timeout: Duration,
     /// Runtime threads.
@@ -113,6 +126,16 @@ impl WsConfig {
         }
     }
 
+    /// Whether connections are opened one after another (`connect_rate` or `total` set): each
+    /// opened once, when due (open model) or when one of the `connections` slots is free
+    /// (closed), sends its `messages`, closes, and is not opened again; at most `connections`
+    /// are open at once, and an open due while all are taken waits for one, its handshake timed
+    /// from when it was due. Otherwise `connections` connections are held for the whole run,
+    /// each opened again after a failure.
+    pub fn churns(&self) -> bool {
+        self.connect_rate.is_some() || self.total.is_some()
+    }
+
     /// Checks the settings: one line for the first that is wrong.
     pub fn validate(&self) -> Result<(), LoadgenError> {
         if self.connections == 0 {
@@ -125,6 +148,19 @@ impl WsConfig {
         }
         if self.rate.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
             return Err(LoadgenError::config("--ws-rate must be a number above 0"));
+        }
+        if self
+            .connect_rate
+            .is_some_and(|r| !(r.is_finite() && r > 0.0))
+        {
+            return Err(LoadgenError::config(
+                "-R must be a number of connection opens per second above 0",
+            ));
+        }
+        if self.messages == Some(0) || self.total == Some(0) {
+            return Err(LoadgenError::config(
+                "--ws-messages and -n must be at least 1",
+            ));
         }
         if self.duration.is_zero() || self.timeout.is_zero() {
             return Err(LoadgenError::config("-d and --timeout must be above zero"));
@@ -140,6 +176,8 @@ pub(crate) struct ConnStats {
     opened: u64,
     refused: u64,
     failed: u64,
+    /// Connections the client closed at their end, the close handshake sent.
+    closed_clean: u64,
     /// The first refusal's reason.
     refusal: Option<String>,
     /// The first failure to connect (TCP or TLS), by class.
@@ -163,6 +201,7 @@ impl ConnStats {
             opened: 0,
             refused: 0,
             failed: 0,
+            closed_clean: 0,
             refusal: None,
             failure: None,
             handshake: new_sparse_histogram(),
@@ -183,6 +222,7 @@ impl ConnStats {
         self.opened += o.opened;
         self.refused += o.refused;
         self.failed += o.failed;
+        self.closed_clean += o.closed_clean;
         if self.failure.is_none() {
             self.failure = o.failure;
         }
@@ -266,6 +306,53 @@ pub fn probe(config: &WsConfig) -> Result<(), LoadgenError> {
     Ok(())
 }
 
+/// Opens connections one after another until `until` or `total` (see [`WsConfig::churns`]);
+/// each connection's figures are added to the run's as it ends.
+async fn churn(config: &WsConfig, transport: &Transport, until: Instant) -> ConnStats {
+    let start = Instant::now();
+    let slots = Arc::new(Semaphore::new(config.connections as usize));
+    let totals = Arc::new(Mutex::new(ConnStats::new()));
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut k: u64 = 0;
+    while config.total.is_none_or(|n| k < n) {
+        let due = config
+            .connect_rate
+            .map(|r| start + Duration::from_secs_f64(k as f64 / r));
+        if let Some(due) = due {
+            if due >= until {
+                break;
+            }
+            tokio::time::sleep_until(due).await;
+        }
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
+            () = tokio::time::sleep_until(until) => break,
+        };
+        // Open model: from when it was due, however long it waited for a slot.
+        let intended = due.unwrap_or_else(Instant::now);
+        let (config, transport, totals) = (config.clone(), transport.clone(), totals.clone());
+        tasks.spawn(async move {
+            let mut stats = ConnStats::new();
+            conn::once(&config, &transport, k, intended, until, &mut stats).await;
+            drop(slot);
+            totals
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .merge(&stats);
+        });
+        k += 1;
+        // Ended connections' tasks, reaped as the run goes.
+        while tasks.try_join_next().is_some() {}
+    }
+    while tasks.join_next().await.is_some() {}
+    Arc::try_unwrap(totals)
+        .map(|m| {
+            m.into_inner()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        })
+        .unwrap_or_else(|_| ConnStats::new())
+}
+
 /// Runs the load: every connection for `duration`, then the figures.
 pub fn run(config: &WsConfig) -> Result<WsOutput, LoadgenError> {
     config.validate()?;
@@ -273,6 +360,9 @@ pub fn run(config: &WsConfig) -> Result<WsOutput, LoadgenError> {
     let started = std::time::Instant::now();
     let total = runtime(config.threads)?.block_on(async {
         let until = Instant::now() + config.duration;
+        if config.churns() {
+            return Ok(churn(config, &transport, until).await);
+        }
         let tasks: Vec<_> = (0..config.connections)
             .map(|i| {
                 let config = config.clone();
@@ -305,6 +395,8 @@ pub fn run(config: &WsConfig) -> Result<WsOutput, LoadgenError> {
             connections_opened: total.opened,
             handshakes_refused: total.refused,
             connections_failed: total.failed,
+            connections_closed: total.closed_clean,
+            connections_per_s: total.opened as f64 / duration_s.max(1e-9),
             handshake_latency: summarize(&total.handshake),
             messages_sent: total.sent,
             messages_received: total.received,

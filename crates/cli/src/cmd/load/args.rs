@@ -283,6 +283,12 @@ pub struct LoadArgs {
     /// Without it, one message in flight per connection at a time.
     #[arg(long, value_name = "R", help_heading = "WebSocket")]
     pub ws_rate: Option<f64>,
+    /// ws:// targets: messages each connection sends, then it closes (1000) when the last echo
+    /// is in. With -R (connection opens per second, each handshake timed from its intended
+    /// start) or -n (connections in all), connections are opened one after another, at most
+    /// -c at once; without either, -c connections each send N and the run ends.
+    #[arg(long, value_name = "N", help_heading = "WebSocket")]
+    pub ws_messages: Option<u64>,
     /// grpc:// targets: the kind of call: unary, server-stream, client-stream or bidi
     /// (bidirectional) [default: unary].
     #[arg(long, value_enum, value_name = "KIND", help_heading = "gRPC")]
@@ -303,16 +309,24 @@ pub struct LoadArgs {
     /// grpc:// targets: a protobuf descriptor set (a FileDescriptorSet: protoc --include_imports
     /// -o FILE) with the URL's method; with --grpc-json, the request message is that JSON
     /// encoded as the method's input type, and the call kind is the method's.
-    #[arg(long, value_name = "FILE", requires = "grpc_json", conflicts_with_all = ["grpc_size", "grpc_message_file"], help_heading = "gRPC")]
+    #[arg(long, value_name = "FILE", requires = "grpc_json", conflicts_with_all = ["grpc_size", "grpc_message_file", "grpc_proto"], help_heading = "gRPC")]
     pub grpc_proto_set: Option<PathBuf>,
-    /// grpc:// targets: the request message as JSON (protobuf's JSON mapping), encoded through
-    /// --grpc-proto-set.
+    /// grpc:// targets: a .proto file with the URL's method, compiled by gatebench (no protoc
+    /// needed); as --grpc-proto-set otherwise.
+    #[arg(long, value_name = "FILE", requires = "grpc_json", conflicts_with_all = ["grpc_size", "grpc_message_file"], help_heading = "gRPC")]
+    pub grpc_proto: Option<PathBuf>,
+    /// grpc:// targets: a directory the imports of --grpc-proto are looked up in (as protoc's
+    /// -I; repeatable, in order; the file's own directory is looked in last).
     #[arg(
         long,
-        value_name = "JSON",
-        requires = "grpc_proto_set",
+        value_name = "DIR",
+        requires = "grpc_proto",
         help_heading = "gRPC"
     )]
+    pub grpc_import_path: Vec<PathBuf>,
+    /// grpc:// targets: the request message as JSON (protobuf's JSON mapping), encoded through
+    /// --grpc-proto-set or --grpc-proto.
+    #[arg(long, value_name = "JSON", help_heading = "gRPC")]
     pub grpc_json: Option<String>,
     /// grpc:// targets: messages per call: sent by client and bidirectional streams, asked of
     /// gatebench's echo by server streams (x-gatebench-count) [default: 1].

@@ -51,6 +51,8 @@ pub(super) fn grpc_flag(args: &LoadArgs) -> Option<&'static str> {
         (args.grpc_size.is_some(), "--grpc-size"),
         (args.grpc_message_file.is_some(), "--grpc-message-file"),
         (args.grpc_proto_set.is_some(), "--grpc-proto-set"),
+        (args.grpc_proto.is_some(), "--grpc-proto"),
+        (!args.grpc_import_path.is_empty(), "--grpc-import-path"),
         (args.grpc_json.is_some(), "--grpc-json"),
         (args.grpc_messages.is_some(), "--grpc-messages"),
         (args.grpc_message_rate.is_some(), "--grpc-message-rate"),
@@ -117,14 +119,29 @@ fn config(args: &LoadArgs) -> Result<GrpcConfig> {
     };
     // The kind the descriptor says, when the message comes through one.
     let mut described = None;
+    // A descriptor set, as given or compiled from a .proto file, and its name for messages.
+    let schema = match (&args.grpc_proto_set, &args.grpc_proto) {
+        (Some(path), _) => Some((
+            std::fs::read(path).with_context(|| format!("--grpc-proto-set {}", path.display()))?,
+            path.display().to_string(),
+        )),
+        (None, Some(path)) => Some((
+            grpc::proto::compile_proto(path, &args.grpc_import_path)?,
+            path.display().to_string(),
+        )),
+        (None, None) => None,
+    };
+    if schema.is_none() && args.grpc_json.is_some() {
+        anyhow::bail!(
+            "--grpc-json needs the message's type: --grpc-proto-set FILE or --grpc-proto FILE"
+        );
+    }
     let message = match (&args.grpc_message_file, args.grpc_size) {
-        _ if args.grpc_proto_set.is_some() => {
-            let path = args.grpc_proto_set.as_ref().expect("checked");
-            let set = std::fs::read(path)
-                .with_context(|| format!("--grpc-proto-set {}", path.display()))?;
+        _ if schema.is_some() => {
+            let (set, name) = schema.as_ref().expect("checked");
             let encoded = grpc::proto::encode_json(
-                &set,
-                &path.display().to_string(),
+                set,
+                name,
                 &target.path,
                 args.grpc_json.as_deref().unwrap_or("{}"),
             )?;

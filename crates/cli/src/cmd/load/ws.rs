@@ -1,6 +1,7 @@
 //! `gatebench load ws://…`: the WebSocket load. Rule: the flags that mean the same for a
 //! WebSocket run (`-c`, `-d`, `-t`, `--timeout`, `--no-probe`, `-q`, `--json`, the TLS ones
-//! for `wss://`) are taken, the `--ws-*` ones added; any other flag that shapes HTTP requests or outputs is refused in one
+//! for `wss://`; `-R` and `-n` as connection opens: a connection's handshake is its request)
+//! are taken, the `--ws-*` ones added; any other flag that shapes HTTP requests or outputs is refused in one
 //! line rather than silently ignored. The probe (one handshake) runs before the load, and a
 //! refused handshake is one line and exit 2.
 
@@ -29,8 +30,6 @@ pub(super) fn is_ws(url: &str) -> bool {
 fn http_only(args: &LoadArgs) -> Option<&'static str> {
     [
         (args.hlog.is_some(), "--hlog"),
-        (args.rate.is_some(), "--rate"),
-        (args.requests.is_some(), "-n"),
         (args.stream.is_some(), "--stream"),
         (args.llm, "--llm"),
         (args.mix.is_some(), "--mix"),
@@ -54,6 +53,25 @@ fn config(args: &LoadArgs) -> Result<WsConfig> {
             "TLS options (--insecure, --cacert, --sni, --no-tls-resume) need a wss:// URL"
         );
     }
+    let connect_rate = match args.rate.as_deref() {
+        None => None,
+        Some(r) => Some(r.trim().parse::<f64>().map_err(|_| {
+            anyhow::anyhow!(
+                "-R {r}: a WebSocket load takes a plain rate of connection opens per second (no arrival program)"
+            )
+        })?),
+    };
+    if args.requests.is_some() && args.duration.is_none() && args.ws_messages.is_none() {
+        anyhow::bail!(
+            "-n without -d needs --ws-messages: a connection without a message count ends only with the run"
+        );
+    }
+    // -n alone runs until its connections are done (bounded as an HTTP run's -d is).
+    let duration = match (args.duration, args.requests) {
+        (Some(d), _) => d,
+        (None, Some(_)) => Duration::from_secs(100 * 24 * 3600),
+        (None, None) => Duration::from_secs(10),
+    };
     let config = WsConfig {
         url: args.url.clone(),
         addr: target.addr,
@@ -67,10 +85,13 @@ fn config(args: &LoadArgs) -> Result<WsConfig> {
             no_resume: args.no_tls_resume,
         }),
         connections: args.connections,
-        duration: args.duration.unwrap_or(Duration::from_secs(10)),
+        duration,
         size: args.ws_size,
         binary: args.ws_binary,
         rate: args.ws_rate,
+        messages: args.ws_messages,
+        connect_rate,
+        total: args.requests,
         timeout: args.timeout,
         threads: args.threads.map_or_else(
             || std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -93,11 +114,29 @@ pub(super) fn run(args: &LoadArgs) -> Result<ExitCode> {
         Some(r) => format!("{r} messages/s per connection"),
         None => "one message in flight per connection".to_owned(),
     };
+    let opens = match (config.connect_rate, config.total) {
+        (Some(r), Some(n)) => format!(
+            "{n} connections opened at {r}/s, at most {} at once",
+            config.connections
+        ),
+        (Some(r), None) => format!(
+            "connections opened at {r}/s, at most {} at once",
+            config.connections
+        ),
+        (None, Some(n)) => format!("{n} connections, {} at a time", config.connections),
+        (None, None) => format!("{} connections", config.connections),
+    };
+    let per = config
+        .messages
+        .map_or_else(String::new, |m| format!(", {m} each"));
+    let span = if args.duration.is_none() && args.requests.is_some() {
+        String::new()
+    } else {
+        format!("{:?} ", config.duration)
+    };
     eprintln!(
-        "Running {:?} WebSocket @ {} ({} connections, {model}, {} B {} messages)",
-        config.duration,
+        "Running {span}WebSocket @ {} ({opens}, {model}, {} B {} messages{per})",
         config.url,
-        config.connections,
         config.size,
         if config.binary { "binary" } else { "text" },
     );
@@ -130,6 +169,9 @@ fn record(config: &WsConfig, started: SystemTime, report: WebSocketReport) -> We
             url: config.url.clone(),
             tls: config.tls.is_some(),
             connections: config.connections,
+            connect_rate: config.connect_rate,
+            connections_total: config.total,
+            messages_per_connection: config.messages,
             duration_s: config.duration.as_secs_f64(),
             size_bytes: config.size as u64,
             binary: config.binary,
