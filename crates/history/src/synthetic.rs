@@ -351,6 +351,7 @@ fn record(spec: &RunSpec, rng: &mut SplitMix64, point: &Point<'_>) -> Result<Cel
         origin: None,
         events: Vec::new(),
         grpc: None,
+        websocket: None,
     })
 }
 

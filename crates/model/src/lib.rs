@@ -50,7 +50,7 @@ pub use outcome::{Outcome, OutcomeCounts};
 pub use stream::{RateSummary, StreamReport};
 pub use suite::{
     CellKind, CellParams, CellRecord, CellStatus, Environment, GcSummary, ProcessRecord,
-    ResourceSummary, RunManifest, SystemSettings,
+    ResourceSummary, RunManifest, SystemSettings, UnitLoad,
 };
 
 /// Version of the on-disk JSON formats. Bumped whenever a field changes meaning or goes away;

@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{CapacityReport, CostReport, LoadReport, ToolInfo};
+use crate::{CapacityReport, CostReport, LatencySummary, LoadReport, ToolInfo};
 
 /// What `run.json` says: this directory is a gatebench results directory, of which version,
 /// and which cells the run planned (so an interrupted run is reported as incomplete).
@@ -316,6 +316,70 @@ pub struct CellRecord {
     /// A gRPC scenario's cell (`[scenario.grpc]`): the gRPC load's record instead of `load`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grpc: Option<crate::grpc::GrpcRecord>,
+    /// A WebSocket scenario's cell (`[scenario.websocket]`): the WebSocket load's record
+    /// instead of `load`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub websocket: Option<crate::websocket::WebSocketRecord>,
+}
+
+/// What a cell whose load is not HTTP requests measured (a gRPC or a WebSocket scenario), read
+/// the way a load cell's requests are: its units (gRPC calls, WebSocket messages) stand for
+/// requests in the summaries, `compare` and the release history.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UnitLoad<'a> {
+    /// What one unit is: `calls` or `messages`.
+    pub unit: &'static str,
+    /// Units started (calls started, messages sent).
+    pub started: u64,
+    /// Units that ended ok, per second.
+    pub ok_per_s: f64,
+    /// Units not ok, in percent of those started (0 without any).
+    pub error_percent: f64,
+    /// The ok units' latency (a call's, a message's round trip).
+    pub latency: &'a LatencySummary,
+    /// The classes other than ok, with their counts (none at zero).
+    pub errors: Vec<(String, u64)>,
+}
+
+impl CellRecord {
+    /// The cell's gRPC calls or WebSocket messages as a load's units; `None` for an HTTP cell.
+    pub fn unit_load(&self) -> Option<UnitLoad<'_>> {
+        if let Some(g) = &self.grpc {
+            let g = &g.grpc;
+            return Some(UnitLoad {
+                unit: "calls",
+                started: g.calls_started,
+                ok_per_s: g.calls_per_s,
+                error_percent: g.error_percent(),
+                latency: &g.call_latency,
+                errors: g
+                    .calls
+                    .iter()
+                    .filter(|(class, n)| *class != "ok" && **n > 0)
+                    .map(|(class, n)| (class.clone(), *n))
+                    .collect(),
+            });
+        }
+        let w = &self.websocket.as_ref()?.websocket;
+        let errors = [
+            ("timeout", w.messages_timeout),
+            ("reset", w.messages_reset),
+            ("protocol_error", w.messages_protocol_error),
+            ("closed", w.messages_closed),
+        ];
+        Some(UnitLoad {
+            unit: "messages",
+            started: w.messages_sent,
+            ok_per_s: w.messages_per_s,
+            error_percent: w.error_percent(),
+            latency: &w.message_latency,
+            errors: errors
+                .into_iter()
+                .filter(|(_, n)| *n > 0)
+                .map(|(class, n)| (class.to_owned(), n))
+                .collect(),
+        })
+    }
 }
 
 /// The garbage collector of the system under test over one window (warm-up or measurement),

@@ -55,6 +55,18 @@ pub struct WebSocketReport {
     pub pings_answered: u64,
 }
 
+impl WebSocketReport {
+    /// Messages sent and not received back, in percent of those sent (0 without any): what a
+    /// summary's Error % says of a WebSocket cell.
+    pub fn error_percent(&self) -> f64 {
+        if self.messages_sent == 0 {
+            return 0.0;
+        }
+        self.messages_sent.saturating_sub(self.messages_received) as f64 * 100.0
+            / self.messages_sent as f64
+    }
+}
+
 /// Version of the WebSocket record's format (`schema/websocket-report.schema.json`).
 pub const WEBSOCKET_SCHEMA_VERSION: u32 = 1;
 

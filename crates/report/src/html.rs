@@ -609,20 +609,84 @@ fn grpc_section(
         count(g.messages_received),
         rate(g.messages_per_s),
     );
-    let mut ch = Chart::new(
+    spectra(
+        h,
+        svgs,
+        format!("{id}-grpc.svg"),
         "gRPC latency by percentile (measurement)",
-        "percentile",
-        "ms",
+        &[
+            ("call (ok), from its intended start", &g.call_latency),
+            ("first reply message", &g.first_message_latency),
+            ("message round trip (bidirectional)", &g.message_latency),
+        ],
     );
+}
+
+/// A WebSocket cell's figures and its latency spectra (handshakes, message round trips).
+fn websocket_section(
+    h: &mut String,
+    svgs: &mut Vec<(String, String)>,
+    id: &str,
+    w: &gatebench_model::websocket::WebSocketReport,
+) {
+    let codes: Vec<String> = w
+        .close_codes
+        .iter()
+        .map(|(k, n)| format!("{k} × {}", count(*n)))
+        .collect();
+    let _ = writeln!(
+        h,
+        "<p class=\"note\">WebSocket: {} connections opened of {} attempts ({}/s; {} refused, \
+         {} failed); {} messages sent, {} received ({}/s), {} timeout, {} reset, {} \
+         protocol_error, {} closed; close codes from the server: {}.</p>",
+        count(w.connections_opened),
+        count(w.connections_attempted),
+        rate(w.connections_per_s),
+        count(w.handshakes_refused),
+        count(w.connections_failed),
+        count(w.messages_sent),
+        count(w.messages_received),
+        rate(w.messages_per_s),
+        count(w.messages_timeout),
+        count(w.messages_reset),
+        count(w.messages_protocol_error),
+        count(w.messages_closed),
+        esc(&if codes.is_empty() {
+            "none".to_owned()
+        } else {
+            codes.join(", ")
+        }),
+    );
+    spectra(
+        h,
+        svgs,
+        format!("{id}-websocket.svg"),
+        "WebSocket latency by percentile (measurement)",
+        &[
+            (
+                "message round trip, from its intended send",
+                &w.message_latency,
+            ),
+            ("opening handshake", &w.handshake_latency),
+        ],
+    );
+}
+
+/// One chart of latency spectra (percentile against ms) from records' summaries, as `file`;
+/// nothing when no series has a value.
+fn spectra(
+    h: &mut String,
+    svgs: &mut Vec<(String, String)>,
+    file: String,
+    title: &str,
+    series: &[(&str, &LatencySummary)],
+) {
+    let mut ch = Chart::new(title, "percentile", "ms");
     ch.x_scale = Scale::Percentile;
-    for (name, l) in [
-        ("call (ok), from its intended start", &g.call_latency),
-        ("first reply message", &g.first_message_latency),
-        ("message round trip (bidirectional)", &g.message_latency),
-    ] {
+    for (name, l) in series {
         if l.count > 0 {
             ch.series.push(Series {
-                name: name.into(),
+                name: (*name).into(),
                 points: summary_points(l),
                 markers: true,
                 ..Series::default()
@@ -630,7 +694,6 @@ fn grpc_section(
         }
     }
     if !ch.series.is_empty() {
-        let file = format!("{id}-grpc.svg");
         let s = svg::render(&[ch], 300.0);
         let _ = writeln!(h, "<div class=\"figs\">");
         figure(h, &s, &file);
@@ -664,8 +727,9 @@ fn cell_section(h: &mut String, svgs: &mut Vec<(String, String)>, c: &CellData<'
     let mut facts = vec![
         match p.rate {
             Some(rt) => format!(
-                "open model at {} req/s over {} connections",
+                "open model at {} {} over {} connections",
                 number(rt),
+                summary::rate_unit(r),
                 p.users
             ),
             None => format!("{} users", p.users),
@@ -705,6 +769,9 @@ fn cell_section(h: &mut String, svgs: &mut Vec<(String, String)>, c: &CellData<'
     }
     if let Some(g) = &r.grpc {
         grpc_section(h, svgs, &p.id, g);
+    }
+    if let Some(w) = &r.websocket {
+        websocket_section(h, svgs, &p.id, &w.websocket);
     }
     let Some(load) = &r.load else {
         let _ = writeln!(h, "</section>");

@@ -38,4 +38,5 @@ pub mod streams;
 pub mod summary;
 pub mod svg;
 pub mod table;
+pub mod websocket_table;
 pub mod ws_text;

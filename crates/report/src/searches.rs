@@ -493,6 +493,7 @@ mod tests {
             origin: None,
             events: Vec::new(),
             grpc: None,
+            websocket: None,
         }
     }
 

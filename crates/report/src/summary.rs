@@ -106,10 +106,15 @@ pub fn flags(r: &CellRecord) -> Vec<String> {
     }
     if let Some(g) = &r.grpc {
         f.push(format!("gRPC {}", g.config.call_kind.replace('_', "-")));
-        let ok = g.grpc.calls.get("ok").copied().unwrap_or(0);
-        if g.grpc.calls_started > ok {
-            f.push("errors".to_owned());
+    }
+    if let Some(w) = &r.websocket {
+        f.push("WebSocket".to_owned());
+        if w.websocket.handshakes_refused + w.websocket.connections_failed > 0 {
+            f.push("connections refused or failed".to_owned());
         }
+    }
+    if r.unit_load().is_some_and(|u| !u.errors.is_empty()) {
+        f.push("errors".to_owned());
     }
     if let Some(load) = &r.load {
         let m = &load.measurement;
@@ -143,13 +148,24 @@ pub fn flags(r: &CellRecord) -> Vec<String> {
             rate.map(|r| format!(" (mean {} req/s)", number(r)))
                 .unwrap_or_default()
         )),
-        (None, Some(rate)) => f.push(format!("open model at {} req/s", number(rate))),
+        (None, Some(rate)) => f.push(format!("open model at {} {}", number(rate), rate_unit(r))),
         (None, None) => {}
     }
     if r.cell.repeat > 1 {
         f.push(format!("repeat {}", r.cell.repeat));
     }
     f
+}
+
+/// What a cell's rate counts: requests, gRPC calls, or WebSocket connection opens per second.
+pub fn rate_unit(r: &CellRecord) -> &'static str {
+    if r.grpc.is_some() {
+        "calls/s"
+    } else if r.websocket.is_some() {
+        "connection opens/s"
+    } else {
+        "req/s"
+    }
 }
 
 /// The rows of `records` for `phase`, in suite order (scenario, users or rate, size, delay,
@@ -217,8 +233,9 @@ pub fn rows(records: &[CellRecord], phase: Phase) -> Vec<Row> {
         .collect()
 }
 
-/// The columns of a row that come from the load: an HTTP load's, or a gRPC cell's (calls:
-/// every call not `ok` an error, `ok` calls per second, the `ok` calls' latency).
+/// The columns of a row that come from the load: an HTTP load's, or a gRPC or WebSocket
+/// cell's units (calls or messages: every one not `ok` an error, `ok` ones per second, their
+/// latency; `CellRecord::unit_load`).
 #[derive(Clone, Copy)]
 struct Main<'a> {
     error_percent: f64,
@@ -238,15 +255,13 @@ fn main_figures<'a>(
             latency: &p.latency,
         });
     }
-    let g = &r
-        .grpc
-        .as_ref()
-        .filter(|_| r.status == CellStatus::Ok && phase == Phase::Measurement)?
-        .grpc;
+    let u = r
+        .unit_load()
+        .filter(|_| r.status == CellStatus::Ok && phase == Phase::Measurement)?;
     Some(Main {
-        error_percent: g.error_percent(),
-        throughput: g.calls_per_s,
-        latency: &g.call_latency,
+        error_percent: u.error_percent,
+        throughput: u.ok_per_s,
+        latency: u.latency,
     })
 }
 
@@ -418,6 +433,7 @@ pub fn markdown(suite: &str, records: &[CellRecord], missing: usize) -> String {
     out.push_str(&crate::events::markdown(records));
     out.push_str(&crate::streams::markdown(records));
     out.push_str(&crate::grpc_table::markdown(records));
+    out.push_str(&crate::websocket_table::markdown(records));
     let _ = writeln!(
         out,
         "\n## Warm-up (not part of the results)\n\n{}",
@@ -556,6 +572,7 @@ pub fn json(suite: &str, records: &[CellRecord], missing: usize) -> String {
         "events": crate::events::json(records),
         "streams": crate::streams::json(records),
         "grpc": crate::grpc_table::json(records),
+        "websocket": crate::websocket_table::json(records),
     });
     let mut s = serde_json::to_string_pretty(&v).expect("JSON values always serialize");
     s.push('\n');

@@ -24,6 +24,7 @@ mod remote;
 mod search;
 mod seconds;
 mod start;
+mod websocket;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -212,6 +213,7 @@ pub fn run_cell(
             origin: None,
             events: Vec::new(),
             grpc: None,
+            websocket: None,
         },
         hlog: Vec::new(),
         samples_csv: None,
@@ -268,6 +270,11 @@ fn start_and_measure(
     if run.sc.grpc.is_some() {
         // A gRPC target is checked by the gRPC load's own probe call.
         grpc::measure(run, fx, started, out)?;
+        return fx.none_exited();
+    }
+    if run.sc.websocket.is_some() {
+        // A WebSocket target is checked by the WebSocket load's own probe handshake.
+        websocket::measure(run, started, out)?;
         return fx.none_exited();
     }
     fx.driver.verify(&started.config)?;

@@ -256,6 +256,9 @@ pub struct Scenario {
     pub stream: Option<gatebench_loadgen::StreamMode>,
     /// A gRPC scenario: its cells make calls of this kind instead of HTTP requests.
     pub grpc: Option<GrpcScenario>,
+    /// A WebSocket scenario: its cells open WebSocket connections and send messages instead of
+    /// HTTP requests.
+    pub websocket: Option<WebSocketScenario>,
     /// What happens during each of its load cells' measurement (`[[scenario.event]]`).
     pub events: Vec<EventSpec>,
 }
@@ -298,6 +301,23 @@ pub struct GrpcScenario {
     /// HTTP/2 connections the cell's users share; users ÷ connections calls are in flight on
     /// each.
     pub connections: u32,
+}
+
+/// `[[scenario]] websocket = {…}`, validated: the connections and messages of the scenario's
+/// cells. Users are connections held for the measurement; a rate is connection opens per
+/// second (each handshake timed from when it was due), at most `[load] connections` open at
+/// once, as an HTTP rate cell's connections. With `messages`, each connection closes after that
+/// many. The matrix size is each message's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WebSocketScenario {
+    /// The upgrade request's path (and query).
+    pub path: String,
+    /// Binary messages (text otherwise).
+    pub binary: bool,
+    /// Messages per second on each connection (open model); `None`: one in flight at a time.
+    pub message_rate: Option<f64>,
+    /// Messages each connection sends before it closes; `None`: until the measurement ends.
+    pub messages: Option<u64>,
 }
 
 /// What the load generator sends.
@@ -533,24 +553,35 @@ impl Suite {
         for (i, rs) in raw.scenarios.into_iter().enumerate() {
             let (wants_capacity, wants_cost) = (rs.capacity, rs.cost.unwrap_or(false));
             let mut sc = validate_scenario(i, rs, base_dir, &matrix, &load).map_err(in_file)?;
-            if sc.grpc.is_some() {
+            // A gRPC or WebSocket scenario's load is a run of its own, not the HTTP worker's.
+            let own_load = match (&sc.grpc, &sc.websocket) {
+                (Some(_), _) => Some("gRPC"),
+                (None, Some(_)) => Some("WebSocket"),
+                (None, None) => None,
+            };
+            if let Some(what) = own_load {
                 if wants_capacity == Some(true) || wants_cost {
                     return Err(err(format!(
-                        "scenario \"{}\": capacity and cost cannot be used in a gRPC scenario yet",
+                        "scenario \"{}\": capacity and cost cannot be used in a {what} scenario yet",
                         sc.name
                     )));
                 }
                 if !hosts.generators.iter().all(HostSpec::is_local) {
                     return Err(err(format!(
-                        "scenario \"{}\": a gRPC scenario's load runs on this machine only ([hosts] generators)",
+                        "scenario \"{}\": a {what} scenario's load runs on this machine only ([hosts] generators)",
+                        sc.name
+                    )));
+                }
+                if sc.websocket.is_some() && s.requests.is_some() {
+                    return Err(err(format!(
+                        "scenario \"{}\": [suite] requests cannot be used with a WebSocket scenario yet (its cells run for the duration)",
                         sc.name
                     )));
                 }
             }
-            let grpc = sc.grpc.is_some();
             extra::scenario_flags(
                 &mut sc,
-                capacity.is_some() && !grpc,
+                capacity.is_some() && own_load.is_none(),
                 wants_capacity,
                 wants_cost,
             )
@@ -882,6 +913,12 @@ impl Suite {
                         message_rate: g.message_rate,
                         deadline: g.deadline.map(|d| format!("{}us", d.as_micros())),
                         connections: Some(g.connections),
+                    }),
+                    websocket: s.websocket.as_ref().map(|w| raw::RawWebSocket {
+                        path: Some(w.path.clone()),
+                        binary: Some(w.binary),
+                        message_rate: w.message_rate,
+                        messages: w.messages,
                     }),
                     events: s.events.iter().map(events::raw_event).collect(),
                 })

@@ -121,5 +121,6 @@ pub fn cell_record(
         origin: None,
         events: Vec::new(),
         grpc: None,
+        websocket: None,
     }
 }

@@ -966,6 +966,148 @@ sut = { serve = "proxy --port {port} --http2 --upstream h2c://127.0.0.1:{backend
     assert!(!report.contains("failed"), "{report}");
 }
 
+/// WebSocket scenarios: users are connections held for the measurement, a rate is connection
+/// opens per second; straight to the echo, and through the proxy's tunnel with a message count
+/// per connection. Messages stand for requests in the rows, a WebSocket table and plots add
+/// what only they have, and compare reads the cells as load cells.
+#[test]
+fn websocket_scenarios_hold_or_open_connections_into_the_summaries_and_the_report() {
+    let _shared = crate::support::shared();
+    let tmp = temp_dir("ws-suite");
+    let suite = r#"[suite]
+name = "ws"
+warmup = "500ms"
+duration = "1s"
+
+[matrix]
+users = [3]
+rates = [20]
+sizes = [100]
+delays = ["0ms"]
+protocols = ["h1c"]
+
+[[scenario]]
+name = "direct"
+websocket = {}
+backend = { serve = "echo --port {port}" }
+
+[[scenario]]
+name = "proxied"
+websocket = { path = "/ws", messages = 5, binary = true }
+backend = { serve = "echo --port {port}" }
+sut = { serve = "proxy --port {port} --upstream http://127.0.0.1:{backend_port}" }
+"#;
+    std::fs::write(tmp.join("suite.toml"), suite).unwrap();
+    let out = gatebench(&["run", "suite.toml", "--out", "out"], &tmp);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let out_dir = tmp.join("out");
+    let record =
+        |id: &str| crate::support::read_json(&out_dir.join(format!("cells/{id}/record.json")));
+    // Three connections held, one message in flight on each, every one back.
+    let held = record("direct_u3_s100_d0_r1");
+    let w = &held["websocket"]["websocket"];
+    assert_eq!(w["connections_opened"], 3, "{w:#}");
+    let sent = w["messages_sent"].as_u64().unwrap();
+    assert!(sent > 100, "{w:#}");
+    assert_eq!(w["messages_received"].as_u64(), Some(sent), "{w:#}");
+    assert_eq!(w["close_codes"]["1000"], 3, "{w:#}");
+    assert_eq!(held["websocket"]["config"]["size_bytes"], 100);
+    // 20 opens a second for 1 s, held to the end.
+    let opened = record("direct_R20_s100_d0_r1");
+    let w = &opened["websocket"]["websocket"];
+    assert_eq!(w["connections_opened"], 20, "{w:#}");
+    assert_eq!(opened["websocket"]["config"]["connect_rate"], 20.0);
+    // Through the proxy: five binary messages a connection, then a clean close.
+    let churned = record("proxied_R20_s100_d0_r1");
+    let w = &churned["websocket"]["websocket"];
+    assert_eq!(w["connections_opened"], 20, "{w:#}");
+    assert_eq!(w["connections_closed"], 20, "{w:#}");
+    assert_eq!(w["messages_received"], 100, "{w:#}");
+    assert_eq!(churned["websocket"]["config"]["binary"], true);
+    let w = &record("proxied_u3_s100_d0_r1")["websocket"]["websocket"];
+    assert_eq!(w["messages_received"], 15, "{w:#}");
+
+    let md = std::fs::read_to_string(out_dir.join("summary.md")).unwrap();
+    let measurement = md.split("## Warm-up").next().unwrap();
+    let row = measurement
+        .lines()
+        .find(|l| l.starts_with("| direct |") && l.contains("| 3 |"))
+        .unwrap_or_else(|| panic!("no direct row: {md}"));
+    let cols: Vec<&str> = row.split('|').map(str::trim).collect();
+    assert_eq!(cols[5], "0.00", "no errors: {row}");
+    let per_s: f64 = cols[6].parse().unwrap();
+    let w = &held["websocket"]["websocket"];
+    assert!(
+        (per_s - w["messages_per_s"].as_f64().unwrap()).abs() < 0.01,
+        "{row}"
+    );
+    assert!(row.contains("WebSocket"), "{row}");
+    let table = md
+        .split("## WebSocket")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no WebSocket table: {md}"));
+    let churn_row = table
+        .lines()
+        .find(|l| l.starts_with("| proxied_R20_s100_d0_r1 |"))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(churn_row.contains("| 20 | 0 / 0 |"), "{churn_row}");
+    let summary = crate::support::read_json(&out_dir.join("summary.json"));
+    assert_eq!(
+        summary["websocket"].as_array().unwrap().len(),
+        4,
+        "{summary:#}"
+    );
+    let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
+    assert!(
+        html.contains("WebSocket latency by percentile"),
+        "no WebSocket plot"
+    );
+    assert!(out_dir
+        .join("plots/direct_u3_s100_d0_r1-websocket.svg")
+        .is_file());
+    let resolved = std::fs::read_to_string(out_dir.join("suite.toml")).unwrap();
+    assert!(resolved.contains("messages = 5"), "{resolved}");
+    let out = gatebench(&["compare", "out", "out"], &tmp);
+    let report = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{report}\n{}",
+        text(&out.stderr)
+    );
+    assert!(report.contains("| direct_u3_s100_d0 |"), "{report}");
+    assert!(!report.contains("failed"), "{report}");
+    // What a WebSocket scenario cannot do is refused before anything runs.
+    for (extra, says) in [
+        (
+            "protocols = [\"h2c\"]",
+            "WebSocket opens over HTTP/1.1 (protocols h1c, h1), not h2c",
+        ),
+        (
+            "thresholds = [\"p99<5ms\"]",
+            "thresholds (its own or [load]'s) cannot be used in a WebSocket scenario yet",
+        ),
+        (
+            "grpc = { method = \"/a.B/C\" }",
+            "grpc and websocket cannot both be set",
+        ),
+    ] {
+        let suite = format!(
+            "[suite]\nname = \"bad\"\n\n[[scenario]]\nname = \"w\"\n{extra}\nwebsocket = {{}}\nbackend = {{ serve = \"echo --port {{port}}\" }}\n"
+        );
+        std::fs::write(tmp.join("bad.toml"), suite).unwrap();
+        let out = gatebench(&["run", "bad.toml", "--out", "bad"], &tmp);
+        assert_eq!(out.status.code(), Some(2), "{extra}: {}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains(says),
+            "{extra}: {}",
+            text(&out.stderr)
+        );
+        assert!(!tmp.join("bad").exists(), "nothing ran");
+    }
+}
+
 #[test]
 fn a_grpc_scenario_over_http1_or_with_what_it_cannot_do_is_refused_before_anything_runs() {
     let tmp = temp_dir("grpc-bad");

@@ -89,12 +89,10 @@ fn at(s: &LatencySummary, p: f64) -> (Option<f64>, bool) {
 pub(crate) fn cell_values(record: &CellRecord) -> Result<Vec<Value>, String> {
     let c = &record.cell;
     let m = record.load.as_ref().map(|l| &l.measurement);
-    // A gRPC cell's calls stand for requests (summaries and compare read it the same way).
-    let calls = record
-        .grpc
-        .as_ref()
-        .map(|g| &g.grpc)
-        .filter(|_| m.is_none());
+    // A gRPC cell's calls, a WebSocket cell's messages, stand for requests (summaries and
+    // compare read them the same way).
+    let units = record.unit_load().filter(|_| m.is_none());
+    let calls = units.as_ref();
     let hist = m.and_then(|m| m.histograms.as_ref());
     let bad = |e: String| format!("cell {}: a histogram: {e}", c.id);
     let blob = |t: Option<&String>| -> Result<Value, String> {
@@ -123,7 +121,7 @@ pub(crate) fn cell_values(record: &CellRecord) -> Result<Vec<Value>, String> {
             Some(histogram::summarize_censored(&answered, &censored))
         }
         (Some(m), None) => Some(m.latency.clone()),
-        (None, None) => calls.map(|g| g.call_latency.clone()),
+        (None, None) => calls.map(|u| u.latency.clone()),
     };
     let (p50, lb50) = latency.as_ref().map_or((None, false), |s| at(s, 50.0));
     let (p99, lb99) = latency.as_ref().map_or((None, false), |s| at(s, 99.0));
@@ -143,8 +141,7 @@ pub(crate) fn cell_values(record: &CellRecord) -> Result<Vec<Value>, String> {
         None => {
             let errors: serde_json::Map<String, serde_json::Value> = calls
                 .iter()
-                .flat_map(|g| g.calls.iter())
-                .filter(|(class, n)| *class != "ok" && **n > 0)
+                .flat_map(|u| u.errors.iter())
                 .map(|(class, n)| (class.clone(), (*n).into()))
                 .collect();
             serde_json::Value::Object(errors).to_string()
@@ -178,12 +175,12 @@ pub(crate) fn cell_values(record: &CellRecord) -> Result<Vec<Value>, String> {
         Value::int(i64::from(record.load.as_ref().is_some_and(|l| !l.valid))),
         Value::Int(
             m.map(|m| m.requests as i64)
-                .or(calls.map(|g| g.calls_started as i64)),
+                .or(calls.map(|u| u.started as i64)),
         ),
-        real(m.map(|m| m.throughput_rps).or(calls.map(|g| g.calls_per_s))),
+        real(m.map(|m| m.throughput_rps).or(calls.map(|u| u.ok_per_s))),
         real(
             m.map(|m| m.error_percent)
-                .or(calls.map(|g| g.error_percent())),
+                .or(calls.map(|u| u.error_percent)),
         ),
         real(latency.as_ref().map(|s| s.mean_ms)),
         real(latency.as_ref().map(|s| s.stdev_ms)),

@@ -2,7 +2,9 @@
 //! messages on the connection's schedule and match each echo to the oldest message in flight
 //! (an echo answers in order); each message's round trip counts from its *intended* send time,
 //! so a server that stalls delays every message behind it in the figures, not only in the
-//! schedule. Open model (`rate`): the message due at `start + k / rate` is sent then (or at
+//! schedule. A message that was still in the future when the connection last looked at its
+//! schedule was waited for, and counts from its send: the timer's lateness (tokio's timer has
+//! millisecond granularity) is the generator's, not the server's, as in the HTTP open model. Open model (`rate`): the message due at `start + k / rate` is sent then (or at
 //! once if the writer is behind), whatever is in flight; closed model: the next message leaves
 //! when the echo of the last arrives, one in flight at a time. Every message sent ends in one
 //! class: ok, timeout, reset, protocol error, or closed by the server. With `--ws-messages N`
@@ -199,6 +201,10 @@ impl Phase<'_> {
         let gap = config.rate.map(|r| Duration::from_secs_f64(1.0 / r));
         let mut sent_k: u64 = 0;
         let mut seed = random_u64(index);
+        // When the schedule was last looked at: a message still in the future then was waited
+        // for, and counts from its send (the timer's lateness is the generator's, as in the
+        // HTTP open model); one already due then counts from when it was due.
+        let mut looked = start;
         loop {
             let now = Instant::now();
             // Queue what is due: the schedule's messages up to now, or the closed model's next.
@@ -223,8 +229,13 @@ impl Phase<'_> {
                 stats.sent += 1;
                 sent_k += 1;
                 // The closed model's message is intended when it is sent.
-                in_flight.push_back(if gap.is_some() { due } else { now });
+                in_flight.push_back(if gap.is_some() && due <= looked {
+                    due
+                } else {
+                    now
+                });
             };
+            looked = now;
             let all_sent = now >= until || config.messages.is_some_and(|m| sent_k >= m);
             if all_sent && in_flight.is_empty() && pending.is_empty() {
                 break End::Done;

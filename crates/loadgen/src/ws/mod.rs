@@ -136,6 +136,44 @@ impl WsConfig {
         self.connect_rate.is_some() || self.total.is_some()
     }
 
+    /// The JSON record of a run of these settings that started at `started`
+    /// (`schema/websocket-report.schema.json`): for `gatebench load` and for suites alike.
+    pub fn record(
+        &self,
+        started: std::time::SystemTime,
+        report: WebSocketReport,
+    ) -> gatebench_model::websocket::WebSocketRecord {
+        use gatebench_model::websocket::{
+            WebSocketConfig, WebSocketRecord, WEBSOCKET_SCHEMA_VERSION,
+        };
+        WebSocketRecord {
+            schema_version: WEBSOCKET_SCHEMA_VERSION,
+            kind: "websocket".into(),
+            tool: gatebench_model::ToolInfo {
+                name: "gatebench".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+            },
+            started_at_unix_ms: started
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64),
+            config: WebSocketConfig {
+                url: self.url.clone(),
+                tls: self.tls.is_some(),
+                connections: self.connections,
+                connect_rate: self.connect_rate,
+                connections_total: self.total,
+                messages_per_connection: self.messages,
+                duration_s: self.duration.as_secs_f64(),
+                size_bytes: self.size as u64,
+                binary: self.binary,
+                rate_per_connection: self.rate,
+                timeout_s: self.timeout.as_secs_f64(),
+                threads: self.threads as u32,
+            },
+            websocket: report,
+        }
+    }
+
     /// Checks the settings: one line for the first that is wrong.
     pub fn validate(&self) -> Result<(), LoadgenError> {
         if self.connections == 0 {

@@ -118,7 +118,7 @@ pub const METRICS: [Metric; 10] = [
         ratio: true,
         value: |r| {
             (r.load.as_ref().map(|l| l.measurement.throughput_rps))
-                .or_else(|| r.grpc.as_ref().map(|g| g.grpc.calls_per_s))
+                .or_else(|| r.unit_load().map(|u| u.ok_per_s))
         },
     },
     Metric {
@@ -129,7 +129,7 @@ pub const METRICS: [Metric; 10] = [
         ratio: true,
         value: |r| {
             (r.load.as_ref().map(|l| l.measurement.latency.mean_ms))
-                .or_else(|| r.grpc.as_ref().map(|g| g.grpc.call_latency.mean_ms))
+                .or_else(|| r.unit_load().map(|u| u.latency.mean_ms))
         },
     },
     Metric {
@@ -140,7 +140,7 @@ pub const METRICS: [Metric; 10] = [
         ratio: true,
         value: |r| {
             (r.load.as_ref().and_then(|l| l.measurement.latency.at(99.0)))
-                .or_else(|| r.grpc.as_ref().and_then(|g| g.grpc.call_latency.at(99.0)))
+                .or_else(|| r.unit_load().and_then(|u| u.latency.at(99.0)))
         },
     },
     Metric {
@@ -151,7 +151,7 @@ pub const METRICS: [Metric; 10] = [
         ratio: false,
         value: |r| {
             (r.load.as_ref().map(|l| l.measurement.error_percent))
-                .or_else(|| r.grpc.as_ref().map(|g| g.grpc.error_percent()))
+                .or_else(|| r.unit_load().map(|u| u.error_percent))
         },
     },
     Metric {
@@ -449,8 +449,8 @@ fn group<'a>(records: &'a [CellRecord], match_scenario: bool) -> Grouped<'a> {
         if !r.cell.kind.is_load() {
             continue;
         }
-        // A gRPC cell compares its calls as a load cell its requests.
-        if r.status != CellStatus::Ok || (r.load.is_none() && r.grpc.is_none()) {
+        // A gRPC or WebSocket cell compares its calls or messages as a load cell its requests.
+        if r.status != CellStatus::Ok || (r.load.is_none() && r.unit_load().is_none()) {
             failed += 1;
             continue;
         }

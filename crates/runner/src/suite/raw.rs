@@ -332,6 +332,10 @@ pub struct RawScenario {
     /// `grpc = {…}`: the cells make gRPC calls instead of HTTP requests.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grpc: Option<RawGrpc>,
+    /// `websocket = {…}`: the cells open WebSocket connections and send messages instead of
+    /// HTTP requests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub websocket: Option<RawWebSocket>,
     /// `[[scenario.event]]`: what happens during each of its cells' measurement.
     #[serde(default, rename = "event", skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<RawEvent>,
@@ -383,6 +387,24 @@ pub struct RawRender {
     /// form of a configuration the SUT already reads: `to = "pool.conf"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
+}
+
+/// `websocket = {…}` of a scenario.
+#[derive(Debug, Default, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawWebSocket {
+    /// The upgrade request's path (default `/ws`, the echo's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Binary messages (default false: text).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub binary: Option<bool>,
+    /// Messages per second on each connection (default: one in flight at a time).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_rate: Option<f64>,
+    /// Messages each connection sends before it closes (default: until the end).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messages: Option<u64>,
 }
 
 /// `grpc = {…}` of a scenario.

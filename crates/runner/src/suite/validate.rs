@@ -440,109 +440,27 @@ pub(super) fn validate_scenario(
             has_sut: sut.is_some(),
         },
     )?;
-    let grpc = match r.grpc {
-        None => None,
-        Some(g) => {
-            let at = |key: &str, problem: String| at(&format!("grpc.{key}"), problem);
-            let method_ok = g
-                .method
-                .strip_prefix('/')
-                .and_then(|m| m.split_once('/'))
-                .is_some_and(|(svc, m)| !svc.is_empty() && !m.is_empty() && !m.contains('/'));
-            if !method_ok {
-                return Err(at(
-                    "method",
-                    format!("\"{}\" is not /package.Service/Method", g.method),
-                ));
-            }
-            use gatebench_loadgen::grpc::CallKind;
-            let kind = match g.kind.as_deref().unwrap_or("unary") {
-                "unary" => CallKind::Unary,
-                "server-stream" => CallKind::ServerStream,
-                "client-stream" => CallKind::ClientStream,
-                "bidi" => CallKind::Bidi,
-                other => {
-                    return Err(at(
-                        "kind",
-                        format!("\"{other}\" is not unary, server-stream, client-stream or bidi"),
-                    ))
-                }
-            };
-            let messages = g.messages.unwrap_or(1);
-            if messages == 0 || messages > gatebench_loadgen::grpc::MAX_MESSAGES {
-                return Err(at("messages", format!("{messages} is not 1 to 10000000")));
-            }
-            if g.message_rate
-                .is_some_and(|r| !(r.is_finite() && r > 0.0 && r <= 1e6))
-            {
-                return Err(at(
-                    "message_rate",
-                    "must be above 0 and at most 1000000".into(),
-                ));
-            }
-            let deadline = match &g.deadline {
-                None => None,
-                Some(d) => Some(parse_duration(d).ok().filter(|d| !d.is_zero()).ok_or_else(
-                    || at("deadline", format!("\"{d}\" is not a duration above zero")),
-                )?),
-            };
-            let connections = g.connections.unwrap_or(1);
-            if connections == 0 {
-                return Err(at("connections", "must be at least 1".into()));
-            }
-            if let Some(p) = protocols
-                .iter()
-                .find(|p| !matches!(p, Protocol::H2c | Protocol::H2))
-            {
-                return Err(at(
-                    "method",
-                    format!(
-                        "gRPC runs over HTTP/2 (protocols h2c, h2), not {}",
-                        p.name()
-                    ),
-                ));
-            }
-            let refuse = |what: &str| {
-                Err(bad(
-                    &scenario,
-                    format!("{what} cannot be used in a gRPC scenario yet"),
-                ))
-            };
-            if stream.is_some() {
-                return refuse("stream");
-            }
-            if !events.is_empty() {
-                return refuse("events");
-            }
-            if !thresholds.is_empty() {
-                return refuse("thresholds (its own or [load]'s)");
-            }
-            for i in &matrix.intensities {
-                match i {
-                    Intensity::Users(u) if u % connections != 0 => {
-                        return Err(at(
-                            "connections",
-                            format!("{connections} does not divide {u} users (each connection carries users ÷ connections calls)"),
-                        ))
-                    }
-                    Intensity::Program(_) => return refuse("an arrival program in [matrix] rates"),
-                    _ => {}
-                }
-            }
-            Some(crate::suite::GrpcScenario {
-                method: g.method,
-                kind,
-                messages,
-                message_rate: g.message_rate,
-                deadline,
-                connections,
-            })
-        }
+    let own = OwnLoad {
+        scenario: &scenario,
+        protocols: &protocols,
+        matrix,
+        has_stream: stream.is_some(),
+        has_events: !events.is_empty(),
+        has_thresholds: !thresholds.is_empty(),
     };
+    if r.grpc.is_some() && r.websocket.is_some() {
+        return Err(bad(&scenario, "grpc and websocket cannot both be set"));
+    }
+    let grpc = r.grpc.map(|g| grpc_scenario(g, &own)).transpose()?;
+    let websocket = r
+        .websocket
+        .map(|w| websocket_scenario(w, &own))
+        .transpose()?;
     Ok(Scenario {
         thresholds,
         stream,
         grpc,
+        websocket,
         events,
         title: r.title.unwrap_or_else(|| name.clone()),
         name,
@@ -725,4 +643,201 @@ fn last_key(s: &str) -> Option<&str> {
         .map_or(0, |(i, c)| i + c.len_utf8());
     let key = &s[from..];
     (!key.is_empty()).then_some(key)
+}
+
+/// What a gRPC or WebSocket scenario is checked against: the rest of its scenario.
+struct OwnLoad<'a> {
+    scenario: &'a str,
+    protocols: &'a [Protocol],
+    matrix: &'a Matrix,
+    has_stream: bool,
+    has_events: bool,
+    has_thresholds: bool,
+}
+
+impl OwnLoad<'_> {
+    /// A wrong value at `key` of the scenario's `table` (`grpc`, `websocket`).
+    fn at(&self, table: &str, key: &str, problem: String) -> RunnerError {
+        bad(format!("{}: {table}.{key}", self.scenario), problem)
+    }
+
+    /// What a load of its own (`what`: gRPC, WebSocket) cannot be used with yet, refused: a
+    /// stream mode, events, thresholds and arrival programs are the HTTP load's.
+    fn refuse_http_only(&self, what: &str) -> Result<(), RunnerError> {
+        let refuse = |thing: &str| {
+            Err(bad(
+                self.scenario,
+                format!("{thing} cannot be used in a {what} scenario yet"),
+            ))
+        };
+        if self.has_stream {
+            return refuse("stream");
+        }
+        if self.has_events {
+            return refuse("events");
+        }
+        if self.has_thresholds {
+            return refuse("thresholds (its own or [load]'s)");
+        }
+        if self
+            .matrix
+            .intensities
+            .iter()
+            .any(|i| matches!(i, Intensity::Program(_)))
+        {
+            return refuse("an arrival program in [matrix] rates");
+        }
+        Ok(())
+    }
+}
+
+/// `grpc = {…}` checked: a method path, a call kind, counts and rates in range, HTTP/2
+/// protocols, connections that divide every users value.
+fn grpc_scenario(
+    g: crate::suite::raw::RawGrpc,
+    own: &OwnLoad<'_>,
+) -> Result<crate::suite::GrpcScenario, RunnerError> {
+    let at = |key: &str, problem: String| own.at("grpc", key, problem);
+    let method_ok = g
+        .method
+        .strip_prefix('/')
+        .and_then(|m| m.split_once('/'))
+        .is_some_and(|(svc, m)| !svc.is_empty() && !m.is_empty() && !m.contains('/'));
+    if !method_ok {
+        return Err(at(
+            "method",
+            format!("\"{}\" is not /package.Service/Method", g.method),
+        ));
+    }
+    use gatebench_loadgen::grpc::CallKind;
+    let kind = match g.kind.as_deref().unwrap_or("unary") {
+        "unary" => CallKind::Unary,
+        "server-stream" => CallKind::ServerStream,
+        "client-stream" => CallKind::ClientStream,
+        "bidi" => CallKind::Bidi,
+        other => {
+            return Err(at(
+                "kind",
+                format!("\"{other}\" is not unary, server-stream, client-stream or bidi"),
+            ))
+        }
+    };
+    let messages = g.messages.unwrap_or(1);
+    if messages == 0 || messages > gatebench_loadgen::grpc::MAX_MESSAGES {
+        return Err(at("messages", format!("{messages} is not 1 to 10000000")));
+    }
+    if g.message_rate
+        .is_some_and(|r| !(r.is_finite() && r > 0.0 && r <= 1e6))
+    {
+        return Err(at(
+            "message_rate",
+            "must be above 0 and at most 1000000".into(),
+        ));
+    }
+    let deadline = match &g.deadline {
+        None => None,
+        Some(d) => Some(
+            parse_duration(d)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| at("deadline", format!("\"{d}\" is not a duration above zero")))?,
+        ),
+    };
+    let connections = g.connections.unwrap_or(1);
+    if connections == 0 {
+        return Err(at("connections", "must be at least 1".into()));
+    }
+    if let Some(p) = own
+        .protocols
+        .iter()
+        .find(|p| !matches!(p, Protocol::H2c | Protocol::H2))
+    {
+        return Err(at(
+            "method",
+            format!(
+                "gRPC runs over HTTP/2 (protocols h2c, h2), not {}",
+                p.name()
+            ),
+        ));
+    }
+    own.refuse_http_only("gRPC")?;
+    for i in &own.matrix.intensities {
+        if let Intensity::Users(u) = i {
+            if u % connections != 0 {
+                return Err(at(
+                    "connections",
+                    format!("{connections} does not divide {u} users (each connection carries users ÷ connections calls)"),
+                ));
+            }
+        }
+    }
+    Ok(crate::suite::GrpcScenario {
+        method: g.method,
+        kind,
+        messages,
+        message_rate: g.message_rate,
+        deadline,
+        connections,
+    })
+}
+
+/// `websocket = {…}` checked: a path, counts and rates in range, HTTP/1.1 protocols (the
+/// upgrade is an HTTP/1.1 request; RFC 8441 is not spoken), message sizes the generator takes.
+fn websocket_scenario(
+    w: crate::suite::raw::RawWebSocket,
+    own: &OwnLoad<'_>,
+) -> Result<crate::suite::WebSocketScenario, RunnerError> {
+    let at = |key: &str, problem: String| own.at("websocket", key, problem);
+    let path = w.path.unwrap_or_else(|| "/ws".to_owned());
+    if !path.starts_with('/') || path.chars().any(|c| c.is_ascii_control() || c == ' ') {
+        return Err(at(
+            "path",
+            format!("\"{path}\" is not a path starting with /"),
+        ));
+    }
+    if w.message_rate
+        .is_some_and(|r| !(r.is_finite() && r > 0.0 && r <= 1e6))
+    {
+        return Err(at(
+            "message_rate",
+            "must be above 0 and at most 1000000".into(),
+        ));
+    }
+    if w.messages == Some(0) {
+        return Err(at("messages", "must be at least 1".into()));
+    }
+    if let Some(p) = own
+        .protocols
+        .iter()
+        .find(|p| !matches!(p, Protocol::H1c | Protocol::H1))
+    {
+        return Err(at(
+            "path",
+            format!(
+                "WebSocket opens over HTTP/1.1 (protocols h1c, h1), not {}",
+                p.name()
+            ),
+        ));
+    }
+    if let Some(size) = own
+        .matrix
+        .sizes
+        .iter()
+        .find(|s| **s as usize > gatebench_loadgen::ws::MAX_SIZE)
+    {
+        return Err(bad(
+            own.scenario,
+            format!(
+                "a WebSocket message of {size} bytes ([matrix] sizes) is past the most the generator sends ({} bytes)",
+                gatebench_loadgen::ws::MAX_SIZE
+            ),
+        ));
+    }
+    own.refuse_http_only("WebSocket")?;
+    Ok(crate::suite::WebSocketScenario {
+        path,
+        binary: w.binary.unwrap_or(false),
+        message_rate: w.message_rate,
+        messages: w.messages,
+    })
 }

@@ -8,15 +8,11 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 use gatebench_loadgen::tls::TlsOptions;
 use gatebench_loadgen::ws::{self, WsConfig};
-use gatebench_model::websocket::{
-    WebSocketConfig, WebSocketRecord, WebSocketReport, WEBSOCKET_SCHEMA_VERSION,
-};
-use gatebench_model::ToolInfo;
 
 use super::LoadArgs;
 
@@ -144,41 +140,11 @@ pub(super) fn run(args: &LoadArgs) -> Result<ExitCode> {
     let out = ws::run(&config)?;
     let text = gatebench_report::ws_text::render(&out.report);
     super::report_and_record(&text, json_out, || {
-        let record = record(&config, started, out.report.clone());
+        let record = config.record(started, out.report.clone());
         serde_json::to_string_pretty(&record).context("encoding the JSON record")
     })?;
     if let Some(why) = out.refusal {
         eprintln!("gatebench: handshakes refused during the load, the first: {why}");
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The JSON record of a run (`schema/websocket-report.schema.json`).
-fn record(config: &WsConfig, started: SystemTime, report: WebSocketReport) -> WebSocketRecord {
-    WebSocketRecord {
-        schema_version: WEBSOCKET_SCHEMA_VERSION,
-        kind: "websocket".into(),
-        tool: ToolInfo {
-            name: "gatebench".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-        },
-        started_at_unix_ms: started
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64),
-        config: WebSocketConfig {
-            url: config.url.clone(),
-            tls: config.tls.is_some(),
-            connections: config.connections,
-            connect_rate: config.connect_rate,
-            connections_total: config.total,
-            messages_per_connection: config.messages,
-            duration_s: config.duration.as_secs_f64(),
-            size_bytes: config.size as u64,
-            binary: config.binary,
-            rate_per_connection: config.rate,
-            timeout_s: config.timeout.as_secs_f64(),
-            threads: config.threads as u32,
-        },
-        websocket: report,
-    }
 }
