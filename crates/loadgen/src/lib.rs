@@ -75,6 +75,7 @@ pub mod replay;
 pub mod request;
 pub mod run;
 mod schedule;
+mod selfcheck;
 mod sse;
 pub mod start;
 pub mod stats;

@@ -19,6 +19,7 @@ use crate::error::LoadgenError;
 use crate::hlog;
 use crate::limits;
 use crate::schedule::{Clock, OpenPlan, Quota, Stop};
+use crate::selfcheck;
 use crate::stats::{
     longer_than_all, new_sparse_histogram, summarize, summarize_censored, ClassStats,
     IntervalStats, LatencyHistogram, PhaseStats,
@@ -27,9 +28,6 @@ use crate::threshold::Watch;
 use crate::throttle::{self, Throttled};
 use crate::worker::{self, Stalls, WorkerMsg, WorkerPlan, WorkerResult, STALL_COUNTED};
 
-/// Worker CPU above this share of its capacity means the generator may have been the
-/// bottleneck.
-const CPU_SATURATED_PERCENT: f64 = 95.0;
 /// A request still unanswered at the end counts as a stall (an error) only once it has waited
 /// this long (or the request timeout, if shorter), besides longer than every answer: shorter
 /// waits at the end of a healthy run are scheduling noise, not a target that stopped.
@@ -38,14 +36,6 @@ pub const STALL_FLOOR: Duration = Duration::from_secs(1);
 /// run's self-check fail: at a second's resolution it moves a tenth of that second's requests,
 /// and in the open model it adds itself to the latency of every request due meanwhile.
 const STALL_WARN: Duration = Duration::from_millis(100);
-/// Open model: a p99 send lag above this means the generator could not keep its schedule.
-const SEND_LAG_P99_LIMIT_MS: f64 = 10.0;
-/// A CPU quota that held the generator back for more than this share of the run's wall time
-/// (and more than [`QUOTA_WARN_FLOOR`]) invalidates the run: a quota's periods are 100 ms by
-/// default, so even a few of them are requests not sent, or answers not read, on time.
-const QUOTA_WARN_SHARE: f64 = 0.01;
-/// See [`QUOTA_WARN_SHARE`].
-const QUOTA_WARN_FLOOR: Duration = Duration::from_millis(20);
 
 /// The live view of one second of the run.
 #[derive(Debug, Clone, Default)]
@@ -788,13 +778,7 @@ fn build(
         .as_secs_f64()
         .max(1e-9);
     let cpu_percent = 100.0 * (cpu_user + cpu_sys) / (wall * f64::from(config.threads));
-    let mut warnings = Vec::new();
-    if cpu_percent >= CPU_SATURATED_PERCENT {
-        warnings.push(format!(
-            "the generator's worker threads were {cpu_percent:.0}% busy: the result may describe \
-             the generator rather than the target (add --threads, or generate load from another machine)"
-        ));
-    }
+    let mut warnings: Vec<String> = selfcheck::cpu_warning(cpu_percent).into_iter().collect();
     if stalls.longest > STALL_WARN {
         warnings.push(format!(
             "a generator thread was kept from running for up to {:.0} ms ({} stalls over {} ms): \
@@ -810,32 +794,14 @@ fn build(
             }
         ));
     }
-    if let Some(t) = throttled
-        .filter(|t| t.time > QUOTA_WARN_FLOOR && t.time.as_secs_f64() > QUOTA_WARN_SHARE * wall)
-    {
-        warnings.push(format!(
-            "the generator's cgroup CPU quota kept it from running for {:.2} s of the run's \
-             {wall:.2} s ({} quota periods): the result may describe the quota rather than the \
-             target (raise the quota, or generate load from another machine)",
-            t.time.as_secs_f64(),
-            t.periods
-        ));
-    }
+    warnings.extend(selfcheck::quota_warning(throttled, wall));
     let mut send_lag = None;
     let mut schedule_kept = None;
     if open {
         let mut lag = warm.send_lag.clone();
         lag.add(&meas.send_lag).expect("same bounds");
         let s = summarize(&lag);
-        if s.count > 0 {
-            let p99 = s.at(99.0).unwrap_or(0.0);
-            if p99 > SEND_LAG_P99_LIMIT_MS {
-                warnings.push(format!(
-                    "the generator sent late against its schedule (p99 {p99:.1} ms behind): \
-                     it could not keep the asked rate by itself"
-                ));
-            }
-        }
+        warnings.extend(selfcheck::send_lag_warning(&s));
         send_lag = Some(s);
         let due = meas.outcomes.total();
         let never = meas.outcomes.get(Outcome::NeverSent);

@@ -50,6 +50,11 @@ pub struct GrpcReport {
     /// reply arrived; any other kind's message of a call that ended `ok`), or the class of the
     /// call that ended without its reply.
     pub messages: BTreeMap<String, u64>,
+    /// The generator's self-check over the run: its CPU, a CPU quota, and in the open model
+    /// (`-R`) how late calls started against their schedule. Absent in records written before
+    /// it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub self_check: Option<crate::SelfCheck>,
 }
 
 impl GrpcReport {

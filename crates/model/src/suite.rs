@@ -339,14 +339,26 @@ pub struct UnitLoad<'a> {
     pub latency: &'a LatencySummary,
     /// The classes other than ok, with their counts (none at zero).
     pub errors: Vec<(String, u64)>,
+    /// The generator's self-check warned: the figures may describe it, not the target.
+    pub generator_bound: bool,
 }
 
 impl CellRecord {
+    /// Whether the generator's self-check warned on the cell's load (HTTP, gRPC or WebSocket):
+    /// its figures may describe the generator rather than the target.
+    pub fn generator_bound(&self) -> bool {
+        self.load.as_ref().is_some_and(|l| !l.valid)
+            || self.unit_load().is_some_and(|u| u.generator_bound)
+    }
+
     /// The cell's gRPC calls or WebSocket messages as a load's units; `None` for an HTTP cell.
     pub fn unit_load(&self) -> Option<UnitLoad<'_>> {
+        let bound =
+            |c: &Option<crate::SelfCheck>| c.as_ref().is_some_and(|c| !c.warnings.is_empty());
         if let Some(g) = &self.grpc {
             let g = &g.grpc;
             return Some(UnitLoad {
+                generator_bound: bound(&g.self_check),
                 unit: "calls",
                 started: g.calls_started,
                 ok_per_s: g.calls_per_s,
@@ -368,6 +380,7 @@ impl CellRecord {
             ("closed", w.messages_closed),
         ];
         Some(UnitLoad {
+            generator_bound: bound(&w.self_check),
             unit: "messages",
             started: w.messages_sent,
             ok_per_s: w.messages_per_s,

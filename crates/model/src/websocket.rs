@@ -53,6 +53,11 @@ pub struct WebSocketReport {
     pub close_codes: BTreeMap<String, u64>,
     /// Pings the server sent (each answered with a pong).
     pub pings_answered: u64,
+    /// The generator's self-check over the run: its CPU, a CPU quota, and with a schedule
+    /// (`--ws-rate`, `-R`) how late messages and opens left against it. Absent in records
+    /// written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub self_check: Option<crate::SelfCheck>,
 }
 
 impl WebSocketReport {

@@ -66,6 +66,9 @@ pub fn render(g: &GrpcReport) -> String {
         count(g.messages_received),
         rate(g.messages_per_s),
     );
+    if let Some(check) = &g.self_check {
+        crate::load_text::self_check_block(&mut out, check, "its runtime threads");
+    }
     out
 }
 

@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use gatebench_model::{
-    ClassReport, LatencySummary, LoadReport, Model, Outcome, PhaseReport, SecondRecord,
+    ClassReport, LatencySummary, LoadReport, Model, Outcome, PhaseReport, SecondRecord, SelfCheck,
 };
 
 use crate::fmt::{bytes, count, duration_ms, rate};
@@ -400,11 +400,23 @@ fn trim_pct(p: f64) -> String {
 }
 
 fn self_check(out: &mut String, r: &LoadReport) {
-    let s = &r.self_check;
+    let threads = format!("{} worker threads", r.config.threads);
+    self_check_block(out, &r.self_check, &threads);
+    if !r.valid {
+        let _ = writeln!(
+            out,
+            "WARNING: this result describes the load generator, not the target (marked invalid)"
+        );
+    }
+}
+
+/// The generator's self-check in words: its CPU against `threads` (what its capacity was), its
+/// send lag and the schedule kept when it had one, each warning on its own line.
+pub(crate) fn self_check_block(out: &mut String, s: &SelfCheck, threads: &str) {
     let _ = write!(
         out,
-        "Generator: {:.2}s user + {:.2}s system CPU, {:.0}% of {} worker threads",
-        s.cpu_user_s, s.cpu_sys_s, s.cpu_percent, r.config.threads
+        "Generator: {:.2}s user + {:.2}s system CPU, {:.0}% of {threads}",
+        s.cpu_user_s, s.cpu_sys_s, s.cpu_percent
     );
     if let Some(l) = &s.send_lag {
         let _ = write!(
@@ -420,11 +432,5 @@ fn self_check(out: &mut String, r: &LoadReport) {
     out.push('\n');
     for w in &s.warnings {
         let _ = writeln!(out, "WARNING: {w}");
-    }
-    if !r.valid {
-        let _ = writeln!(
-            out,
-            "WARNING: this result describes the load generator, not the target (marked invalid)"
-        );
     }
 }

@@ -113,8 +113,13 @@ pub fn flags(r: &CellRecord) -> Vec<String> {
             f.push("connections refused or failed".to_owned());
         }
     }
-    if r.unit_load().is_some_and(|u| !u.errors.is_empty()) {
-        f.push("errors".to_owned());
+    if let Some(u) = r.unit_load() {
+        if !u.errors.is_empty() {
+            f.push("errors".to_owned());
+        }
+        if u.generator_bound {
+            f.push("generator-bound".to_owned());
+        }
     }
     if let Some(load) = &r.load {
         let m = &load.measurement;
@@ -544,7 +549,11 @@ pub fn json(suite: &str, records: &[CellRecord], missing: usize) -> String {
                         .and_then(OriginReport::tls_resumption_pct),
                     "balance_spread": origin_figures(r, phase)
                         .and_then(OriginReport::balance_spread),
-                    "generator_bound": r.load.as_ref().map(|l| !l.valid),
+                    "generator_bound": r
+                        .load
+                        .as_ref()
+                        .map(|l| !l.valid)
+                        .or_else(|| r.unit_load().map(|u| u.generator_bound)),
                     // The verdicts of the measurement, as the record has them.
                     "thresholds": match phase {
                         Phase::Measurement => r

@@ -69,6 +69,9 @@ pub fn render(w: &WebSocketReport) -> String {
     if w.pings_answered > 0 {
         let _ = writeln!(out, "  pings answered: {}", count(w.pings_answered));
     }
+    if let Some(check) = &w.self_check {
+        crate::load_text::self_check_block(&mut out, check, "its runtime threads");
+    }
     out
 }
 

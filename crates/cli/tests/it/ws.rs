@@ -203,6 +203,39 @@ fn the_json_record_matches_its_schema_and_the_text_report() {
     assert_eq!(ws["message_latency"]["count"].as_u64().unwrap(), sent);
     assert_eq!(ws["connections_opened"], 2);
     assert_eq!(ws["close_codes"]["1000"], 2, "{ws:#}");
+    // The generator's self-check: its CPU, and each scheduled message's lateness.
+    let check = &ws["self_check"];
+    assert!(check["cpu_percent"].as_f64().unwrap() >= 0.0, "{check:#}");
+    assert_eq!(check["send_lag"]["count"].as_u64(), Some(sent), "{check:#}");
+    assert!(report.contains("Generator: "), "{report}");
+    // A schedule no generator keeps (a million messages a second on each of 4 connections,
+    // one thread): the self-check says the figures are the generator's, in the record and the
+    // text.
+    let o = gatebench(&[
+        "load",
+        &url,
+        "-c",
+        "4",
+        "-t",
+        "1",
+        "-d",
+        "1s",
+        "--ws-rate",
+        "1000000",
+        "--json",
+        "-",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let record: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let warnings = record["websocket"]["self_check"]["warnings"]
+        .as_array()
+        .unwrap();
+    assert!(!warnings.is_empty(), "{record:#}");
+    assert!(
+        stderr(&o).contains("WARNING: the generator"),
+        "{}",
+        stderr(&o)
+    );
     // A record file that cannot be created is one line before any load.
     let o = gatebench(&[
         "load",

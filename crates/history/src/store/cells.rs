@@ -172,7 +172,7 @@ pub(crate) fn cell_values(record: &CellRecord) -> Result<Vec<Value>, String> {
         Value::Text(record.reason.clone()),
         Value::int(record.started_at_unix_ms as i64),
         Value::int(record.finished_at_unix_ms as i64),
-        Value::int(i64::from(record.load.as_ref().is_some_and(|l| !l.valid))),
+        Value::int(i64::from(record.generator_bound())),
         Value::Int(
             m.map(|m| m.requests as i64)
                 .or(calls.map(|u| u.started as i64)),

@@ -450,6 +450,9 @@ pub fn probe(config: &GrpcConfig) -> Result<Option<String>, LoadgenError> {
 pub fn run(config: &GrpcConfig) -> Result<GrpcOutput, LoadgenError> {
     config.validate()?;
     let shared = Shared::new(config)?;
+    let watch = crate::selfcheck::RunWatch::start(config.threads);
+    // Open model: how late each call started against its due time, by the generator's doing.
+    let send_lag = Arc::new(std::sync::Mutex::new(crate::stats::new_histogram()));
     let started = std::time::Instant::now();
     runtime(config.threads)?.block_on(async {
         let start = Instant::now();
@@ -459,6 +462,7 @@ pub fn run(config: &GrpcConfig) -> Result<GrpcOutput, LoadgenError> {
             Some(rate) => {
                 // Open model: call i is due at start + i / rate, on connection i mod c.
                 let shared = shared.clone();
+                let send_lag = send_lag.clone();
                 tasks.push(tokio::spawn(async move {
                     let mut calls = tokio::task::JoinSet::new();
                     let mut i: u64 = 0;
@@ -471,6 +475,12 @@ pub fn run(config: &GrpcConfig) -> Result<GrpcOutput, LoadgenError> {
                             break;
                         }
                         let from = call::wait_until(due).await;
+                        crate::stats::record(
+                            &mut send_lag
+                                .lock()
+                                .unwrap_or_else(std::sync::PoisonError::into_inner),
+                            Instant::now().saturating_duration_since(due),
+                        );
                         let conn = (i % u64::from(shared.config.connections)) as usize;
                         let s = shared.clone();
                         calls.spawn(async move { call::call(&s, conn, from, end).await });
@@ -520,6 +530,11 @@ pub fn run(config: &GrpcConfig) -> Result<GrpcOutput, LoadgenError> {
         Ok::<(), LoadgenError>(())
     })?;
     let duration_s = started.elapsed().as_secs_f64().max(1e-9);
+    let lag = send_lag
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    let self_check = watch.finish(config.rate.is_some().then_some(&lag));
     let total = shared.merged();
     let ok = total.calls.get("ok").copied().unwrap_or(0);
     Ok(GrpcOutput {
@@ -551,6 +566,7 @@ pub fn run(config: &GrpcConfig) -> Result<GrpcOutput, LoadgenError> {
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), *v))
                 .collect(),
+            self_check: Some(self_check),
         },
         first_failure: total.first_failure,
     })

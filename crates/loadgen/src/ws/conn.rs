@@ -24,6 +24,9 @@ use super::handshake::{self, Answer};
 use super::{random_u64, ConnStats, WsConfig};
 use crate::connect::{connect, Stream, Transport};
 
+/// Most bytes of queued frames not yet written before the schedule waits for the socket.
+const MAX_UNWRITTEN: usize = 256 * 1024;
+
 /// How a connection's message phase ended, for the messages still in flight.
 enum End {
     /// The schedule is over and every echo came back.
@@ -218,7 +221,15 @@ impl Phase<'_> {
                     None if in_flight.is_empty() => now,
                     None => until,
                 };
-                if due > now || due >= until {
+                // Past the run's end nothing more is queued: a backlog the socket never took
+                // is not sent after it (the send lag says how far behind the schedule was).
+                if due > now || due >= until || now >= until {
+                    break due;
+                }
+                if pending.len() - written >= MAX_UNWRITTEN {
+                    // The socket takes less than the schedule asks: what is due waits here,
+                    // counted from its due time (and as the generator's send lag), rather than
+                    // piling up in memory.
                     break due;
                 }
                 seed = seed
@@ -234,6 +245,11 @@ impl Phase<'_> {
                 } else {
                     now
                 });
+                if gap.is_some() {
+                    // Queued late by the generator's doing (its timer, a busy runtime): the
+                    // schedule runs whatever the server does.
+                    crate::stats::record(&mut stats.send_lag, now.saturating_duration_since(due));
+                }
             };
             looked = now;
             let all_sent = now >= until || config.messages.is_some_and(|m| sent_k >= m);

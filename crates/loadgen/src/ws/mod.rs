@@ -229,6 +229,9 @@ pub(crate) struct ConnStats {
     closed: u64,
     pings: u64,
     latency: LatencyHistogram,
+    /// Open models: how late each scheduled message (or connection open) left against its due
+    /// time, by the generator's own doing.
+    send_lag: LatencyHistogram,
     close_codes: BTreeMap<String, u64>,
 }
 
@@ -251,6 +254,7 @@ impl ConnStats {
             closed: 0,
             pings: 0,
             latency: new_histogram(),
+            send_lag: new_histogram(),
             close_codes: BTreeMap::new(),
         }
     }
@@ -276,6 +280,7 @@ impl ConnStats {
         self.closed += o.closed;
         self.pings += o.pings;
         let _ = self.latency.add(&o.latency);
+        let _ = self.send_lag.add(&o.send_lag);
         for (code, n) in &o.close_codes {
             *self.close_codes.entry(code.clone()).or_default() += n;
         }
@@ -362,12 +367,25 @@ async fn churn(config: &WsConfig, transport: &Transport, until: Instant) -> Conn
             }
             tokio::time::sleep_until(due).await;
         }
+        let slot_free_at = Instant::now();
         let slot = tokio::select! {
             slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
             () = tokio::time::sleep_until(until) => break,
         };
         // Open model: from when it was due, however long it waited for a slot.
         let intended = due.unwrap_or_else(Instant::now);
+        if let Some(due) = due {
+            // Late by the generator's doing: its timer, or a busy runtime (not a full pool,
+            // which is the target's: the wait for a slot is in the handshake's time).
+            let lag = slot_free_at.saturating_duration_since(due);
+            crate::stats::record(
+                &mut totals
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .send_lag,
+                lag,
+            );
+        }
         let (config, transport, totals) = (config.clone(), transport.clone(), totals.clone());
         tasks.spawn(async move {
             let mut stats = ConnStats::new();
@@ -395,6 +413,7 @@ async fn churn(config: &WsConfig, transport: &Transport, until: Instant) -> Conn
 pub fn run(config: &WsConfig) -> Result<WsOutput, LoadgenError> {
     config.validate()?;
     let transport = config.transport()?;
+    let watch = crate::selfcheck::RunWatch::start(config.threads);
     let started = std::time::Instant::now();
     let total = runtime(config.threads)?.block_on(async {
         let until = Instant::now() + config.duration;
@@ -426,6 +445,8 @@ pub fn run(config: &WsConfig) -> Result<WsOutput, LoadgenError> {
         Ok(total)
     })?;
     let duration_s = started.elapsed().as_secs_f64();
+    let scheduled = config.rate.is_some() || config.connect_rate.is_some();
+    let self_check = watch.finish(scheduled.then_some(&total.send_lag));
     Ok(WsOutput {
         report: WebSocketReport {
             duration_s,
@@ -446,6 +467,7 @@ pub fn run(config: &WsConfig) -> Result<WsOutput, LoadgenError> {
             messages_per_s: total.received as f64 / duration_s.max(1e-9),
             close_codes: total.close_codes,
             pings_answered: total.pings,
+            self_check: Some(self_check),
         },
         refusal: total.refusal,
     })

@@ -628,7 +628,7 @@ pub fn compare(runs: &[RunInput], opts: &Options) -> Comparison {
     let bound: usize = runs
         .iter()
         .flat_map(|r| &r.records)
-        .filter(|r| r.load.as_ref().is_some_and(|l| !l.valid))
+        .filter(|r| r.generator_bound())
         .count();
     if bound > 0 {
         warnings.push(format!(
@@ -824,10 +824,7 @@ fn compare_metric(
             (Some(t), Some(c)) => c.abs() > t,
         };
     let mut flags = Vec::new();
-    if a.iter()
-        .chain(b)
-        .any(|r| r.load.as_ref().is_some_and(|l| !l.valid))
-    {
+    if a.iter().chain(b).any(|r| r.generator_bound()) {
         flags.push("generator-bound".to_owned());
     }
     Some(Row {
