@@ -10,7 +10,8 @@
 //! removed (RFC 9113 §8.2.2), `Date` and an exact `Content-Length` added when missing, response
 //! bodies written as the client's window allows, a broken response body ended with RST_STREAM
 //! (never a complete-looking message), a client's RST_STREAM cancelling the request's work, and
-//! GOAWAY when the drain starts. Not done: CONNECT (extended or not) and server push, which the intermediaries
+//! GOAWAY when the drain starts (a connection with no open stream then, and none in the next
+//! half second, is closed, whether or not the client answers the graceful shutdown's PING). Not done: CONNECT (extended or not) and server push, which the intermediaries
 //! never offered.
 //!
 //! Slow and hostile peers (docs/proxy.md, "Timers and limits"), each with its timer or limit as
@@ -70,6 +71,10 @@ const MAX_LOCAL_ERROR_RESETS: usize = 1024;
 pub(crate) const MAX_CLIENT_RESETS: usize = 50;
 /// How long a connection being closed (idle, or too many resets) gets to flush its GOAWAY.
 const CLOSE_LINGER: Duration = Duration::from_secs(1);
+/// A connection with no open stream when the drain starts is closed after this if no stream
+/// comes: long enough for a request already on its way (the graceful shutdown's GOAWAY and PING
+/// round trip) to be taken and served.
+const DRAIN_IDLE_GRACE: Duration = Duration::from_millis(500);
 
 /// The timers of one HTTP/2 connection (docs/proxy.md, "Timers and limits").
 #[derive(Debug, Clone, Copy)]
@@ -163,9 +168,20 @@ pub(crate) async fn serve<T>(
     let idle = Arc::new(tokio::sync::Notify::new());
     let mut idle_since = Some(idle_deadline - limits.idle_timeout);
     let mut closing = false;
+    // Draining a connection with no open stream: when to close it if none comes.
+    let mut idle_close_at: Option<Instant> = None;
     loop {
         let next = if closing {
-            conn.accept().await
+            tokio::select! {
+                next = conn.accept() => next,
+                () = sleep_until_some(idle_close_at) => {
+                    // Idle since the drain began: nothing to finish, and a client that does not
+                    // answer the shutdown's PING (or keeps its connection open) does not hold
+                    // the drain.
+                    close(&mut conn, Reason::NO_ERROR).await;
+                    return;
+                }
+            }
         } else {
             let idle_at = idle_since.map(|since| since + limits.idle_timeout);
             tokio::select! {
@@ -180,6 +196,9 @@ pub(crate) async fn serve<T>(
                     // GOAWAY; accept keeps driving the connection until its streams end.
                     conn.graceful_shutdown();
                     closing = true;
+                    if counts.open.load(Ordering::Acquire) == 0 {
+                        idle_close_at = Some(Instant::now() + DRAIN_IDLE_GRACE);
+                    }
                     continue;
                 }
                 () = idle.notified() => {
@@ -209,6 +228,8 @@ pub(crate) async fn serve<T>(
                     return;
                 }
                 idle_since = None;
+                // A stream taken while draining is finished, not cut.
+                idle_close_at = None;
                 counts.open.fetch_add(1, Ordering::AcqRel);
                 let open = OpenStream {
                     counts: counts.clone(),
