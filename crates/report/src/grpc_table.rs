@@ -3,12 +3,10 @@
 //! a bidirectional message's round trip, messages per second each way, and the calls that did
 //! not end `ok` by class. For `summary.md` and `summary.json`. Pure.
 
-use std::fmt::Write;
-
-use gatebench_model::{CellRecord, LatencySummary};
+use gatebench_model::CellRecord;
 use serde_json::{json, Value};
 
-use crate::table::Row;
+use crate::table::{ms_at, Row};
 
 /// The gRPC table's columns.
 pub const COLUMNS: [&str; 10] = [
@@ -23,14 +21,6 @@ pub const COLUMNS: [&str; 10] = [
     "Messages Received/s",
     "Calls Not OK",
 ];
-
-fn p99(l: &LatencySummary) -> String {
-    if l.count == 0 {
-        return "—".to_owned();
-    }
-    l.at(99.0)
-        .map_or_else(|| "—".to_owned(), |v| format!("{v:.2}"))
-}
 
 fn not_ok(calls: &std::collections::BTreeMap<String, u64>) -> String {
     let failed: Vec<String> = calls
@@ -60,9 +50,9 @@ pub fn rows(records: &[CellRecord]) -> Vec<Row> {
                     rec.config.call_kind.replace('_', "-"),
                     g.calls_started.to_string(),
                     format!("{:.1}", g.calls_per_s),
-                    p99(&g.call_latency),
-                    p99(&g.first_message_latency),
-                    p99(&g.message_latency),
+                    ms_at(&g.call_latency, 99.0),
+                    ms_at(&g.first_message_latency, 99.0),
+                    ms_at(&g.message_latency, 99.0),
                     format!("{:.1}", g.messages_sent as f64 / secs),
                     format!("{:.1}", g.messages_per_s),
                     not_ok(&g.calls),
@@ -74,22 +64,17 @@ pub fn rows(records: &[CellRecord]) -> Vec<Row> {
 
 /// The gRPC section of `summary.md`; empty when no cell made gRPC calls.
 pub fn markdown(records: &[CellRecord]) -> String {
-    let rows = rows(records);
-    if rows.is_empty() {
-        return String::new();
-    }
-    let mut out = String::from("\n## gRPC\n\n");
-    crate::searches::markdown_table(&mut out, &COLUMNS, &rows);
-    let _ = writeln!(
-        out,
-        "\nCells of gRPC scenarios, measurement only (their rows above give calls as \
+    crate::table::section(
+        "gRPC",
+        &COLUMNS,
+        &rows(records),
+        "Cells of gRPC scenarios, measurement only (their rows above give calls as \
          requests: Error % is the share of calls that did not end `ok`, throughput the `ok` \
          calls per second, the latencies those of `ok` calls). Times count from each call's \
          (or bidirectional message's) intended start; Calls Not OK are by class: a \
          grpc-status by name, or what ended the call below gRPC. docs/streams.md has the \
-         classes."
-    );
-    out
+         classes.",
+    )
 }
 
 /// The `grpc` array of `summary.json`: each gRPC cell's figures.

@@ -3,12 +3,10 @@
 //! the first byte and to the first event (token), the gaps between events, events per second.
 //! For `summary.md` and `summary.json`. Pure.
 
-use std::fmt::Write;
-
-use gatebench_model::{CellRecord, LatencySummary};
+use gatebench_model::CellRecord;
 use serde_json::{json, Value};
 
-use crate::table::Row;
+use crate::table::{ms_at, Row};
 
 /// The Streams table's columns.
 pub const COLUMNS: [&str; 10] = [
@@ -24,14 +22,6 @@ pub const COLUMNS: [&str; 10] = [
     "Stream Duration p99 (ms)",
 ];
 
-fn at(l: &LatencySummary, p: f64) -> String {
-    if l.count == 0 {
-        return "—".to_owned();
-    }
-    l.at(p)
-        .map_or_else(|| "—".to_owned(), |v| format!("{v:.2}"))
-}
-
 /// Every cell with stream figures, in the records' order.
 pub fn rows(records: &[CellRecord]) -> Vec<Row> {
     records
@@ -44,13 +34,13 @@ pub fn rows(records: &[CellRecord]) -> Vec<Row> {
                     r.cell.id.clone(),
                     format!("{} ({})", s.mode, s.unit),
                     s.completed.to_string(),
-                    at(&s.time_to_first_byte, 99.0),
-                    at(&s.time_to_first_event, 50.0),
-                    at(&s.time_to_first_event, 99.0),
-                    at(&s.inter_event, 50.0),
-                    at(&s.inter_event, 99.0),
+                    ms_at(&s.time_to_first_byte, 99.0),
+                    ms_at(&s.time_to_first_event, 50.0),
+                    ms_at(&s.time_to_first_event, 99.0),
+                    ms_at(&s.inter_event, 50.0),
+                    ms_at(&s.inter_event, 99.0),
                     format!("{:.1}", s.events_per_s),
-                    at(&s.duration, 99.0),
+                    ms_at(&s.duration, 99.0),
                 ],
             })
         })
@@ -59,23 +49,18 @@ pub fn rows(records: &[CellRecord]) -> Vec<Row> {
 
 /// The Streams section of `summary.md`; empty when no cell read streams.
 pub fn markdown(records: &[CellRecord]) -> String {
-    let rows = rows(records);
-    if rows.is_empty() {
-        return String::new();
-    }
-    let mut out = String::from("\n## Streams\n\n");
-    crate::searches::markdown_table(&mut out, &COLUMNS, &rows);
-    let _ = writeln!(
-        out,
-        "\nCells whose scenario reads each response as a stream (`stream`), measurement only. \
+    crate::table::section(
+        "Streams",
+        &COLUMNS,
+        &rows(records),
+        "Cells whose scenario reads each response as a stream (`stream`), measurement only. \
          An event is an SSE event, an LLM token (a chunk with content) or a read of body \
          bytes (`chunks`). Times to the first byte and event count from the request's \
          intended send time; Between Events is the gap between each event and the one \
          before it in its stream (inter-token latency); Events/s is every event received \
          over the measurement; a stream that stalls or ends early is an error of its own \
-         class (the Flags and Error % of the summary)."
-    );
-    out
+         class (the Flags and Error % of the summary).",
+    )
 }
 
 /// The `streams` array of `summary.json`: each stream cell's figures.

@@ -4,12 +4,10 @@
 //! p50 and p99, and the messages that did not come back by class. For `summary.md` and
 //! `summary.json`. Pure.
 
-use std::fmt::Write;
-
-use gatebench_model::{CellRecord, LatencySummary};
+use gatebench_model::CellRecord;
 use serde_json::{json, Value};
 
-use crate::table::Row;
+use crate::table::{ms_at, Row};
 
 /// The WebSocket table's columns.
 pub const COLUMNS: [&str; 10] = [
@@ -24,14 +22,6 @@ pub const COLUMNS: [&str; 10] = [
     "Round Trip p99 (ms)",
     "Messages Not Back",
 ];
-
-fn at(l: &LatencySummary, p: f64) -> String {
-    if l.count == 0 {
-        return "—".to_owned();
-    }
-    l.at(p)
-        .map_or_else(|| "—".to_owned(), |v| format!("{v:.2}"))
-}
 
 /// Every WebSocket cell, in the records' order.
 pub fn rows(records: &[CellRecord]) -> Vec<Row> {
@@ -53,11 +43,11 @@ pub fn rows(records: &[CellRecord]) -> Vec<Row> {
                     w.connections_opened.to_string(),
                     format!("{} / {}", w.handshakes_refused, w.connections_failed),
                     format!("{:.1}", w.connections_per_s),
-                    at(&w.handshake_latency, 99.0),
+                    ms_at(&w.handshake_latency, 99.0),
                     w.messages_sent.to_string(),
                     format!("{:.1}", w.messages_per_s),
-                    at(&w.message_latency, 50.0),
-                    at(&w.message_latency, 99.0),
+                    ms_at(&w.message_latency, 50.0),
+                    ms_at(&w.message_latency, 99.0),
                     not_back,
                 ],
             })
@@ -67,23 +57,18 @@ pub fn rows(records: &[CellRecord]) -> Vec<Row> {
 
 /// The WebSocket section of `summary.md`; empty when no cell loaded WebSocket.
 pub fn markdown(records: &[CellRecord]) -> String {
-    let rows = rows(records);
-    if rows.is_empty() {
-        return String::new();
-    }
-    let mut out = String::from("\n## WebSocket\n\n");
-    crate::searches::markdown_table(&mut out, &COLUMNS, &rows);
-    let _ = writeln!(
-        out,
-        "\nCells of WebSocket scenarios, measurement only (their rows above give messages as \
+    crate::table::section(
+        "WebSocket",
+        &COLUMNS,
+        &rows(records),
+        "Cells of WebSocket scenarios, measurement only (their rows above give messages as \
          requests: Error % is the share of messages sent that did not come back, throughput \
          the messages received per second, the latencies their round trips, each from the \
          message's intended send time). The handshake is timed from the connection's intended \
          open when opens are scheduled (a rate in [matrix]). Messages Not Back are by class: \
          timeout, reset, protocol_error, closed (by the server). docs/streams.md has the \
-         classes."
-    );
-    out
+         classes.",
+    )
 }
 
 /// The `websocket` array of `summary.json`: each WebSocket cell's figures.

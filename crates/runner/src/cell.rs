@@ -269,7 +269,7 @@ fn start_and_measure(
     fx.phase(Phase::Verifying);
     if run.sc.grpc.is_some() {
         // A gRPC target is checked by the gRPC load's own probe call.
-        grpc::measure(run, fx, started, out)?;
+        grpc::measure(run, started, out)?;
         return fx.none_exited();
     }
     if run.sc.websocket.is_some() {

@@ -7,24 +7,20 @@
 //! body. No timeline, events, thresholds or shards: those are the HTTP load's.
 
 use std::net::SocketAddr;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use gatebench_loadgen::grpc::{self as load, GrpcConfig};
 use gatebench_loadgen::tls::TlsOptions;
 use http::header::{HeaderName, HeaderValue};
 
-use super::measure::Sampling;
-use super::origin::OriginMarks;
 use super::start::Started;
-use super::{CellOutput, CellRun, Effects};
+use super::{CellOutput, CellRun};
 use crate::error::RunnerError;
-use crate::sampler::{Window, Windows};
 use crate::suite::{Intensity, Protocol};
 
 /// Runs the cell's gRPC load and fills its record.
 pub(super) fn measure(
     run: &CellRun<'_, '_>,
-    _fx: &mut Effects<'_>,
     mut started: Started,
     out: &mut CellOutput,
 ) -> Result<(), RunnerError> {
@@ -38,39 +34,20 @@ pub(super) fn measure(
     })? {
         tracing::warn!("{}: {status}; the load goes on and counts it", run.cell.id);
     }
-    let suite = run.ctx.suite;
-    // The built-in echo back-ends' own counts, read at the warm-up's end and after the
-    // measurement: connections opened per 1,000 calls, as for an HTTP cell.
-    let origins = OriginMarks::spawn(
-        std::mem::take(&mut started.origins),
-        std::time::Instant::now() + suite.warmup,
-    );
-    let sampling = Sampling::start(run, &mut started);
-    let load_start_s = run.origin.elapsed().as_secs_f64();
-    let warmup = if suite.warmup.is_zero() {
-        Ok(())
-    } else {
-        let mut w = config.clone();
-        w.duration = suite.warmup;
-        w.calls = None;
-        load::run(&w).map(drop)
-    };
-    let warmup_s = run.origin.elapsed().as_secs_f64() - load_start_s;
-    let started_at = SystemTime::now();
-    let measured = warmup.and_then(|()| load::run(&config));
-    let samples = sampling.finish();
-    out.record.origin = origins.and_then(|o| o.finish(&run.cell.id));
-    let output = measured.map_err(|e| RunnerError::Load {
-        reason: e.to_string(),
-    })?;
-    let windows = Windows {
-        load_start_s,
-        warmup_s,
-        measurement_s: output.report.duration_s,
-    };
-    out.record.sut_warmup = windows.summarize(&samples, Window::Warmup);
-    out.record.sut_measurement = windows.summarize(&samples, Window::Measurement);
-    out.samples_csv = Some(windows.csv(&samples));
+    // The echo back-ends' counts give connections opened per 1,000 calls, as for an HTTP cell.
+    let (output, started_at) = super::measure::own_load(
+        run,
+        &mut started,
+        out,
+        || {
+            let mut w = config.clone();
+            w.duration = run.ctx.suite.warmup;
+            w.calls = None;
+            load::run(&w).map(drop)
+        },
+        || load::run(&config),
+        |o| o.report.duration_s,
+    )?;
     out.record.grpc = Some(config.record(started_at, output.report));
     Ok(())
 }

@@ -365,3 +365,47 @@ fn gc_inputs(
         windows,
     })
 }
+
+/// A load of its own (gRPC, WebSocket) measured as an HTTP cell's load is: the built-in echo
+/// back-ends' counts read at the warm-up's end and after the measurement, the SUT sampled over
+/// both, `warmup` then `measure` run here (the warm-up's figures dropped). Fills the record's
+/// SUT windows, samples and origin statistics; the measured output, with when it started, and
+/// its measurement's length from `seconds`.
+pub(super) fn own_load<T, E: std::fmt::Display>(
+    run: &CellRun<'_, '_>,
+    started: &mut Started,
+    out: &mut CellOutput,
+    warmup: impl FnOnce() -> Result<(), E>,
+    measure: impl FnOnce() -> Result<T, E>,
+    seconds: impl FnOnce(&T) -> f64,
+) -> Result<(T, std::time::SystemTime), RunnerError> {
+    let suite = run.ctx.suite;
+    let origins = OriginMarks::spawn(
+        std::mem::take(&mut started.origins),
+        std::time::Instant::now() + suite.warmup,
+    );
+    let sampling = Sampling::start(run, started);
+    let load_start_s = run.origin.elapsed().as_secs_f64();
+    let warmed = if suite.warmup.is_zero() {
+        Ok(())
+    } else {
+        warmup()
+    };
+    let warmup_s = run.origin.elapsed().as_secs_f64() - load_start_s;
+    let started_at = std::time::SystemTime::now();
+    let measured = warmed.and_then(|()| measure());
+    let samples = sampling.finish();
+    out.record.origin = origins.and_then(|o| o.finish(&run.cell.id));
+    let output = measured.map_err(|e| RunnerError::Load {
+        reason: e.to_string(),
+    })?;
+    let windows = Windows {
+        load_start_s,
+        warmup_s,
+        measurement_s: seconds(&output),
+    };
+    out.record.sut_warmup = windows.summarize(&samples, Window::Warmup);
+    out.record.sut_measurement = windows.summarize(&samples, Window::Measurement);
+    out.samples_csv = Some(windows.csv(&samples));
+    Ok((output, started_at))
+}
