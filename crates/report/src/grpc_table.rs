@@ -64,7 +64,7 @@ pub fn rows(records: &[CellRecord]) -> Vec<Row> {
 
 /// The gRPC section of `summary.md`; empty when no cell made gRPC calls.
 pub fn markdown(records: &[CellRecord]) -> String {
-    crate::table::section(
+    crate::searches::section(
         "gRPC",
         &COLUMNS,
         &rows(records),

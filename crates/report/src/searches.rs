@@ -212,6 +212,20 @@ pub fn cost_rows(records: &[CellRecord]) -> Vec<Row> {
         .collect()
 }
 
+/// A section of `summary.md`: `## title`, the table of `rows` under `columns`, then `note`;
+/// empty without rows.
+pub fn section(title: &str, columns: &[&str], rows: &[Row], note: &str) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("\n## {title}\n\n");
+    markdown_table(&mut out, columns, rows);
+    out.push('\n');
+    out.push_str(note);
+    out.push('\n');
+    out
+}
+
 pub(crate) fn markdown_table(out: &mut String, columns: &[&str], rows: &[Row]) {
     let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
     let _ = writeln!(out, "| {} |", columns.join(" | "));

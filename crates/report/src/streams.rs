@@ -49,7 +49,7 @@ pub fn rows(records: &[CellRecord]) -> Vec<Row> {
 
 /// The Streams section of `summary.md`; empty when no cell read streams.
 pub fn markdown(records: &[CellRecord]) -> String {
-    crate::table::section(
+    crate::searches::section(
         "Streams",
         &COLUMNS,
         &rows(records),

@@ -44,20 +44,6 @@ pub fn ms_at(l: &gatebench_model::LatencySummary, p: f64) -> String {
         .map_or_else(|| "—".to_owned(), |v| format!("{v:.2}"))
 }
 
-/// A section of `summary.md`: `## title`, the table of `rows` under `columns`, then `note`;
-/// empty without rows.
-pub fn section(title: &str, columns: &[&str], rows: &[Row], note: &str) -> String {
-    if rows.is_empty() {
-        return String::new();
-    }
-    let mut out = format!("\n## {title}\n\n");
-    crate::searches::markdown_table(&mut out, columns, rows);
-    out.push('\n');
-    out.push_str(note);
-    out.push('\n');
-    out
-}
-
 /// A number without a useless `.0` (`0`, `0.5`, `2500`).
 pub fn number(x: f64) -> String {
     if x.fract() == 0.0 {

@@ -57,7 +57,7 @@ pub fn rows(records: &[CellRecord]) -> Vec<Row> {
 
 /// The WebSocket section of `summary.md`; empty when no cell loaded WebSocket.
 pub fn markdown(records: &[CellRecord]) -> String {
-    crate::table::section(
+    crate::searches::section(
         "WebSocket",
         &COLUMNS,
         &rows(records),
