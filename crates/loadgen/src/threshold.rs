@@ -248,6 +248,11 @@ impl Threshold {
         Ok(())
     }
 
+    /// Whether it needs the run's seconds (`over`, `abort`), which only the HTTP load keeps.
+    pub fn needs_seconds(&self) -> bool {
+        self.over.is_some() || self.abort
+    }
+
     /// The limit in the metric's unit, given the target rate.
     fn limit_value(&self, target: Option<f64>) -> Option<f64> {
         match self.limit {
@@ -306,6 +311,8 @@ struct Figures {
     outcomes: OutcomeCounts,
     seconds: f64,
     target: Option<f64>,
+    /// A load of its own: its error % and ok rate, given rather than counted from `outcomes`.
+    units: Option<(f64, f64)>,
 }
 
 impl Figures {
@@ -317,6 +324,7 @@ impl Figures {
             outcomes: OutcomeCounts::default(),
             seconds: 0.0,
             target: None,
+            units: None,
         }
     }
 
@@ -336,11 +344,17 @@ impl Figures {
     }
 
     fn error_percent(&self) -> f64 {
-        self.outcomes.error_percent()
+        match self.units {
+            Some((errors, _)) => errors,
+            None => self.outcomes.error_percent(),
+        }
     }
 
     fn rate(&self) -> f64 {
-        self.outcomes.responses() as f64 / self.seconds.max(1e-3)
+        match self.units {
+            Some((_, rate)) => rate,
+            None => self.outcomes.responses() as f64 / self.seconds.max(1e-3),
+        }
     }
 }
 
@@ -502,6 +516,53 @@ impl Watch {
             })
             .collect()
     }
+}
+
+/// Refuses, in one line, a threshold that needs a per-second view `what` (a load of its own)
+/// does not keep yet: one with `over` or `abort`.
+pub fn refuse_windows(thresholds: &[Threshold], what: &str) -> Result<(), crate::LoadgenError> {
+    match thresholds.iter().find(|t| t.needs_seconds()) {
+        Some(t) => Err(crate::LoadgenError::config(format!(
+            "threshold '{}': over and abort need the per-second view {what} does not keep yet; \
+             it is judged on the whole run",
+            t.text
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The verdicts of `thresholds` on a load of its own (gRPC calls, WebSocket messages), judged
+/// on the whole measurement: `latency` its units' latency, `error_percent` the share of units
+/// not ok, `rate` its ok units per second, `target` its open model's rate. Such a load has no
+/// per-second view yet: a threshold with `over` or `abort` is refused before it runs
+/// ([`Threshold::needs_seconds`]).
+pub fn judge_whole(
+    thresholds: &[Threshold],
+    latency: &gatebench_model::LatencySummary,
+    error_percent: f64,
+    rate: f64,
+    target: Option<f64>,
+) -> Vec<ThresholdResult> {
+    let mut f = Figures::new();
+    f.reported = Some(latency.clone());
+    f.units = Some((error_percent, rate));
+    f.target = target;
+    thresholds
+        .iter()
+        .map(|t| {
+            let verdict = t.judge(&f);
+            ThresholdResult {
+                threshold: t.text.clone(),
+                passed: verdict.is_ok(),
+                observed: match verdict {
+                    Ok(o) | Err(o) => o,
+                },
+                breached_at_s: None,
+                breach: None,
+                aborted: false,
+            }
+        })
+        .collect()
 }
 
 /// The figures of a run of seconds.

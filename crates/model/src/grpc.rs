@@ -55,6 +55,10 @@ pub struct GrpcReport {
     /// it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub self_check: Option<crate::SelfCheck>,
+    /// The verdicts of `--threshold` (or a suite's thresholds), judged on the whole run; empty
+    /// without any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<crate::ThresholdResult>,
 }
 
 impl GrpcReport {

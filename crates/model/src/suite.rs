@@ -341,9 +341,22 @@ pub struct UnitLoad<'a> {
     pub errors: Vec<(String, u64)>,
     /// The generator's self-check warned: the figures may describe it, not the target.
     pub generator_bound: bool,
+    /// The verdicts of its thresholds.
+    pub thresholds: &'a [crate::ThresholdResult],
 }
 
 impl CellRecord {
+    /// The verdicts of the thresholds on the cell's load (HTTP, gRPC or WebSocket); empty
+    /// without any.
+    pub fn thresholds(&self) -> &[crate::ThresholdResult] {
+        match (&self.load, &self.grpc, &self.websocket) {
+            (Some(l), _, _) => &l.thresholds,
+            (None, Some(g), _) => &g.grpc.thresholds,
+            (None, None, Some(w)) => &w.websocket.thresholds,
+            (None, None, None) => &[],
+        }
+    }
+
     /// Whether the generator's self-check warned on the cell's load (HTTP, gRPC or WebSocket):
     /// its figures may describe the generator rather than the target.
     pub fn generator_bound(&self) -> bool {
@@ -359,6 +372,7 @@ impl CellRecord {
             let g = &g.grpc;
             return Some(UnitLoad {
                 generator_bound: bound(&g.self_check),
+                thresholds: &g.thresholds,
                 unit: "calls",
                 started: g.calls_started,
                 ok_per_s: g.calls_per_s,
@@ -381,6 +395,7 @@ impl CellRecord {
         ];
         Some(UnitLoad {
             generator_bound: bound(&w.self_check),
+            thresholds: &w.thresholds,
             unit: "messages",
             started: w.messages_sent,
             ok_per_s: w.messages_per_s,

@@ -69,6 +69,7 @@ pub fn render(g: &GrpcReport) -> String {
     if let Some(check) = &g.self_check {
         crate::load_text::self_check_block(&mut out, check, "its runtime threads");
     }
+    crate::load_text::thresholds_block(&mut out, &g.thresholds);
     out
 }
 

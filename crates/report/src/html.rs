@@ -312,8 +312,7 @@ fn flagged(h: &mut String, records: &[CellRecord]) {
 fn thresholds(h: &mut String, records: &[CellRecord]) {
     let mut judged: Vec<(&CellRecord, &gatebench_model::ThresholdResult)> = records
         .iter()
-        .filter_map(|r| r.load.as_ref().map(|l| (r, &l.thresholds)))
-        .flat_map(|(r, ts)| ts.iter().map(move |t| (r, t)))
+        .flat_map(|r| r.thresholds().iter().map(move |t| (r, t)))
         .collect();
     if judged.is_empty() {
         return;

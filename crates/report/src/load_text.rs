@@ -144,11 +144,16 @@ pub fn render(r: &LoadReport) -> String {
 /// `Thresholds`: each one's verdict, its metric over the measurement, and where a window first
 /// breached it.
 fn thresholds(out: &mut String, r: &LoadReport) {
-    if r.thresholds.is_empty() {
+    thresholds_block(out, &r.thresholds);
+}
+
+/// The `Thresholds` block of a report: each verdict on its line; nothing without any.
+pub(crate) fn thresholds_block(out: &mut String, thresholds: &[gatebench_model::ThresholdResult]) {
+    if thresholds.is_empty() {
         return;
     }
     let _ = writeln!(out, "\nThresholds");
-    for t in &r.thresholds {
+    for t in thresholds {
         let _ = write!(
             out,
             "  {} {:<32} {}",

@@ -66,10 +66,7 @@ pub enum Phase {
 /// `FAIL` and each one that did not, with what was measured (and `aborted the run` for the
 /// one that stopped it).
 pub fn thresholds(r: &CellRecord) -> String {
-    let Some(load) = &r.load else {
-        return String::new();
-    };
-    let t = &load.thresholds;
+    let t = r.thresholds();
     if t.is_empty() {
         return String::new();
     }
@@ -556,11 +553,7 @@ pub fn json(suite: &str, records: &[CellRecord], missing: usize) -> String {
                         .or_else(|| r.unit_load().map(|u| u.generator_bound)),
                     // The verdicts of the measurement, as the record has them.
                     "thresholds": match phase {
-                        Phase::Measurement => r
-                            .load
-                            .as_ref()
-                            .map(|l| l.thresholds.clone())
-                            .unwrap_or_default(),
+                        Phase::Measurement => r.thresholds().to_vec(),
                         Phase::Warmup => Vec::new(),
                     },
                     "flags": flags(r),

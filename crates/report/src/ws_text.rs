@@ -72,6 +72,7 @@ pub fn render(w: &WebSocketReport) -> String {
     if let Some(check) = &w.self_check {
         crate::load_text::self_check_block(&mut out, check, "its runtime threads");
     }
+    crate::load_text::thresholds_block(&mut out, &w.thresholds);
     out
 }
 

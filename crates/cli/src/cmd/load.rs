@@ -225,6 +225,20 @@ pub fn run(args: LoadArgs) -> Result<ExitCode> {
 /// The exit status of a run with a failed threshold (k6's).
 pub const THRESHOLD_FAILED: u8 = 99;
 
+/// A load of its own's exit status from its thresholds' verdicts: [`THRESHOLD_FAILED`] when one
+/// failed (and said so on stderr), success otherwise.
+fn threshold_exit(thresholds: &[gatebench_model::ThresholdResult]) -> ExitCode {
+    let failed = thresholds.iter().filter(|t| !t.passed).count();
+    if failed == 0 {
+        return ExitCode::SUCCESS;
+    }
+    eprintln!(
+        "gatebench: {failed} of {} thresholds failed",
+        thresholds.len()
+    );
+    ExitCode::from(THRESHOLD_FAILED)
+}
+
 /// Waits until the wall clock reaches `at` (`--start-at`), or Ctrl-C; returns the moment the
 /// load starts from. Refuses an instant that has passed by more than the tolerance by now (a
 /// slow probe, a late start).

@@ -322,11 +322,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     let breached: Vec<&CellRecord> = run
         .records
         .iter()
-        .filter(|r| {
-            r.load
-                .as_ref()
-                .is_some_and(|l| l.thresholds.iter().any(|t| !t.passed))
-        })
+        .filter(|r| r.thresholds().iter().any(|t| !t.passed))
         .collect();
     if !breached.is_empty() {
         eprintln!(

@@ -229,7 +229,7 @@ fn statuses_delays_and_deadlines_are_classes_and_figures() {
 fn the_json_record_matches_its_schema() {
     let _shared = crate::support::shared();
     let echo = EchoChild::start(&["--http2"]);
-    let (record, _) = load(&[
+    let (record, report) = load(&[
         &url(&echo, "Bidi"),
         "-d",
         "500ms",
@@ -239,6 +239,10 @@ fn the_json_record_matches_its_schema() {
         "bidi",
         "--grpc-messages",
         "3",
+        "--threshold",
+        "errors<1%",
+        "--threshold",
+        "p99<10s",
     ]);
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -269,6 +273,50 @@ fn the_json_record_matches_its_schema() {
         .map(|v| v.as_u64().unwrap())
         .sum();
     assert_eq!(messages, n(g, "messages_sent"), "{g:#}");
+    // Thresholds are judged on the whole run: in the record, the text, and the exit status.
+    let verdicts = g["thresholds"].as_array().unwrap();
+    assert_eq!(verdicts.len(), 2, "{g:#}");
+    assert!(verdicts.iter().all(|t| t["passed"] == true), "{g:#}");
+    assert!(report.contains("PASS errors<1%"), "{report}");
+    assert!(g["self_check"]["cpu_percent"].as_f64().is_some(), "{g:#}");
+    let target = url(&echo, "Unary");
+    let o = gatebench(&[
+        "load",
+        &target,
+        "-n",
+        "20",
+        "-c",
+        "1",
+        "--threshold",
+        "rate>1000000000",
+    ]);
+    assert_eq!(o.status.code(), Some(99), "{}", stderr(&o));
+    assert!(
+        text(&o.stdout).contains("FAIL rate>1000000000"),
+        "{}",
+        text(&o.stdout)
+    );
+    assert!(
+        stderr(&o).contains("1 of 1 thresholds failed"),
+        "{}",
+        stderr(&o)
+    );
+    // One needing seconds this load does not keep: one line, exit 2, before any call.
+    let o = gatebench(&[
+        "load",
+        &target,
+        "-d",
+        "2s",
+        "--threshold",
+        "p99<5ms over 1s",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("over and abort need the per-second view"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(stderr(&o).trim().lines().count(), 1, "{}", stderr(&o));
 }
 
 #[test]

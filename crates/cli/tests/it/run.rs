@@ -989,6 +989,7 @@ protocols = ["h1c"]
 [[scenario]]
 name = "direct"
 websocket = {}
+thresholds = ["errors<1%", "p99<10s"]
 backend = { serve = "echo --port {port}" }
 
 [[scenario]]
@@ -1043,6 +1044,7 @@ sut = { serve = "proxy --port {port} --upstream http://127.0.0.1:{backend_port}"
         "{row}"
     );
     assert!(row.contains("WebSocket"), "{row}");
+    assert!(row.contains("| pass |"), "the thresholds held: {row}");
     let table = md
         .split("## WebSocket")
         .nth(1)
@@ -1085,8 +1087,8 @@ sut = { serve = "proxy --port {port} --upstream http://127.0.0.1:{backend_port}"
             "WebSocket opens over HTTP/1.1 (protocols h1c, h1), not h2c",
         ),
         (
-            "thresholds = [\"p99<5ms\"]",
-            "thresholds (its own or [load]'s) cannot be used in a WebSocket scenario yet",
+            "thresholds = [\"p99<5ms over 1s\"]",
+            "over and abort cannot be used in a WebSocket scenario yet",
         ),
         (
             "grpc = { method = \"/a.B/C\" }",
@@ -1121,8 +1123,8 @@ fn a_grpc_scenario_over_http1_or_with_what_it_cannot_do_is_refused_before_anythi
             "HTTP/1.1 (h1c, h1) only",
         ),
         (
-            "protocols = [\"h2c\"]\nthresholds = [\"p99<5ms\"]",
-            "thresholds (its own or [load]'s) cannot be used in a gRPC scenario yet",
+            "protocols = [\"h2c\"]\nthresholds = [\"p99<5ms abort\"]",
+            "over and abort cannot be used in a gRPC scenario yet",
         ),
     ] {
         let suite = format!(

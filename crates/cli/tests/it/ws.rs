@@ -165,6 +165,8 @@ fn the_json_record_matches_its_schema_and_the_text_report() {
         "--ws-rate",
         "50",
         "--ws-binary",
+        "--threshold",
+        "errors<1%",
         "--json",
         "-",
     ]);
@@ -208,6 +210,8 @@ fn the_json_record_matches_its_schema_and_the_text_report() {
     assert!(check["cpu_percent"].as_f64().unwrap() >= 0.0, "{check:#}");
     assert_eq!(check["send_lag"]["count"].as_u64(), Some(sent), "{check:#}");
     assert!(report.contains("Generator: "), "{report}");
+    assert_eq!(ws["thresholds"][0]["passed"], true, "{ws:#}");
+    assert!(report.contains("PASS errors<1%"), "{report}");
     // A schedule no generator keeps (a million messages a second on each of 4 connections,
     // one thread): the self-check says the figures are the generator's, in the record and the
     // text.

@@ -111,6 +111,9 @@ pub struct GrpcConfig {
     pub max_message: usize,
     /// Runtime threads.
     pub threads: usize,
+    /// Judged on the whole run's calls (the `ok` calls' latency, the share not `ok`, `ok`
+    /// calls per second; the open model's rate is the target).
+    pub thresholds: Vec<crate::threshold::Threshold>,
 }
 
 /// Largest request message (16 MiB, the echo's largest body).
@@ -241,6 +244,7 @@ impl GrpcConfig {
 
     /// Checks the settings: one line for the first that is wrong.
     pub fn validate(&self) -> Result<(), LoadgenError> {
+        crate::threshold::refuse_windows(&self.thresholds, "a gRPC load")?;
         let bad = |why: String| Err(LoadgenError::config(why));
         if self.connections == 0 || self.concurrency == 0 {
             return bad("-c and --streams must be at least 1".into());
@@ -537,7 +541,7 @@ pub fn run(config: &GrpcConfig) -> Result<GrpcOutput, LoadgenError> {
     let self_check = watch.finish(config.rate.is_some().then_some(&lag));
     let total = shared.merged();
     let ok = total.calls.get("ok").copied().unwrap_or(0);
-    Ok(GrpcOutput {
+    let mut output = GrpcOutput {
         report: GrpcReport {
             duration_s,
             connections_opened: total.opened,
@@ -567,9 +571,19 @@ pub fn run(config: &GrpcConfig) -> Result<GrpcOutput, LoadgenError> {
                 .map(|(k, v)| ((*k).to_owned(), *v))
                 .collect(),
             self_check: Some(self_check),
+            thresholds: Vec::new(),
         },
         first_failure: total.first_failure,
-    })
+    };
+    let r = &output.report;
+    output.report.thresholds = crate::threshold::judge_whole(
+        &config.thresholds,
+        &r.call_latency,
+        r.error_percent(),
+        r.calls_per_s,
+        config.rate,
+    );
+    Ok(output)
 }
 
 #[cfg(test)]

@@ -64,6 +64,9 @@ pub struct WsConfig {
     pub connect_rate: Option<f64>,
     /// Connections to open in all; `None`: as many as the duration allows.
     pub total: Option<u64>,
+    /// Judged on the whole run's messages (latency, the share not back, received per second;
+    /// the target, with `--ws-rate` and held connections, is the rate times the connections).
+    pub thresholds: Vec<crate::threshold::Threshold>,
     /// Longest wait for a connection to open and for a message's echo.
     pub timeout: Duration,
     /// Runtime threads.
@@ -200,6 +203,7 @@ impl WsConfig {
                 "--ws-messages and -n must be at least 1",
             ));
         }
+        crate::threshold::refuse_windows(&self.thresholds, "a WebSocket load")?;
         if self.duration.is_zero() || self.timeout.is_zero() {
             return Err(LoadgenError::config("-d and --timeout must be above zero"));
         }
@@ -447,28 +451,41 @@ pub fn run(config: &WsConfig) -> Result<WsOutput, LoadgenError> {
     let duration_s = started.elapsed().as_secs_f64();
     let scheduled = config.rate.is_some() || config.connect_rate.is_some();
     let self_check = watch.finish(scheduled.then_some(&total.send_lag));
+    let mut report = WebSocketReport {
+        duration_s,
+        connections_attempted: total.attempted,
+        connections_opened: total.opened,
+        handshakes_refused: total.refused,
+        connections_failed: total.failed,
+        connections_closed: total.closed_clean,
+        connections_per_s: total.opened as f64 / duration_s.max(1e-9),
+        handshake_latency: summarize(&total.handshake),
+        messages_sent: total.sent,
+        messages_received: total.received,
+        messages_timeout: total.timeout,
+        messages_reset: total.reset,
+        messages_protocol_error: total.protocol_error,
+        messages_closed: total.closed,
+        message_latency: summarize(&total.latency),
+        messages_per_s: total.received as f64 / duration_s.max(1e-9),
+        close_codes: total.close_codes,
+        pings_answered: total.pings,
+        self_check: Some(self_check),
+        thresholds: Vec::new(),
+    };
+    let target = match (config.rate, config.churns()) {
+        (Some(r), false) => Some(r * f64::from(config.connections)),
+        _ => None,
+    };
+    report.thresholds = crate::threshold::judge_whole(
+        &config.thresholds,
+        &report.message_latency,
+        report.error_percent(),
+        report.messages_per_s,
+        target,
+    );
     Ok(WsOutput {
-        report: WebSocketReport {
-            duration_s,
-            connections_attempted: total.attempted,
-            connections_opened: total.opened,
-            handshakes_refused: total.refused,
-            connections_failed: total.failed,
-            connections_closed: total.closed_clean,
-            connections_per_s: total.opened as f64 / duration_s.max(1e-9),
-            handshake_latency: summarize(&total.handshake),
-            messages_sent: total.sent,
-            messages_received: total.received,
-            messages_timeout: total.timeout,
-            messages_reset: total.reset,
-            messages_protocol_error: total.protocol_error,
-            messages_closed: total.closed,
-            message_latency: summarize(&total.latency),
-            messages_per_s: total.received as f64 / duration_s.max(1e-9),
-            close_codes: total.close_codes,
-            pings_answered: total.pings,
-            self_check: Some(self_check),
-        },
+        report,
         refusal: total.refusal,
     })
 }

@@ -4,7 +4,8 @@
 //! gatebench's echo as back-end, what the echo saw (its origin statistics). The
 //! cell's users are calls in flight (closed model), shared over `grpc.connections` HTTP/2
 //! connections; a rate is calls per second (open model); the matrix size is each message's
-//! body. No timeline, events, thresholds or shards: those are the HTTP load's.
+//! body. The scenario's thresholds are judged on the whole measurement. No timeline, events or
+//! shards: those are the HTTP load's.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -119,5 +120,6 @@ fn config(run: &CellRun<'_, '_>, started: &Started) -> Result<GrpcConfig, Runner
             || std::thread::available_parallelism().map_or(1, |n| n.get()),
             |t| t as usize,
         ),
+        thresholds: run.sc.thresholds.clone(),
     })
 }

@@ -5,8 +5,8 @@
 //! origin statistics). The cell's users are connections held for the measurement, each with
 //! one message in flight or `message_rate` a second; a rate is connection opens per second
 //! (each handshake timed from when it was due, at most `[load] connections` open at once, as
-//! an HTTP rate cell's connections); the matrix size is each message's. No timeline, events, thresholds or shards: those are the HTTP
-//! load's.
+//! an HTTP rate cell's connections); the matrix size is each message's. The scenario's thresholds are judged on the whole measurement. No timeline, events or
+//! shards: those are the HTTP load's.
 
 use std::net::SocketAddr;
 
@@ -93,5 +93,6 @@ fn config(run: &CellRun<'_, '_>, started: &Started) -> Result<WsConfig, RunnerEr
             || std::thread::available_parallelism().map_or(1, |n| n.get()),
             |t| t as usize,
         ),
+        thresholds: run.sc.thresholds.clone(),
     })
 }

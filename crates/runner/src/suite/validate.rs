@@ -446,7 +446,7 @@ pub(super) fn validate_scenario(
         matrix,
         has_stream: stream.is_some(),
         has_events: !events.is_empty(),
-        has_thresholds: !thresholds.is_empty(),
+        thresholds: &thresholds,
     };
     if r.grpc.is_some() && r.websocket.is_some() {
         return Err(bad(&scenario, "grpc and websocket cannot both be set"));
@@ -652,7 +652,7 @@ struct OwnLoad<'a> {
     matrix: &'a Matrix,
     has_stream: bool,
     has_events: bool,
-    has_thresholds: bool,
+    thresholds: &'a [Threshold],
 }
 
 impl OwnLoad<'_> {
@@ -662,7 +662,8 @@ impl OwnLoad<'_> {
     }
 
     /// What a load of its own (`what`: gRPC, WebSocket) cannot be used with yet, refused: a
-    /// stream mode, events, thresholds and arrival programs are the HTTP load's.
+    /// stream mode, events, thresholds over windows or with `abort`, and arrival programs are
+    /// the HTTP load's.
     fn refuse_http_only(&self, what: &str) -> Result<(), RunnerError> {
         let refuse = |thing: &str| {
             Err(bad(
@@ -676,8 +677,14 @@ impl OwnLoad<'_> {
         if self.has_events {
             return refuse("events");
         }
-        if self.has_thresholds {
-            return refuse("thresholds (its own or [load]'s)");
+        if let Some(t) = self.thresholds.iter().find(|t| t.needs_seconds()) {
+            return Err(bad(
+                self.scenario,
+                format!(
+                    "threshold '{}': over and abort cannot be used in a {what} scenario yet (its thresholds are judged on the whole measurement)",
+                    t.text
+                ),
+            ));
         }
         if self
             .matrix

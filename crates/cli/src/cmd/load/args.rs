@@ -199,8 +199,9 @@ pub struct LoadArgs {
     /// A pass/fail condition on the run, k6-style: `METRIC OP LIMIT [over DURATION] [abort]`,
     /// e.g. 'p99<50ms', 'errors<0.1%', 'rate>=0.99*target over 10s', 'p99<100ms over 5s abort'.
     /// Judged on the whole measurement at the end and, with `over`, on every full window while
-    /// the run goes; `abort` stops the run at a breach and keeps what was measured. Repeatable;
-    /// any failed threshold makes the exit status 99.
+    /// the run goes; `abort` stops the run at a breach and keeps what was measured (ws:// and
+    /// grpc:// loads: judged on the whole run, on their messages or calls; no `over` or
+    /// `abort`). Repeatable; any failed threshold makes the exit status 99.
     #[arg(long = "threshold", value_name = "THRESHOLD", value_parser = parse_threshold)]
     pub thresholds: Vec<Threshold>,
     /// Run shard I of N (0-based: 0/2 and 1/2 make one run): this process takes its share of

@@ -33,7 +33,6 @@ fn foreign(args: &LoadArgs) -> Option<&'static str> {
         (args.llm, "--llm"),
         (args.mix.is_some(), "--mix"),
         (args.replay.is_some(), "--replay"),
-        (!args.thresholds.is_empty(), "--threshold"),
         (args.metrics.is_some(), "--metrics"),
         (args.remote_write.is_some(), "--remote-write"),
         (args.shard.is_some(), "--shard"),
@@ -196,6 +195,7 @@ fn config(args: &LoadArgs) -> Result<GrpcConfig> {
             || std::thread::available_parallelism().map_or(1, |n| n.get()),
             |t| t as usize,
         ),
+        thresholds: args.thresholds.clone(),
     };
     config.validate()?;
     Ok(config)
@@ -262,5 +262,5 @@ pub(super) fn run(args: &LoadArgs) -> Result<ExitCode> {
     if let Some(why) = out.first_failure {
         eprintln!("gatebench: calls failed during the load, the first: {why}");
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(super::threshold_exit(&out.report.thresholds))
 }

@@ -30,7 +30,6 @@ fn http_only(args: &LoadArgs) -> Option<&'static str> {
         (args.llm, "--llm"),
         (args.mix.is_some(), "--mix"),
         (args.replay.is_some(), "--replay"),
-        (!args.thresholds.is_empty(), "--threshold"),
         (args.metrics.is_some(), "--metrics"),
         (args.shard.is_some(), "--shard"),
     ]
@@ -93,6 +92,7 @@ fn config(args: &LoadArgs) -> Result<WsConfig> {
             || std::thread::available_parallelism().map_or(1, |n| n.get()),
             |t| t as usize,
         ),
+        thresholds: args.thresholds.clone(),
     };
     config.validate()?;
     Ok(config)
@@ -146,5 +146,5 @@ pub(super) fn run(args: &LoadArgs) -> Result<ExitCode> {
     if let Some(why) = out.refusal {
         eprintln!("gatebench: handshakes refused during the load, the first: {why}");
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(super::threshold_exit(&out.report.thresholds))
 }
