@@ -1,6 +1,7 @@
 //! The Streams table: one row per cell whose scenario reads its responses as streams
 //! (`stream = "sse" | "llm" | "chunks"`), with what a user of a streaming gateway feels: time to
-//! the first byte and to the first event (token), the gaps between events, events per second.
+//! the first byte and to the first event (token), the gaps between events, events per second,
+//! and, when the events carried their sender's clock, each event's delay from it.
 //! For `summary.md` and `summary.json`. Pure.
 
 use gatebench_model::CellRecord;
@@ -9,7 +10,7 @@ use serde_json::{json, Value};
 use crate::table::{ms_at, Row};
 
 /// The Streams table's columns.
-pub const COLUMNS: [&str; 10] = [
+pub const COLUMNS: [&str; 11] = [
     "Cell",
     "Mode",
     "Streams Complete",
@@ -20,6 +21,7 @@ pub const COLUMNS: [&str; 10] = [
     "Between Events p99 (ms)",
     "Events/s",
     "Stream Duration p99 (ms)",
+    "Event Delay p99 (ms)",
 ];
 
 /// Every cell with stream figures, in the records' order.
@@ -41,6 +43,9 @@ pub fn rows(records: &[CellRecord]) -> Vec<Row> {
                     ms_at(&s.inter_event, 99.0),
                     format!("{:.1}", s.events_per_s),
                     ms_at(&s.duration, 99.0),
+                    s.event_delay
+                        .as_ref()
+                        .map_or_else(|| "—".to_owned(), |d| ms_at(d, 99.0)),
                 ],
             })
         })
@@ -58,8 +63,10 @@ pub fn markdown(records: &[CellRecord]) -> String {
          bytes (`chunks`). Times to the first byte and event count from the request's \
          intended send time; Between Events is the gap between each event and the one \
          before it in its stream (inter-token latency); Events/s is every event received \
-         over the measurement; a stream that stalls or ends early is an error of its own \
-         class (the Flags and Error % of the summary).",
+         over the measurement; Event Delay is each event's time from its sender's stamp (a \
+         `: sent` comment, as `serve echo --chat-stamp` writes) to its arrival, when events \
+         carried one; a stream that stalls or ends early is an error of its own class (the \
+         Flags and Error % of the summary).",
     )
 }
 
@@ -83,6 +90,7 @@ pub fn json(records: &[CellRecord]) -> Vec<Value> {
                 "inter_event_p50_ms": s.inter_event.at(50.0),
                 "inter_event_p99_ms": s.inter_event.at(99.0),
                 "duration_p99_ms": s.duration.at(99.0),
+                "event_delay_p99_ms": s.event_delay.as_ref().and_then(|d| d.at(99.0)),
             }))
         })
         .collect()
