@@ -997,6 +997,13 @@ name = "proxied"
 websocket = { path = "/ws", messages = 5, binary = true }
 backend = { serve = "echo --port {port}" }
 sut = { serve = "proxy --port {port} --upstream http://127.0.0.1:{backend_port}" }
+
+[[scenario]]
+name = "over-h2"
+protocols = ["h2c"]
+websocket = { messages = 5 }
+backend = { serve = "echo --port {port}" }
+sut = { serve = "proxy --port {port} --http2 --upstream http://127.0.0.1:{backend_port}" }
 "#;
     std::fs::write(tmp.join("suite.toml"), suite).unwrap();
     let out = gatebench(&["run", "suite.toml", "--out", "out"], &tmp);
@@ -1028,6 +1035,11 @@ sut = { serve = "proxy --port {port} --upstream http://127.0.0.1:{backend_port}"
     assert_eq!(churned["websocket"]["config"]["binary"], true);
     let w = &record("proxied_u3_s100_d0_r1")["websocket"]["websocket"];
     assert_eq!(w["messages_received"], 15, "{w:#}");
+    // Over HTTP/2 (RFC 8441's extended CONNECT through the proxy to the echo's HTTP/1.1).
+    let h2 = record("over-h2_R20_s100_d0_r1");
+    let w = &h2["websocket"]["websocket"];
+    assert_eq!(w["connections_opened"], 20, "{w:#}");
+    assert_eq!(w["messages_received"], 100, "{w:#}");
 
     let md = std::fs::read_to_string(out_dir.join("summary.md")).unwrap();
     let measurement = md.split("## Warm-up").next().unwrap();
@@ -1057,7 +1069,7 @@ sut = { serve = "proxy --port {port} --upstream http://127.0.0.1:{backend_port}"
     let summary = crate::support::read_json(&out_dir.join("summary.json"));
     assert_eq!(
         summary["websocket"].as_array().unwrap().len(),
-        4,
+        6,
         "{summary:#}"
     );
     let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
@@ -1083,8 +1095,8 @@ sut = { serve = "proxy --port {port} --upstream http://127.0.0.1:{backend_port}"
     // What a WebSocket scenario cannot do is refused before anything runs.
     for (extra, says) in [
         (
-            "protocols = [\"h2c\"]",
-            "WebSocket opens over HTTP/1.1 (protocols h1c, h1), not h2c",
+            "stream = \"sse\"",
+            "stream cannot be used in a WebSocket scenario yet",
         ),
         (
             "thresholds = [\"p99<5ms over 1s\"]",

@@ -7,10 +7,14 @@ use crate::support::{gatebench, stderr, text, EchoChild};
 
 /// `ws://` (or, for a TLS echo, `wss://`) URL of the echo's WebSocket path.
 fn ws_url(echo: &EchoChild, path: &str) -> String {
+    ws_url_of(&echo.url, path)
+}
+
+/// `ws://` (or `wss://`) URL of `path` on the server at the HTTP URL `base`.
+fn ws_url_of(base: &str, path: &str) -> String {
     format!(
         "{}{path}",
-        echo.url
-            .trim_end_matches('/')
+        base.trim_end_matches('/')
             .replacen("https://", "wss://", 1)
             .replacen("http://", "ws://", 1)
     )
@@ -376,4 +380,49 @@ fn the_proxy_and_the_balancer_pass_websocket_connections_through() {
         "{}",
         stderr(&o)
     );
+}
+
+/// RFC 8441: `--h2c` opens each WebSocket as an extended CONNECT over cleartext HTTP/2; the
+/// proxy takes it and reaches the echo's HTTP/1.1 WebSocket. A server that does not take
+/// extended CONNECT (the echo itself) is one line and exit 2 before any load.
+#[test]
+fn websocket_over_http2_through_the_proxy() {
+    let _shared = crate::support::shared();
+    let echo = EchoChild::start(&[]);
+    let proxy = EchoChild::serve("proxy", &["--http2", "--upstream", &echo.url]);
+    let url = ws_url_of(&proxy.url, "/ws");
+    let o = gatebench(&[
+        "load",
+        &url,
+        "--h2c",
+        "-c",
+        "2",
+        "-d",
+        "1s",
+        "--ws-rate",
+        "50",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let report = text(&o.stdout);
+    assert!(
+        report.contains("2 connections opened of 2 attempts"),
+        "{report}"
+    );
+    let sent = figure(&report, "sent");
+    assert!((99..=101).contains(&sent), "{report}");
+    assert_eq!(figure(&report, "received"), sent, "{report}");
+    // The echo speaks HTTP/2 only with --http2, and takes no extended CONNECT even then.
+    let h2_echo = EchoChild::start(&["--http2"]);
+    let o = gatebench(&["load", &ws_url(&h2_echo, "/ws"), "--h2c", "-d", "1s"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("does not take extended CONNECT"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(stderr(&o).trim().lines().count(), 1, "{}", stderr(&o));
+    // --http2 is ALPN over TLS: with ws:// it is refused, pointing at --h2c.
+    let o = gatebench(&["load", &url, "--http2", "-d", "1s"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("use --h2c for ws://"), "{}", stderr(&o));
 }

@@ -15,6 +15,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use bytes::BytesMut;
+use gatebench_h2io::H2Io;
 use gatebench_tls::MaybeTls;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::Instant;
@@ -39,14 +40,21 @@ enum End {
     Closed(Option<u16>),
 }
 
-/// Opens the connection (TCP, TLS for `wss://`, then the upgrade): the stream and the bytes
-/// read past the 101, or the stats entry made.
+/// An open WebSocket connection: over its own HTTP/1.1 connection (the bytes read past the
+/// 101 with it), or an HTTP/2 stream opened with an extended CONNECT (RFC 8441).
+enum Opened {
+    H1(Stream, BytesMut),
+    H2(Box<H2Io>),
+}
+
+/// Opens the connection (TCP, TLS for `wss://`, then the upgrade, or with `http2` an HTTP/2
+/// connection and an extended CONNECT on it), or makes the stats entry.
 async fn open(
     config: &WsConfig,
     transport: &Transport,
     started: Instant,
     stats: &mut ConnStats,
-) -> Option<(Stream, BytesMut)> {
+) -> Option<Opened> {
     stats.attempted += 1;
     let opened = tokio::time::timeout(config.timeout, async {
         let (mut tcp, _) = match connect(config.addr, transport, config.timeout).await {
@@ -56,6 +64,11 @@ async fn open(
                 return Err(None);
             }
         };
+        if config.http2 {
+            return extended_connect(config, tcp)
+                .await
+                .map(|io| Opened::H2(Box::new(io)));
+        }
         let key = handshake::new_key();
         tcp.write_all(&handshake::request(&config.authority, &config.path, &key))
             .await
@@ -70,7 +83,7 @@ async fn open(
                 Answer::Refused(why) => return Err(Some(why)),
                 Answer::Accepted(len) => {
                     let _ = buf.split_to(len);
-                    return Ok((tcp, buf));
+                    return Ok(Opened::H1(tcp, buf));
                 }
             }
         }
@@ -94,6 +107,57 @@ async fn open(
     }
 }
 
+/// RFC 8441 over `tcp`: the HTTP/2 handshake, the server's SETTINGS awaited until they allow
+/// extended CONNECT, then `CONNECT` with `:protocol websocket` on the path; a 200 opens the
+/// stream, anything else is a refusal (its status, or why there was none).
+async fn extended_connect(config: &WsConfig, tcp: Stream) -> Result<H2Io, Option<String>> {
+    let (client, conn) = h2::client::handshake(tcp)
+        .await
+        .map_err(|e| Some(format!("the HTTP/2 handshake failed: {e}")))?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    let mut client = client.ready().await.map_err(|_| None)?;
+    // SETTINGS_ENABLE_CONNECT_PROTOCOL comes with the server's first SETTINGS.
+    let mut waited = Duration::ZERO;
+    while !client.is_extended_connect_protocol_enabled() {
+        if waited >= Duration::from_millis(500) {
+            return Err(Some(
+                "the server does not take extended CONNECT over HTTP/2 (RFC 8441: no SETTINGS_ENABLE_CONNECT_PROTOCOL)"
+                    .into(),
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        waited += Duration::from_millis(2);
+        client = client.ready().await.map_err(|_| None)?;
+    }
+    let scheme = if config.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    let mut req = http::Request::builder()
+        .method(http::Method::CONNECT)
+        .uri(format!("{scheme}://{}{}", config.authority, config.path))
+        .header("sec-websocket-version", "13")
+        .header("user-agent", "gatebench")
+        .body(())
+        .map_err(|e| Some(e.to_string()))?;
+    req.extensions_mut()
+        .insert(h2::ext::Protocol::from_static("websocket"));
+    let (response, send) = client
+        .send_request(req, false)
+        .map_err(|e| Some(format!("the extended CONNECT could not be sent: {e}")))?;
+    let response = response.await.map_err(|_| None)?;
+    if response.status() != http::StatusCode::OK {
+        return Err(Some(format!(
+            "the extended CONNECT was answered {} (200 opens a WebSocket over HTTP/2)",
+            response.status()
+        )));
+    }
+    Ok(H2Io::new(send, response.into_body()))
+}
+
 /// Runs one connection until `until`: opens, loads, closes; reopens after a failure while time
 /// is left (after a pause, so a refusing server is not hammered).
 pub(super) async fn run(
@@ -104,12 +168,12 @@ pub(super) async fn run(
     stats: &mut ConnStats,
 ) {
     while Instant::now() < until {
-        let Some((tcp, rest)) = open(config, transport, Instant::now(), stats).await else {
+        let Some(opened) = open(config, transport, Instant::now(), stats).await else {
             tokio::time::sleep(Duration::from_millis(100).min(until - Instant::now().min(until)))
                 .await;
             continue;
         };
-        if !load(config, index, tcp, rest, until, stats).await {
+        if !load(config, index, opened, until, stats).await {
             return;
         }
     }
@@ -125,8 +189,8 @@ pub(super) async fn once(
     until: Instant,
     stats: &mut ConnStats,
 ) {
-    if let Some((tcp, rest)) = open(config, transport, intended, stats).await {
-        load(config, index, tcp, rest, until, stats).await;
+    if let Some(opened) = open(config, transport, intended, stats).await {
+        load(config, index, opened, until, stats).await;
     }
 }
 
@@ -136,11 +200,14 @@ pub(super) async fn once(
 async fn load(
     config: &WsConfig,
     index: u64,
-    mut tcp: Stream,
-    mut buf: BytesMut,
+    opened: Opened,
     until: Instant,
     stats: &mut ConnStats,
 ) -> bool {
+    let (mut io, mut buf): (Carrier, BytesMut) = match opened {
+        Opened::H1(tcp, rest) => (Carrier::H1(tcp), rest),
+        Opened::H2(stream) => (Carrier::H2(stream), BytesMut::new()),
+    };
     let mut decoder = Decoder::new(config.size.max(125));
     let mut in_flight: VecDeque<Instant> = VecDeque::new();
     let mut phase = Phase {
@@ -152,20 +219,35 @@ async fn load(
         in_flight: &mut in_flight,
         stats,
     };
-    // Plain TCP splits into borrowed halves for free; TLS state is one object, shared by the
-    // halves behind tokio's lock.
-    let end = match &mut tcp {
-        MaybeTls::Plain(t) => {
+    // Plain TCP splits into borrowed halves for free; TLS state and an HTTP/2 stream are one
+    // object each, shared by the halves behind tokio's lock.
+    let end = match &mut io {
+        Carrier::H1(MaybeTls::Plain(t)) => {
             let (rd, wr) = t.split();
             phase.run(rd, wr).await
         }
-        MaybeTls::Tls(t) => {
+        Carrier::H1(MaybeTls::Tls(t)) => {
             let (rd, wr) = tokio::io::split(&mut **t);
+            phase.run(rd, wr).await
+        }
+        Carrier::H2(stream) => {
+            let (rd, wr) = tokio::io::split(&mut **stream);
             phase.run(rd, wr).await
         }
     };
     let left = in_flight.len() as u64;
-    finish(end, &mut tcp, &mut buf, &mut decoder, left, stats).await
+    match &mut io {
+        Carrier::H1(tcp) => finish(end, tcp, &mut buf, &mut decoder, left, stats).await,
+        Carrier::H2(stream) => {
+            finish(end, &mut **stream, &mut buf, &mut decoder, left, stats).await
+        }
+    }
+}
+
+/// What a WebSocket's frames travel over.
+enum Carrier {
+    H1(Stream),
+    H2(Box<H2Io>),
 }
 
 /// The message phase's state that outlives it (the close handshake reads on).
@@ -333,7 +415,7 @@ fn events(
 }
 
 /// Sends a close frame with `code` (errors ignored: the connection ends anyway).
-async fn close(tcp: &mut Stream, code: u16) {
+async fn close<S: AsyncWrite + Unpin>(tcp: &mut S, code: u16) {
     let mut out = Vec::new();
     codec::encode(
         &mut out,
@@ -347,9 +429,9 @@ async fn close(tcp: &mut Stream, code: u16) {
 
 /// Classes the messages in flight by how the phase ended; on a clean end, runs the close
 /// handshake. True when the connection broke (another may be opened).
-async fn finish(
+async fn finish<S: AsyncRead + AsyncWrite + Unpin>(
     end: End,
-    tcp: &mut Stream,
+    tcp: &mut S,
     buf: &mut BytesMut,
     decoder: &mut Decoder,
     left: u64,
@@ -405,8 +487,15 @@ async fn finish(
 
 /// Opens one connection and closes it cleanly (the probe).
 pub(super) async fn probe(config: &WsConfig, transport: &Transport, stats: &mut ConnStats) {
-    if let Some((mut tcp, mut buf)) = open(config, transport, Instant::now(), stats).await {
-        let mut decoder = Decoder::new(config.size.max(125));
-        finish(End::Done, &mut tcp, &mut buf, &mut decoder, 0, stats).await;
+    let mut decoder = Decoder::new(config.size.max(125));
+    match open(config, transport, Instant::now(), stats).await {
+        Some(Opened::H1(mut tcp, mut buf)) => {
+            finish(End::Done, &mut tcp, &mut buf, &mut decoder, 0, stats).await;
+        }
+        Some(Opened::H2(mut stream)) => {
+            let mut buf = BytesMut::new();
+            finish(End::Done, &mut *stream, &mut buf, &mut decoder, 0, stats).await;
+        }
+        None => {}
     }
 }

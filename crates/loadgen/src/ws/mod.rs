@@ -9,9 +9,10 @@
 //! ([`WsConfig::churns`]).
 //!
 //! `wss://` runs the same over TLS (the HTTP load's client: `--insecure`, `--cacert`, `--sni`,
-//! resumption unless `--no-tls-resume`); the handshake's time includes TLS's. Not measured
-//! yet: connections through an HTTP/2 Extended CONNECT (RFC 8441), compression extensions
-//! (none is offered).
+//! resumption unless `--no-tls-resume`); the handshake's time includes TLS's. With `http2`
+//! (`--http2` for `wss://`, `--h2c` for `ws://`) each connection is an HTTP/2 connection
+//! carrying one extended CONNECT stream (RFC 8441), its frames in DATA frames. Not measured
+//! yet: several WebSockets on one HTTP/2 connection, compression extensions (none is offered).
 
 pub mod codec;
 mod conn;
@@ -47,6 +48,9 @@ pub struct WsConfig {
     pub host: String,
     /// `wss://`: TLS, with these options; `None` for `ws://`.
     pub tls: Option<TlsOptions>,
+    /// WebSocket over HTTP/2 (RFC 8441): each connection an HTTP/2 connection (ALPN `h2` over
+    /// TLS, by prior knowledge over cleartext) carrying one extended CONNECT stream.
+    pub http2: bool,
     /// Connections held open at once.
     pub connections: u32,
     /// How long messages are sent.
@@ -124,7 +128,7 @@ impl WsConfig {
             Some(opts) => Ok(Transport::Tls(crate::tls::client(
                 opts,
                 &self.host,
-                &[b"http/1.1"],
+                if self.http2 { &[b"h2"] } else { &[b"http/1.1"] },
             )?)),
         }
     }

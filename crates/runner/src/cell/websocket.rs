@@ -55,7 +55,9 @@ fn config(run: &CellRun<'_, '_>, started: &Started) -> Result<WsConfig, RunnerEr
     let suite = run.ctx.suite;
     let l = &suite.load;
     let addr = SocketAddr::new(started.target.addr, started.target_port);
-    let tls = run.cell.protocol == Protocol::H1;
+    let tls = matches!(run.cell.protocol, Protocol::H1 | Protocol::H2);
+    // Over HTTP/2, each connection carries one extended CONNECT (RFC 8441).
+    let http2 = matches!(run.cell.protocol, Protocol::H2c | Protocol::H2);
     let (connections, connect_rate) = match &run.cell.intensity {
         Intensity::Users(u) => (*u, None),
         Intensity::Rate(r) => (l.connections, Some(*r)),
@@ -79,6 +81,7 @@ fn config(run: &CellRun<'_, '_>, started: &Started) -> Result<WsConfig, RunnerEr
             sni: None,
             no_resume: false,
         }),
+        http2,
         connections,
         // [suite] requests is refused for WebSocket scenarios: the duration ends each cell.
         duration: suite.duration,

@@ -788,8 +788,9 @@ fn grpc_scenario(
     })
 }
 
-/// `websocket = {…}` checked: a path, counts and rates in range, HTTP/1.1 protocols (the
-/// upgrade is an HTTP/1.1 request; RFC 8441 is not spoken), message sizes the generator takes.
+/// `websocket = {…}` checked: a path, counts and rates in range, message sizes the generator
+/// takes. Every protocol opens WebSocket: HTTP/1.1 (h1c, h1) with its upgrade, HTTP/2 (h2c, h2)
+/// with an extended CONNECT (RFC 8441).
 fn websocket_scenario(
     w: crate::suite::raw::RawWebSocket,
     own: &OwnLoad<'_>,
@@ -812,19 +813,6 @@ fn websocket_scenario(
     }
     if w.messages == Some(0) {
         return Err(at("messages", "must be at least 1".into()));
-    }
-    if let Some(p) = own
-        .protocols
-        .iter()
-        .find(|p| !matches!(p, Protocol::H1c | Protocol::H1))
-    {
-        return Err(at(
-            "path",
-            format!(
-                "WebSocket opens over HTTP/1.1 (protocols h1c, h1), not {}",
-                p.name()
-            ),
-        ));
     }
     if let Some(size) = own
         .matrix

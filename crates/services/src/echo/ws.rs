@@ -1,7 +1,7 @@
 //! The echo's WebSocket echo (RFC 6455) at [`PATH`] over HTTP/1.1. Rule: the server side only,
 //! as small as it can be correct: a `GET` with `Upgrade: websocket`, `Connection: Upgrade`,
 //! `Sec-WebSocket-Version: 13` and a key gets `101` with `Sec-WebSocket-Accept`, and the
-//! connection is taken over (`h1::upgrade`); anything else at the path gets 400 (426 for a
+//! connection is taken over (`protocol::upgrade`); anything else at the path gets 400 (426 for a
 //! wrong version). On the connection: every text or binary message is echoed whole as one
 //! frame of its kind (fragmented ones reassembled first), a ping is answered with a pong of its
 //! payload, a close is answered with a close of the same code and the connection ends. A
@@ -21,7 +21,7 @@ use http::{HeaderMap, HeaderValue, Method, Response, StatusCode};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::protocol::body::ResBody;
-use crate::protocol::h1::upgrade::{Io, TakeOver};
+use crate::protocol::upgrade::{Io, TakeOver};
 
 /// Where the WebSocket echo answers.
 pub const PATH: &str = "/ws";

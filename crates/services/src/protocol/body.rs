@@ -203,6 +203,9 @@ pub(crate) enum ClientBody {
     H1(H1Recv),
     /// An HTTP/2 stream's DATA and trailers.
     H2(H2Recv),
+    /// No body: an extended CONNECT's stream, whose bytes go to what takes it over
+    /// (`protocol::upgrade`), not to the handler.
+    Tunnel,
 }
 
 impl Body for ClientBody {
@@ -216,6 +219,7 @@ impl Body for ClientBody {
         match self.get_mut() {
             ClientBody::H1(inner) => inner.poll_frame(cx),
             ClientBody::H2(inner) => inner.poll_client(cx),
+            ClientBody::Tunnel => Poll::Ready(None),
         }
     }
 
@@ -223,6 +227,7 @@ impl Body for ClientBody {
         match self {
             ClientBody::H1(inner) => inner.is_end_stream(),
             ClientBody::H2(inner) => inner.is_end_stream(),
+            ClientBody::Tunnel => true,
         }
     }
 
@@ -230,6 +235,7 @@ impl Body for ClientBody {
         match self {
             ClientBody::H1(inner) => inner.size_hint(),
             ClientBody::H2(inner) => inner.size_hint(),
+            ClientBody::Tunnel => SizeHint::with_exact(0),
         }
     }
 }

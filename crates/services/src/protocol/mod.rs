@@ -10,6 +10,8 @@
 //! - [`interim`]: interim (1xx) responses on their way to a client's connection.
 //! - [`deadline`]: the one re-armable timer of the hand-written readers.
 //! - [`drain`]: the graceful drain every server shares.
+//! - [`upgrade`]: a connection (101) or an HTTP/2 stream (extended CONNECT) handed to what runs
+//!   on it.
 //!
 //! [`Answer`], the future a handler gives for one request of either version, is here.
 
@@ -20,6 +22,7 @@ pub(crate) mod h1;
 pub(crate) mod h2;
 pub(crate) mod interim;
 pub(crate) mod scratch;
+pub(crate) mod upgrade;
 
 use std::future::Future;
 use std::pin::Pin;

@@ -572,6 +572,12 @@ impl H2Handler for Proxy {
         let interim = InterimTarget::H2(interim);
         Answer::boxed(async move { handle(&shared, &client, req, Some(&interim)).await })
     }
+
+    /// WebSocket from HTTP/2 clients (RFC 8441) reaches an HTTP/1.1 upstream as an upgrade
+    /// (`tunnel`); the transform answers by itself and takes none.
+    fn extended_connect(&self) -> bool {
+        !matches!(self.shared.kind, Intermediary::Transform { .. })
+    }
 }
 
 const TEXT_PLAIN: HeaderValue = HeaderValue::from_static("text/plain; charset=utf-8");

@@ -7,8 +7,14 @@
 //! closes or both are silent for the upstream read timeout (nginx's `proxy_read_timeout`). Any
 //! other answer (a refused handshake) reaches the client as it is, and both connections close.
 //!
-//! What is not done: an upgrade from an HTTP/2 client (RFC 8441's extended CONNECT), or over
-//! an HTTP/2 upstream; `h2c` upgrades (`Upgrade: h2c`) are not asked of upstreams either.
+//! An HTTP/2 client's extended CONNECT (RFC 8441: `:method CONNECT`, `:protocol websocket`)
+//! goes the same way: the upstream gets an HTTP/1.1 upgrade request for the `:path`, with
+//! `Upgrade` the `:protocol` and, for WebSocket, a `Sec-WebSocket-Key` of the proxy's own (an
+//! HTTP/2 client sends none); its 101 reaches the client as a 200 (`h2::server`), after which
+//! the stream's DATA and the upstream connection are spliced as above.
+//!
+//! What is not done: an upgrade over an HTTP/2 upstream; `h2c` upgrades (`Upgrade: h2c`) are
+//! not asked of upstreams either.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -25,7 +31,7 @@ use super::forward::error_response;
 use super::{headers, Shared};
 use crate::failure::{log_failure, Failure};
 use crate::protocol::body::{ClientBody, ResBody};
-use crate::protocol::h1::upgrade::{Io, TakeOver};
+use crate::protocol::upgrade::{Io, TakeOver};
 use crate::upstream::UpstreamIo;
 
 /// Most fields in an upstream's answer to an upgrade.
@@ -38,6 +44,9 @@ const CHUNK: usize = 16 * 1024;
 /// Whether `req` asks to upgrade its HTTP/1.1 connection: `Connection` names `upgrade` and an
 /// `Upgrade` field says to what (not `h2c`, which is HTTP/2's own business).
 pub(crate) fn wants(req: &Request<ClientBody>) -> bool {
+    if extended_connect(req).is_some() {
+        return true;
+    }
     let h = req.headers();
     req.version() == Version::HTTP_11
         && h.get(UPGRADE)
@@ -48,6 +57,36 @@ pub(crate) fn wants(req: &Request<ClientBody>) -> bool {
                     .any(|t| t.trim().eq_ignore_ascii_case("upgrade"))
             })
         })
+}
+
+/// The protocol an HTTP/2 extended CONNECT asks for (RFC 8441's `:protocol`), if `req` is one.
+fn extended_connect(req: &Request<ClientBody>) -> Option<HeaderValue> {
+    if req.method() != http::Method::CONNECT {
+        return None;
+    }
+    let protocol = req.extensions().get::<h2::ext::Protocol>()?;
+    HeaderValue::from_str(protocol.as_str()).ok()
+}
+
+/// A `Sec-WebSocket-Key` of the proxy's own: 16 bytes, base64 (RFC 6455 §4.1), for an upstream
+/// reached on behalf of an HTTP/2 client, which sends none.
+fn websocket_key() -> HeaderValue {
+    use base64::Engine as _;
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+        ^ NEXT.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed);
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    bytes[8..].copy_from_slice(
+        &seed
+            .rotate_left(29)
+            .wrapping_mul(0xBF58_476D_1CE4_E5B9)
+            .to_le_bytes(),
+    );
+    let key = base64::engine::general_purpose::STANDARD.encode(bytes);
+    HeaderValue::from_str(&key).expect("base64 is a valid field value")
 }
 
 /// Passes the upgrade request `req` to an upstream: its answer, a 101 carrying the splice.
@@ -70,12 +109,20 @@ pub(crate) async fn tunnel(
             return error_response(shared, failure, true);
         }
     };
+    let h2_protocol = extended_connect(&req);
     let (parts, _) = req.into_parts();
-    let upgrade = parts.headers.get(UPGRADE).cloned();
+    let upgrade = h2_protocol
+        .clone()
+        .or_else(|| parts.headers.get(UPGRADE).cloned());
     let mut fields = parts.headers;
     headers::strip_hop_by_hop(&mut fields);
     if let Some(upgrade) = upgrade {
         fields.insert(UPGRADE, upgrade);
+    }
+    if h2_protocol.is_some_and(|p| p.as_bytes().eq_ignore_ascii_case(b"websocket"))
+        && !fields.contains_key(http::header::SEC_WEBSOCKET_KEY)
+    {
+        fields.insert(http::header::SEC_WEBSOCKET_KEY, websocket_key());
     }
     fields.insert(CONNECTION, HeaderValue::from_static("upgrade"));
     fields.append(http::header::VIA, shared.via.value(parts.version).clone());

@@ -170,3 +170,77 @@ async fn a_refused_upgrade_reaches_the_client_as_answered() {
     );
     proxy.stop().await;
 }
+
+/// RFC 8441: an HTTP/2 client's extended CONNECT (`:protocol websocket`) reaches the upstream
+/// as an HTTP/1.1 WebSocket upgrade of the `:path` (with a key of the proxy's own), the 101
+/// comes back as a 200, and the stream's DATA and the upstream's bytes are spliced both ways.
+#[tokio::test]
+async fn an_http2_extended_connect_is_passed_as_an_http1_upgrade() {
+    let (url, request) = upstream(0).await;
+    let proxy = Running::proxy(gatebench_services::ProxyConfig {
+        http2: true,
+        ..proxy_config(url)
+    })
+    .await;
+    let tcp = TcpStream::connect(proxy.addr).await.unwrap();
+    let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(conn);
+    let mut client = client.ready().await.unwrap();
+    // The server's SETTINGS announce extended CONNECT once they have arrived.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !client.is_extended_connect_protocol_enabled() {
+        assert!(
+            Instant::now() < deadline,
+            "no SETTINGS_ENABLE_CONNECT_PROTOCOL"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        client = client.ready().await.unwrap();
+    }
+    let mut req = http::Request::builder()
+        .method(http::Method::CONNECT)
+        .uri(format!("http://{}/chat?x=1", proxy.addr))
+        .header("sec-websocket-version", "13")
+        .body(())
+        .unwrap();
+    req.extensions_mut()
+        .insert(h2::ext::Protocol::from_static("websocket"));
+    let (response, mut send) = client.send_request(req, false).unwrap();
+    let response = tokio::time::timeout(Duration::from_secs(5), response)
+        .await
+        .expect("an answer to the CONNECT")
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut recv = response.into_body();
+    let sent = String::from_utf8(request.await.unwrap()).unwrap();
+    let lower = sent.to_ascii_lowercase();
+    assert!(sent.starts_with("GET /chat?x=1 HTTP/1.1\r\n"), "{sent}");
+    assert!(lower.contains("\r\nupgrade: websocket\r\n"), "{sent}");
+    assert!(lower.contains("\r\nconnection: upgrade\r\n"), "{sent}");
+    assert!(lower.contains("\r\nsec-websocket-key: "), "{sent}");
+    assert!(
+        lower.contains("\r\nsec-websocket-version: 13\r\n"),
+        "{sent}"
+    );
+    // The upstream's first bytes, then our bytes echoed back, in order.
+    let mut got = Vec::new();
+    let mut read_until = async |got: &mut Vec<u8>, needle: &[u8]| {
+        while !contains(got, needle) {
+            let data = tokio::time::timeout(Duration::from_secs(5), recv.data())
+                .await
+                .expect("bytes through the tunnel")
+                .expect("the stream is open")
+                .unwrap();
+            let _ = recv.flow_control().release_capacity(data.len());
+            got.extend_from_slice(&data);
+        }
+    };
+    read_until(&mut got, b"early-from-upstream").await;
+    send.send_data(bytes::Bytes::from_static(b"ping-1"), false)
+        .unwrap();
+    read_until(&mut got, b"ping-1").await;
+    send.send_data(bytes::Bytes::from_static(b"ping-2"), false)
+        .unwrap();
+    read_until(&mut got, b"ping-2").await;
+    drop(send);
+    proxy.stop().await;
+}

@@ -111,10 +111,12 @@ pub struct LoadArgs {
     /// Write an HdrHistogram interval log (1 s intervals, nanoseconds) to FILE.
     #[arg(long, value_name = "FILE")]
     pub hlog: Option<PathBuf>,
-    /// HTTP/2 over TLS, negotiated by ALPN (needs an https:// URL).
+    /// HTTP/2 over TLS, negotiated by ALPN (needs an https:// URL; with wss://, each WebSocket
+    /// an extended CONNECT, RFC 8441).
     #[arg(long, conflicts_with = "h2c")]
     pub http2: bool,
-    /// HTTP/2 over cleartext by prior knowledge (needs an http:// URL).
+    /// HTTP/2 over cleartext by prior knowledge (needs an http:// URL; with ws://, each
+    /// WebSocket an extended CONNECT, RFC 8441).
     #[arg(long)]
     pub h2c: bool,
     /// HTTP/2: concurrent streams per connection, 1 to 10000.

@@ -42,6 +42,16 @@ fn config(args: &LoadArgs) -> Result<WsConfig> {
         anyhow::bail!("{flag} is not supported with a ws:// target yet");
     }
     let target = WsConfig::parse_url(&args.url)?;
+    if args.http2 && !target.tls {
+        anyhow::bail!(
+            "--http2 (WebSocket over HTTP/2, ALPN h2) needs a wss:// URL; use --h2c for ws://"
+        );
+    }
+    if args.h2c && target.tls {
+        anyhow::bail!(
+            "--h2c (WebSocket over cleartext HTTP/2) needs a ws:// URL; use --http2 for wss://"
+        );
+    }
     let tls_given = args.insecure || args.cacert.is_some() || args.sni.is_some();
     if !target.tls && (tls_given || args.no_tls_resume) {
         anyhow::bail!(
@@ -79,6 +89,7 @@ fn config(args: &LoadArgs) -> Result<WsConfig> {
             sni: args.sni.clone(),
             no_resume: args.no_tls_resume,
         }),
+        http2: args.http2 || args.h2c,
         connections: args.connections,
         duration,
         size: args.ws_size,

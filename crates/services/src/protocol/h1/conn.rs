@@ -15,7 +15,7 @@ use std::time::Duration;
 use bytes::{Buf, Bytes, BytesMut};
 use gatebench_h1::{Chunked, Step};
 use hyper::body::{Frame, SizeHint};
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::AsyncWrite;
 use tokio::time::Instant;
 use tracing::debug;
 
@@ -30,8 +30,7 @@ const READ_MAX: usize = 64 * 1024;
 /// What `Expect: 100-continue` gets when the body is first read.
 pub(crate) const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 /// The client connection, boxed once: TCP, TLS, or TCP after the h2c preface check.
-pub(crate) trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
-impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+pub(crate) use crate::protocol::upgrade::Io;
 
 /// How much of the current request body is still to be read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

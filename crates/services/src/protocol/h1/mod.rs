@@ -6,11 +6,9 @@
 //! - [`conn`]: its connection: reads, writes, the request body's reader.
 //! - [`check`]: strict HTTP/1.1 request framing (request smuggling, limits, the slowloris
 //!   deadline): the server's rules.
-//! - [`upgrade`]: a handler's way to take the connection over after a 101.
 //! - [`client`]: the lean HTTP/1.1 client of upstream connections.
 
 pub(crate) mod check;
 pub(crate) mod client;
 pub(crate) mod conn;
 pub(crate) mod server;
-pub(crate) mod upgrade;

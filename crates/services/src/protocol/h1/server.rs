@@ -29,7 +29,7 @@
 //!   while its request is in flight cancels the request (the intermediary's future is dropped);
 //! - idle keep-alive connections closed quietly after the idle timeout; once the drain starts,
 //!   idle connections close and busy ones close after their response;
-//! - a 101 response that carries a `upgrade::TakeOver` hands the connection to it once written.
+//! - a 101 response that carries a `protocol::upgrade::TakeOver` hands the connection to it once written.
 
 use std::future::Future;
 use std::io::{self, IoSlice};
@@ -56,9 +56,9 @@ use crate::protocol::drain::draining;
 use crate::protocol::h1::check::{self as h1check, Framing, H1Limits, HeadScan, LINGER};
 use crate::protocol::h1::client::RawHead;
 use crate::protocol::h1::conn::{lock, BodyState, Conn, H1Recv, Io, Shared, CONTINUE};
-use crate::protocol::h1::upgrade::TakeOver;
 use crate::protocol::interim::Interim;
 use crate::protocol::scratch::Scratch;
+use crate::protocol::upgrade::TakeOver;
 use crate::protocol::Answer;
 
 /// Most of an unread request body read and dropped to keep its connection (hyper drains

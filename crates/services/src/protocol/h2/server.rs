@@ -11,8 +11,10 @@
 //! bodies written as the client's window allows, a broken response body ended with RST_STREAM
 //! (never a complete-looking message), a client's RST_STREAM cancelling the request's work, and
 //! GOAWAY when the drain starts (a connection with no open stream then, and none in the next
-//! half second, is closed, whether or not the client answers the graceful shutdown's PING). Not done: CONNECT (extended or not) and server push, which the intermediaries
-//! never offered.
+//! half second, is closed, whether or not the client answers the graceful shutdown's PING).
+//! Extended CONNECT (RFC 8441) for the services that take it ([`H2Handler::extended_connect`]):
+//! a 101 answer becomes a 200 and the stream is handed over as bytes. Not done: plain CONNECT
+//! and server push, which the intermediaries never offered.
 //!
 //! Slow and hostile peers (docs/proxy.md, "Timers and limits"), each with its timer or limit as
 //! nginx, HAProxy and Envoy have one:
@@ -39,6 +41,7 @@ use std::task::Poll;
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
+use gatebench_h2io::H2Io;
 use h2::server::SendResponse;
 use h2::{Reason, SendStream};
 use http::header::{HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, DATE, TE};
@@ -53,6 +56,7 @@ use crate::protocol::body::{ClientBody, H2Recv, ResBody};
 use crate::protocol::drain::draining;
 use crate::protocol::h2::flood::FloodRead;
 use crate::protocol::interim::H2Interim;
+use crate::protocol::upgrade::TakeOver;
 use crate::protocol::Answer;
 
 /// hyper's HTTP/2 server defaults, kept so that moving off hyper changes no behaviour a client
@@ -119,6 +123,15 @@ impl Drop for OpenStream {
 pub(crate) trait H2Handler: Send + Sync + 'static {
     /// Answers `req`; interim responses go through `interim`.
     fn call_h2(&self, req: Request<ClientBody>, interim: H2Interim) -> Answer;
+
+    /// Whether the service takes extended CONNECT (RFC 8441: SETTINGS_ENABLE_CONNECT_PROTOCOL
+    /// is announced): such a request reaches [`H2Handler::call_h2`] with the `:protocol` in its
+    /// extensions (`h2::ext::Protocol`) and no body, and a 101 answer carrying a
+    /// `protocol::upgrade::TakeOver` is sent as a 200 whose stream the take-over then reads
+    /// and writes.
+    fn extended_connect(&self) -> bool {
+        false
+    }
 }
 
 /// Serves one HTTP/2 connection (after TLS with ALPN h2, or h2c by prior knowledge) until it
@@ -141,6 +154,9 @@ pub(crate) async fn serve<T>(
         .max_header_list_size(MAX_HEADER_LIST)
         .max_local_error_reset_streams(Some(MAX_LOCAL_ERROR_RESETS))
         .max_concurrent_streams(limits.max_streams);
+    if handler.extended_connect() {
+        builder.enable_connect_protocol();
+    }
     // The preface is part of the first idle period: a client that never sends it is closed
     // after the idle timeout like one that sends nothing after it.
     let idle_deadline = Instant::now() + limits.idle_timeout;
@@ -295,9 +311,17 @@ async fn stream(
         let _ = respond.send_response(refused, true);
         return;
     }
-    let length = content_length(&parts.headers);
-    let body = H2Recv::new(recv, length).with_stall_timeout(limits.body_timeout);
-    let req = Request::from_parts(parts, ClientBody::H2(body));
+    // An extended CONNECT's stream is the tunnel's, not a body for the handler.
+    let tunnel = parts.method == http::Method::CONNECT
+        && parts.extensions.get::<h2::ext::Protocol>().is_some();
+    let (body, mut recv) = if tunnel {
+        (ClientBody::Tunnel, Some(recv))
+    } else {
+        let length = content_length(&parts.headers);
+        let body = H2Recv::new(recv, length).with_stall_timeout(limits.body_timeout);
+        (ClientBody::H2(body), None)
+    };
+    let req = Request::from_parts(parts, body);
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut answer = handler.call_h2(req, H2Interim::new(tx));
     let response = loop {
@@ -332,6 +356,24 @@ async fn stream(
     drop(answer);
     while let Ok(interim) = rx.try_recv() {
         send_interim(&mut respond, interim);
+    }
+    let mut response = response;
+    if let (Some(recv), Some(start)) = (recv.take(), TakeOver::take(&mut response)) {
+        // The extended CONNECT was taken: a 200 with the 101's fields (RFC 8441 §5), then the
+        // stream is the take-over's.
+        let (mut head, _) = response.into_parts();
+        head.status = http::StatusCode::OK;
+        strip_connection_fields(&mut head.headers);
+        head.headers.remove(http::header::SEC_WEBSOCKET_ACCEPT);
+        head.headers.entry(DATE).or_insert_with(http_date);
+        match respond.send_response(Response::from_parts(head, ()), false) {
+            Ok(send) => {
+                start(Box::new(H2Io::new(send, recv)), bytes::BytesMut::new()).await;
+                open.counts.finished.fetch_add(1, Ordering::AcqRel);
+            }
+            Err(error) => debug!(%error, "sending the tunnel's 200 failed"),
+        }
+        return;
     }
     let (mut head, body) = response.into_parts();
     strip_connection_fields(&mut head.headers);

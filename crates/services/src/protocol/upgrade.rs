@@ -1,8 +1,10 @@
-//! Taking over an HTTP/1.1 connection after `101 Switching Protocols`. Rule: the protocol layer
-//! knows only that a handler may hand back, with its 101 response, a [`TakeOver`]: after the
-//! 101 is written, `h1::server` gives it the connection and the bytes already read past the
-//! request, and serves nothing more on it. What runs on the connection (a WebSocket echo, a
-//! tunnel) is the handler's, so nothing here imports a service.
+//! Taking over a connection after `101 Switching Protocols` (HTTP/1.1), or a stream after an
+//! extended CONNECT's `200` (HTTP/2, RFC 8441). Rule: the protocol layer knows only that a
+//! handler may hand back, with its 101 response, a [`TakeOver`]: after the 101 is written,
+//! `h1::server` gives it the connection and the bytes already read past the request and serves
+//! nothing more on it; `h2::server` answers the extended CONNECT with a 200 carrying the 101's
+//! fields and gives it the stream as bytes (`gatebench_h2io`). What runs on it (a WebSocket
+//! echo, a tunnel) is the handler's, so nothing here imports a service.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -10,8 +12,11 @@ use std::sync::{Arc, Mutex};
 
 use bytes::BytesMut;
 use http::{Response, StatusCode};
+use tokio::io::{AsyncRead, AsyncWrite};
 
-pub(crate) use crate::protocol::h1::conn::Io;
+/// What a taken-over connection or stream is: bytes both ways.
+pub(crate) trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
 
 /// What runs on a connection once it is taken over.
 pub(crate) type Upgraded = Pin<Box<dyn Future<Output = ()> + Send>>;
