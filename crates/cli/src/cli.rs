@@ -275,11 +275,13 @@ pub struct ServeArgs {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Service {
     /// The echo backend (seed 004's Netty echo): POST echoes, GET answers --size bytes; also a
-    /// WebSocket echo at /ws, an emulated model's token stream at /v1/chat/completions, and
-    /// with --http2 the gRPC echo service gatebench.echo.v1.Echo.
+    /// WebSocket echo at /ws (with --http2 also over HTTP/2, RFC 8441), an emulated model's
+    /// token stream at /v1/chat/completions, and with --http2 the gRPC echo service
+    /// gatebench.echo.v1.Echo.
     Echo,
     /// Passthrough reverse proxy in front of one --upstream (every seed-004 protocol pair);
-    /// passes WebSocket upgrades, and gRPC to an h2c:// (or HTTP/2 https://) upstream.
+    /// passes WebSocket upgrades (with --http2 also HTTP/2 clients' extended CONNECT, RFC 8441),
+    /// and gRPC to an h2c:// (or HTTP/2 https://) upstream.
     Proxy,
     /// Round-robin load balancer over several --upstream, with health checks and ejection;
     /// passes WebSocket upgrades and gRPC as the proxy does.

@@ -459,6 +459,15 @@ impl Echo {
         if http1 && ws::wants(req.method(), req.uri().path()) {
             return Answer::Ready(Some(ws::upgrade(req.headers(), state.max_body)));
         }
+        if req.method() == Method::CONNECT && req.uri().path() == ws::PATH {
+            if let Some(protocol) = req.extensions().get::<h2::ext::Protocol>() {
+                return Answer::Ready(Some(ws::connect(
+                    protocol.as_str(),
+                    req.headers(),
+                    state.max_body,
+                )));
+            }
+        }
         if !http1 && grpc::wants(req.headers()) {
             return Answer::Ready(Some(grpc::respond(
                 req,
@@ -530,6 +539,11 @@ impl Drop for Echo {
 impl H2Handler for Echo {
     fn call_h2(&self, req: Request<ClientBody>, _: H2Interim) -> Answer {
         self.answer(req, false)
+    }
+
+    /// Its WebSocket echo answers RFC 8441's extended CONNECT too.
+    fn extended_connect(&self) -> bool {
+        true
     }
 }
 

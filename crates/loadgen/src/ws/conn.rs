@@ -25,6 +25,9 @@ use super::handshake::{self, Answer};
 use super::{random_u64, ConnStats, WsConfig};
 use crate::connect::{connect, Stream, Transport};
 
+/// How long an HTTP/2 server has to announce extended CONNECT (RFC 8441) after the handshake.
+const SETTINGS_WAIT: Duration = Duration::from_secs(2);
+
 /// Most bytes of queued frames not yet written before the schedule waits for the socket.
 const MAX_UNWRITTEN: usize = 256 * 1024;
 
@@ -117,19 +120,29 @@ async fn extended_connect(config: &WsConfig, tcp: Stream) -> Result<H2Io, Option
     tokio::spawn(async move {
         let _ = conn.await;
     });
-    let mut client = client.ready().await.map_err(|_| None)?;
-    // SETTINGS_ENABLE_CONNECT_PROTOCOL comes with the server's first SETTINGS.
-    let mut waited = Duration::ZERO;
-    while !client.is_extended_connect_protocol_enabled() {
-        if waited >= Duration::from_millis(500) {
-            return Err(Some(
-                "the server does not take extended CONNECT over HTTP/2 (RFC 8441: no SETTINGS_ENABLE_CONNECT_PROTOCOL)"
-                    .into(),
-            ));
+    // SETTINGS_ENABLE_CONNECT_PROTOCOL comes with the server's first SETTINGS; a server that
+    // sends none (or is no HTTP/2 server) refuses within the wait.
+    let deadline = Instant::now() + SETTINGS_WAIT.min(config.timeout);
+    let refused = || {
+        Some(format!(
+            "no HTTP/2 SETTINGS allowing extended CONNECT (RFC 8441) within {:?}: the server \
+             does not take WebSocket over HTTP/2",
+            SETTINGS_WAIT.min(config.timeout)
+        ))
+    };
+    let mut client = client;
+    loop {
+        client = match tokio::time::timeout_at(deadline, client.ready()).await {
+            Ok(Ok(c)) => c,
+            Ok(Err(_)) | Err(_) => return Err(refused()),
+        };
+        if client.is_extended_connect_protocol_enabled() {
+            break;
+        }
+        if Instant::now() >= deadline {
+            return Err(refused());
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
-        waited += Duration::from_millis(2);
-        client = client.ready().await.map_err(|_| None)?;
     }
     let scheme = if config.tls.is_some() {
         "https"

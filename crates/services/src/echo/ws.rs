@@ -1,8 +1,9 @@
-//! The echo's WebSocket echo (RFC 6455) at [`PATH`] over HTTP/1.1. Rule: the server side only,
-//! as small as it can be correct: a `GET` with `Upgrade: websocket`, `Connection: Upgrade`,
-//! `Sec-WebSocket-Version: 13` and a key gets `101` with `Sec-WebSocket-Accept`, and the
-//! connection is taken over (`protocol::upgrade`); anything else at the path gets 400 (426 for a
-//! wrong version). On the connection: every text or binary message is echoed whole as one
+//! The echo's WebSocket echo (RFC 6455) at [`PATH`], over HTTP/1.1 or HTTP/2 (RFC 8441). Rule:
+//! the server side only, as small as it can be correct: a `GET` with `Upgrade: websocket`,
+//! `Connection: Upgrade`, `Sec-WebSocket-Version: 13` and a key gets `101` with
+//! `Sec-WebSocket-Accept`, an HTTP/2 `CONNECT` with `:protocol websocket` and the version gets
+//! `200`, and the connection (or stream) is taken over (`protocol::upgrade`); anything else at
+//! the path gets 400 (426 for a wrong version). On the connection: every text or binary message is echoed whole as one
 //! frame of its kind (fragmented ones reassembled first), a ping is answered with a pong of its
 //! payload, a close is answered with a close of the same code and the connection ends. A
 //! message larger than the echo's `max_body` gets close 1009, an unmasked or malformed frame
@@ -82,12 +83,48 @@ pub(crate) fn upgrade(headers: &HeaderMap, max_message: usize) -> Response<ResBo
             .insert(SEC_WEBSOCKET_VERSION, HeaderValue::from_static("13"));
         return refused;
     };
+    taken(Some(&accept_key(key)), max_message)
+}
+
+/// The answer to an HTTP/2 extended CONNECT for [`PATH`] (RFC 8441: `:protocol websocket`,
+/// `sec-websocket-version: 13`, no key): the stream taken over by the echo (the HTTP/2 server
+/// sends it as a 200), or a refusal.
+pub(crate) fn connect(
+    protocol: &str,
+    headers: &HeaderMap,
+    max_message: usize,
+) -> Response<ResBody> {
+    let status = if !protocol.eq_ignore_ascii_case("websocket") {
+        Some(StatusCode::BAD_REQUEST)
+    } else if headers
+        .get(SEC_WEBSOCKET_VERSION)
+        .map(HeaderValue::as_bytes)
+        != Some(b"13")
+    {
+        Some(StatusCode::UPGRADE_REQUIRED)
+    } else {
+        None
+    };
+    if let Some(status) = status {
+        let mut refused = Response::new(ResBody::local("not a WebSocket CONNECT\n"));
+        *refused.status_mut() = status;
+        refused
+            .headers_mut()
+            .insert(SEC_WEBSOCKET_VERSION, HeaderValue::from_static("13"));
+        return refused;
+    }
+    taken(None, max_message)
+}
+
+/// A 101 with the echo attached to the connection or stream it takes over; `accept` the
+/// HTTP/1.1 handshake's `Sec-WebSocket-Accept`.
+fn taken(accept: Option<&str>, max_message: usize) -> Response<ResBody> {
     let mut response = Response::new(ResBody::Local(None));
     *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
     let headers = response.headers_mut();
     headers.insert(UPGRADE, HeaderValue::from_static("websocket"));
     headers.insert(CONNECTION, HeaderValue::from_static("Upgrade"));
-    if let Ok(value) = HeaderValue::from_str(&accept_key(key)) {
+    if let Some(value) = accept.and_then(|a| HeaderValue::from_str(a).ok()) {
         headers.insert(SEC_WEBSOCKET_ACCEPT, value);
     }
     TakeOver::attach(&mut response, move |io, rest| {
