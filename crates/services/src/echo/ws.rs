@@ -59,11 +59,10 @@ fn has_token(headers: &HeaderMap, name: http::header::HeaderName, token: &str) -
     })
 }
 
-/// The answer to a request at [`PATH`]: 101 with the echo attached, or a refusal.
-pub(crate) fn upgrade(headers: &HeaderMap, max_message: usize) -> Response<ResBody> {
-    let status = if !has_token(headers, UPGRADE, "websocket")
-        || !has_token(headers, CONNECTION, "upgrade")
-    {
+/// Why a handshake is refused, by its status: 400 for one that is not a WebSocket handshake
+/// (`asks` false), 426 for a version other than 13; `None` when it may go on.
+fn refusal(asks: bool, headers: &HeaderMap) -> Option<StatusCode> {
+    if !asks {
         Some(StatusCode::BAD_REQUEST)
     } else if headers
         .get(SEC_WEBSOCKET_VERSION)
@@ -73,15 +72,27 @@ pub(crate) fn upgrade(headers: &HeaderMap, max_message: usize) -> Response<ResBo
         Some(StatusCode::UPGRADE_REQUIRED)
     } else {
         None
-    };
+    }
+}
+
+/// A refused handshake: `status`, the version the echo speaks, a line of text.
+fn refused(status: StatusCode) -> Response<ResBody> {
+    let mut refused = Response::new(ResBody::local("not a WebSocket handshake\n"));
+    *refused.status_mut() = status;
+    refused
+        .headers_mut()
+        .insert(SEC_WEBSOCKET_VERSION, HeaderValue::from_static("13"));
+    refused
+}
+
+/// The answer to a request at [`PATH`]: 101 with the echo attached, or a refusal.
+pub(crate) fn upgrade(headers: &HeaderMap, max_message: usize) -> Response<ResBody> {
+    let asks =
+        has_token(headers, UPGRADE, "websocket") && has_token(headers, CONNECTION, "upgrade");
+    let status = refusal(asks, headers);
     let key = headers.get(SEC_WEBSOCKET_KEY).map(HeaderValue::as_bytes);
     let (Some(key), None) = (key, status) else {
-        let mut refused = Response::new(ResBody::local("not a WebSocket handshake\n"));
-        *refused.status_mut() = status.unwrap_or(StatusCode::BAD_REQUEST);
-        refused
-            .headers_mut()
-            .insert(SEC_WEBSOCKET_VERSION, HeaderValue::from_static("13"));
-        return refused;
+        return refused(status.unwrap_or(StatusCode::BAD_REQUEST));
     };
     taken(Some(&accept_key(key)), max_message)
 }
@@ -94,26 +105,10 @@ pub(crate) fn connect(
     headers: &HeaderMap,
     max_message: usize,
 ) -> Response<ResBody> {
-    let status = if !protocol.eq_ignore_ascii_case("websocket") {
-        Some(StatusCode::BAD_REQUEST)
-    } else if headers
-        .get(SEC_WEBSOCKET_VERSION)
-        .map(HeaderValue::as_bytes)
-        != Some(b"13")
-    {
-        Some(StatusCode::UPGRADE_REQUIRED)
-    } else {
-        None
-    };
-    if let Some(status) = status {
-        let mut refused = Response::new(ResBody::local("not a WebSocket CONNECT\n"));
-        *refused.status_mut() = status;
-        refused
-            .headers_mut()
-            .insert(SEC_WEBSOCKET_VERSION, HeaderValue::from_static("13"));
-        return refused;
+    match refusal(protocol.eq_ignore_ascii_case("websocket"), headers) {
+        Some(status) => refused(status),
+        None => taken(None, max_message),
     }
-    taken(None, max_message)
 }
 
 /// A 101 with the echo attached to the connection or stream it takes over; `accept` the
