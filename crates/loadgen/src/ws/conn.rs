@@ -303,8 +303,11 @@ impl Phase<'_> {
         // for, and counts from its send (the timer's lateness is the generator's, as in the
         // HTTP open model); one already due then counts from when it was due.
         let mut looked = start;
+        // The last look stopped at the cap on unwritten frames: the server was not taking them.
+        let mut capped = false;
         loop {
             let now = Instant::now();
+            let held_back = std::mem::take(&mut capped);
             // Queue what is due: the schedule's messages up to now, or the closed model's next.
             let due = loop {
                 if config.messages.is_some_and(|m| sent_k >= m) {
@@ -323,8 +326,9 @@ impl Phase<'_> {
                 }
                 if pending.len() - written >= MAX_UNWRITTEN {
                     // The socket takes less than the schedule asks: what is due waits here,
-                    // counted from its due time (and as the generator's send lag), rather than
-                    // piling up in memory.
+                    // counted from its due time, rather than piling up in memory. The wait is
+                    // the server's (it does not read), not the generator's send lag.
+                    capped = true;
                     break due;
                 }
                 seed = seed
@@ -340,9 +344,9 @@ impl Phase<'_> {
                 } else {
                     now
                 });
-                if gap.is_some() {
-                    // Queued late by the generator's doing (its timer, a busy runtime): the
-                    // schedule runs whatever the server does.
+                if gap.is_some() && !held_back {
+                    // Queued late by the generator's doing (its timer, a busy runtime); messages
+                    // the cap held back for a server that did not read are not its lag.
                     crate::stats::record(&mut stats.send_lag, now.saturating_duration_since(due));
                 }
             };
