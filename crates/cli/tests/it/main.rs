@@ -4,12 +4,15 @@
 //! The modules share one process and run in parallel: none changes process-wide state (current
 //! directory, environment, resource limits, signal handlers); each gives a child process what
 //! it needs instead (`support::gatebench_in` for a working directory). Timing-sensitive tests
-//! take the machine alone with `support::alone()`; every test that runs load, a suite, or
-//! processes by the dozen holds it shared with `support::shared()`, so that nothing of this
-//! binary runs beside a timing test (when they were nine binaries, the others never did).
+//! take the machine alone with `support::alone()` (all in `alone`, which runs first); every
+//! test that runs load, a suite, or processes by the dozen holds it shared with
+//! `support::shared()`, so that nothing of this binary runs beside a timing test (when they
+//! were nine binaries, the others never did).
 //!
 //! # Layout
 //! - `support`: the binary, temporary directories, an echo back-end child, the machine lock.
+//! - `alone`: the tests that take the machine alone (a capacity search and cost measurements
+//!   of `load`, `cost` and suites), named to run first.
 //! - `gateways`: echo back-ends that name themselves and count what they see, and the proxy
 //!   and the balancer reloading their upstreams file on SIGHUP under traffic.
 //! - `compare`: `gatebench compare` and `gatebench report` on results directories.
@@ -23,12 +26,13 @@
 //! - `mixes`: `load --mix` and `--replay`.
 //! - `robustness`: random options and suite files never make it panic or hang.
 //! - `run`: `gatebench run` end to end on the example suites.
-//! - `searches`: a suite's capacity column and intermediary cost.
+//! - `searches`: a suite's capacity column and intermediary cost (their runs are in `alone`).
 //! - `shards`: `load --shard` processes merged by `gatebench merge`.
 //! - `ws`: `load ws://` against the echo's WebSocket echo.
 
 mod support;
 
+mod alone;
 mod compare;
 mod events;
 mod gateways;

@@ -1,7 +1,8 @@
 //! Hosts: where a suite's processes run. A host is `local` (this machine) or `ssh://[user@]host[:port]`,
 //! reached with the user's own OpenSSH client and configuration (keys, `~/.ssh/config`, jump
 //! hosts), or the `ssh_config` file a suite names. There is no agent and no daemon of ours: every
-//! remote action is one `ssh` command line.
+//! remote action is one `ssh` command line, and a host's commands share one connection (an ssh
+//! client in `ControlMaster` mode, the runner's child while the host is in use).
 //!
 //! This module owns what gatebench does on a remote host:
 //! - [`prepare`] (`SshHost::preflight` on each host): before any cell, reach it (one line

@@ -169,6 +169,7 @@ impl SshHost {
             exe: String::new(),
             cache: String::new(),
             lease: None,
+            master: None,
             report: HostReport {
                 roles: role.to_owned(),
                 url: url.to_owned(),
@@ -182,6 +183,8 @@ impl SshHost {
                 clock_rtts_s: Vec::new(),
             },
         };
+        // 0. One connection that the host's commands share from here on.
+        h.open_master();
         // 1. Reach it, and list what it lacks, in one session.
         let tools = REMOTE_TOOLS.join(" ");
         let script = format!(

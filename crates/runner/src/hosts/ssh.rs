@@ -1,12 +1,14 @@
-//! The ssh plumbing of a remote host: the `ssh` command line every remote action uses, running
-//! a script there to completion, writing and reading a file there, quoting for the remote
-//! shell, and the [`SshHost`] these belong to.
+//! The ssh plumbing of a remote host: the `ssh` command line every remote action uses, the
+//! connection they share ([`Master`]), running a script there to completion, writing and
+//! reading a file there, quoting for the remote shell, and the [`SshHost`] these belong to.
 
 use std::io::Write;
 use std::net::IpAddr;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
 
 use rustix::process::{set_parent_process_death_signal, Signal};
 
@@ -36,6 +38,8 @@ pub struct SshHost {
     /// This run's lease on the build it uses there (a file beside the binary): while it is
     /// fresh, no other run's clean-up removes that build. Removed when the host is dropped.
     pub(super) lease: Option<String>,
+    /// The connection every ssh command to this host goes over, while it is up.
+    pub(super) master: Option<Master>,
 }
 
 impl Drop for SshHost {
@@ -48,8 +52,26 @@ impl Drop for SshHost {
 
 impl SshHost {
     /// `ssh [-F config] [-p port] -o BatchMode=yes -o ConnectTimeout=5 destination`: BatchMode
-    /// so that a refused key fails at once instead of asking for a password.
+    /// so that a refused key fails at once instead of asking for a password. Over the host's
+    /// [`Master`] connection while it is up (`ControlMaster=no`, its `ControlPath`), else a
+    /// connection of its own.
     pub fn ssh(&self) -> Command {
+        let mut c = self.ssh_base();
+        // Without one, the user's own ControlMaster setting is theirs to keep.
+        if let Some(m) = &self.master {
+            c.arg("-o").arg("ControlMaster=no");
+            c.arg("-o")
+                .arg(format!("ControlPath={}", m.socket.display()));
+        }
+        c.arg("-T").arg(&self.destination).arg("--");
+        // Its own process group: Ctrl-C at the terminal reaches the runner, which stops the
+        // remote processes by PID over a fresh connection; the ssh clients must not die first.
+        c.process_group(0);
+        c
+    }
+
+    /// `ssh`, the options every connection to this host takes, without a destination.
+    fn ssh_base(&self) -> Command {
         let mut c = Command::new("ssh");
         if let Some(f) = &self.ssh_config {
             c.arg("-F").arg(f);
@@ -64,14 +86,14 @@ impl SshHost {
             &format!("ConnectTimeout={CONNECT_TIMEOUT_S}"),
             "-o",
             "LogLevel=ERROR",
-            "-T",
-        ])
-        .arg(&self.destination)
-        .arg("--");
-        // Its own process group: Ctrl-C at the terminal reaches the runner, which stops the
-        // remote processes by PID over a fresh connection; the ssh clients must not die first.
-        c.process_group(0);
+        ]);
         c
+    }
+
+    /// Opens the [`Master`] connection; without one (ssh could not connect, or no socket
+    /// path fits), every command connects by itself, as before it.
+    pub(super) fn open_master(&mut self) {
+        self.master = Master::open(self);
     }
 
     /// Runs `script` on the host (by its login shell) with `stdin`, to completion. `Err` only
@@ -156,6 +178,92 @@ impl SshHost {
                 reason: ssh_failure(&out),
             })
         }
+    }
+}
+
+/// One ssh connection to a host that the host's other ssh commands share (OpenSSH's
+/// connection sharing: `ControlMaster=yes`, `-N`): each command then opens a session over it
+/// instead of a connection of its own (TCP, key exchange, authentication), which is most of a
+/// short command's time — on a LAN about 0.3 s of the 0.4 s of `ssh host true` here, and a
+/// suite across hosts runs dozens of them per cell. A command that cannot use it (the socket
+/// is gone, or the host's sshd refused one more session: `MaxSessions`, 10 by default)
+/// connects by itself, which OpenSSH does on its own. The master runs in its own process
+/// group (Ctrl-C at the terminal is the runner's to handle), dies with the runner, and is
+/// stopped by its PID when the host is dropped, after the host's last command.
+#[derive(Debug)]
+pub(super) struct Master {
+    child: Child,
+    socket: PathBuf,
+}
+
+/// Tells the runner's masters' socket directories apart.
+static MASTERS: AtomicU32 = AtomicU32::new(0);
+
+impl Master {
+    /// Starts the master for `host` and waits until its socket is there (it has connected
+    /// and authenticated), at most ssh's connect timeout and a second. `None` when ssh
+    /// exited first or the time ran out (the host's own commands then say why), or the
+    /// socket's path would be too long for a Unix socket.
+    fn open(host: &SshHost) -> Option<Master> {
+        let dir = std::env::temp_dir().join(format!(
+            "gatebench-ssh-{}-{}",
+            std::process::id(),
+            MASTERS.fetch_add(1, Ordering::Relaxed)
+        ));
+        let socket = dir.join("m");
+        // sun_path holds 108 bytes with its NUL; OpenSSH also adds a suffix while binding.
+        if socket.as_os_str().len() > 80 {
+            return None;
+        }
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new().mode(0o700).create(&dir).ok()?;
+        }
+        let mut c = host.ssh_base();
+        c.args(["-o", "ControlMaster=yes", "-o", "ControlPersist=no", "-o"])
+            .arg(format!("ControlPath={}", socket.display()))
+            .args(["-N", "-T"])
+            .arg(&host.destination)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0);
+        die_with_parent(&mut c);
+        let Ok(child) = c.spawn() else {
+            let _ = std::fs::remove_dir(&dir);
+            return None;
+        };
+        let mut master = Master { child, socket };
+        let deadline = Instant::now() + Duration::from_secs(u64::from(CONNECT_TIMEOUT_S) + 1);
+        loop {
+            if master.socket.exists() {
+                return Some(master);
+            }
+            if !matches!(master.child.try_wait(), Ok(None)) || Instant::now() > deadline {
+                master.stop();
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Stops it by its PID (SIGTERM: it closes the connection) and removes its directory.
+    fn stop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let pid = rustix::process::Pid::from_child(&self.child);
+            let _ = rustix::process::kill_process(pid, Signal::TERM);
+            let _ = self.child.wait();
+        }
+        if let Some(dir) = self.socket.parent() {
+            let _ = std::fs::remove_file(&self.socket);
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
+impl Drop for Master {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
