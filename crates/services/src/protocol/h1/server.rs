@@ -358,7 +358,8 @@ fn parse(conn: &Shared, c: &mut Conn, limits: &H1Limits) -> Result<Option<Next>,
     let head = c.buf.split_to(len).freeze();
     let uri = Uri::from_maybe_shared(head.slice(parsed.target.0..parsed.target.1))
         .map_err(|_| StatusCode::BAD_REQUEST)?;
-    let mut headers = HeaderMap::with_capacity(parsed.fields.len());
+    // Room for the fields an intermediary adds (Via, X-Forwarded-For) without growing the map.
+    let mut headers = HeaderMap::with_capacity(parsed.fields.len() + 2);
     let (mut close, mut keep_alive, mut expect_continue) = (false, false, false);
     for (name, start, end) in parsed.fields {
         let value = HeaderValue::from_maybe_shared(head.slice(start..end))
