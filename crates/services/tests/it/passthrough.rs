@@ -230,9 +230,12 @@ async fn request_and_response_bodies_are_streamed_not_buffered() {
         b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nfirst\r\n".to_vec(),
     ))
     .await;
+    // A proxy that buffered the response would answer 504 after this read timeout, without
+    // the chunk; the stop below waits for it (the upstream never ends the response), so it is
+    // short.
     let proxy = Running::proxy(ProxyConfig {
         timeouts: gatebench_services::Timeouts {
-            upstream_read: Duration::from_secs(5),
+            upstream_read: Duration::from_secs(1),
             ..timeouts()
         },
         ..proxy_config(upstream.url())
