@@ -183,8 +183,10 @@ impl SshHost {
                 clock_rtts_s: Vec::new(),
             },
         };
-        // 0. One connection that the host's commands share from here on.
-        h.open_master();
+        // 0. One connection that the host's commands share from here on; a host ssh cannot
+        //    reach fails here, with ssh's reason.
+        h.open_master()
+            .map_err(|reason| err(format!("cannot connect: {reason}")))?;
         // 1. Reach it, and list what it lacks, in one session.
         let tools = REMOTE_TOOLS.join(" ");
         let script = format!(

@@ -90,10 +90,12 @@ impl SshHost {
         c
     }
 
-    /// Opens the [`Master`] connection; without one (ssh could not connect, or no socket
-    /// path fits), every command connects by itself, as before it.
-    pub(super) fn open_master(&mut self) {
-        self.master = Master::open(self);
+    /// Opens the [`Master`] connection; without one (no socket path fits, or it did not come
+    /// up in time), every command connects by itself. `Err`: ssh's reason it could not
+    /// connect.
+    pub(super) fn open_master(&mut self) -> Result<(), String> {
+        self.master = Master::open(self)?;
+        Ok(())
     }
 
     /// Runs `script` on the host (by its login shell) with `stdin`, to completion. `Err` only
@@ -201,10 +203,12 @@ static MASTERS: AtomicU32 = AtomicU32::new(0);
 
 impl Master {
     /// Starts the master for `host` and waits until its socket is there (it has connected
-    /// and authenticated), at most ssh's connect timeout and a second. `None` when ssh
-    /// exited first or the time ran out (the host's own commands then say why), or the
-    /// socket's path would be too long for a Unix socket.
-    fn open(host: &SshHost) -> Option<Master> {
+    /// and authenticated), at most ssh's connect timeout and a second. `Ok(None)` when there
+    /// is none to share (no socket path short enough for a Unix socket, ssh cannot be run, or
+    /// the time ran out): each command then connects by itself. `Err` with ssh's own last
+    /// line when ssh gave up connecting (exit status 255): the host cannot be reached, and
+    /// trying again per command would only take as long once more.
+    fn open(host: &SshHost) -> Result<Option<Master>, String> {
         let dir = std::env::temp_dir().join(format!(
             "gatebench-ssh-{}-{}",
             std::process::id(),
@@ -213,12 +217,19 @@ impl Master {
         let socket = dir.join("m");
         // sun_path holds 108 bytes with its NUL; OpenSSH also adds a suffix while binding.
         if socket.as_os_str().len() > 80 {
-            return None;
+            return Ok(None);
         }
         {
             use std::os::unix::fs::DirBuilderExt;
-            std::fs::DirBuilder::new().mode(0o700).create(&dir).ok()?;
+            if std::fs::DirBuilder::new().mode(0o700).create(&dir).is_err() {
+                return Ok(None);
+            }
         }
+        let errors = dir.join("err");
+        let Ok(stderr) = std::fs::File::create(&errors) else {
+            let _ = std::fs::remove_dir(&dir);
+            return Ok(None);
+        };
         let mut c = host.ssh_base();
         c.args(["-o", "ControlMaster=yes", "-o", "ControlPersist=no", "-o"])
             .arg(format!("ControlPath={}", socket.display()))
@@ -226,24 +237,35 @@ impl Master {
             .arg(&host.destination)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .process_group(0);
         die_with_parent(&mut c);
         let Ok(child) = c.spawn() else {
+            let _ = std::fs::remove_file(&errors);
             let _ = std::fs::remove_dir(&dir);
-            return None;
+            return Ok(None);
         };
         let mut master = Master { child, socket };
         let deadline = Instant::now() + Duration::from_secs(u64::from(CONNECT_TIMEOUT_S) + 1);
         loop {
             if master.socket.exists() {
-                return Some(master);
+                return Ok(Some(master));
             }
-            if !matches!(master.child.try_wait(), Ok(None)) || Instant::now() > deadline {
-                master.stop();
-                return None;
+            match master.child.try_wait() {
+                Ok(None) if Instant::now() <= deadline => {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Ok(Some(status)) if status.code() == Some(255) => {
+                    let text = std::fs::read_to_string(&errors).unwrap_or_default();
+                    master.stop();
+                    let reason = text.lines().map(str::trim).rev().find(|l| !l.is_empty());
+                    return Err(reason.unwrap_or("ssh exited with status 255").to_owned());
+                }
+                _ => {
+                    master.stop();
+                    return Ok(None);
+                }
             }
-            std::thread::sleep(Duration::from_millis(10));
         }
     }
 
@@ -256,6 +278,7 @@ impl Master {
         }
         if let Some(dir) = self.socket.parent() {
             let _ = std::fs::remove_file(&self.socket);
+            let _ = std::fs::remove_file(dir.join("err"));
             let _ = std::fs::remove_dir(dir);
         }
     }
