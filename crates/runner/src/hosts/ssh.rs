@@ -53,7 +53,7 @@ impl Drop for SshHost {
 impl SshHost {
     /// `ssh [-F config] [-p port] -o BatchMode=yes -o ConnectTimeout=5 destination`: BatchMode
     /// so that a refused key fails at once instead of asking for a password. Over the host's
-    /// [`Master`] connection while it is up (`ControlMaster=no`, its `ControlPath`), else a
+    /// shared connection (`Master`) while it is up (`ControlMaster=no`, its `ControlPath`), else a
     /// connection of its own.
     pub fn ssh(&self) -> Command {
         let mut c = self.ssh_base();
