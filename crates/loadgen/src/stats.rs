@@ -288,11 +288,13 @@ impl IntervalStats {
         let ms = ms.min(MS_PER_SECOND - 1);
         self.ok_ms[ms / 64] |= 1 << (ms % 64);
         if let Some(v) = mark {
-            if !self.marks.iter().any(|m| m.value == v) {
-                self.marks.push(MarkSeen {
+            match self.marks.iter_mut().find(|m| m.value == v) {
+                Some(m) => m.last_ms = Some(ms as u32),
+                None => self.marks.push(MarkSeen {
                     value: v.to_owned(),
                     first_ms: ms as u32,
-                });
+                    last_ms: Some(ms as u32),
+                }),
             }
         }
     }

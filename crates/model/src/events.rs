@@ -59,23 +59,34 @@ impl SecondDetail {
     }
 }
 
-/// Adds `from`'s first-seen times into `into`: the earlier of two for one value.
+/// Adds `from`'s sightings into `into`: the earlier first and the later last of two for one
+/// value.
 pub fn merge_marks(into: &mut Vec<MarkSeen>, from: &[MarkSeen]) {
     for m in from {
         match into.iter_mut().find(|x| x.value == m.value) {
-            Some(x) => x.first_ms = x.first_ms.min(m.first_ms),
+            Some(x) => {
+                x.first_ms = x.first_ms.min(m.first_ms);
+                x.last_ms = match (x.last_ms, m.last_ms) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    (a, b) => a.or(b),
+                };
+            }
             None => into.push(m.clone()),
         }
     }
 }
 
-/// A value of the marked header and when it was first seen in a second.
+/// A value of the marked header and when it was seen in a second: first and last.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MarkSeen {
     /// The header's value (`backend-2`).
     pub value: String,
     /// Milliseconds from the second's start to the first successful response carrying it.
     pub first_ms: u32,
+    /// Milliseconds from the second's start to the last one; absent in records written
+    /// before 2026-11-29 (read as unknown: only the first sighting counts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_ms: Option<u32>,
 }
 
 /// A second's map of successful responses in its text form.
@@ -184,6 +195,7 @@ mod tests {
         a.marks.push(MarkSeen {
             value: "b1".into(),
             first_ms: 40,
+            last_ms: Some(60),
         });
         let mut b = SecondDetail::default();
         words[0] = 0;
@@ -193,17 +205,20 @@ mod tests {
         b.marks.push(MarkSeen {
             value: "b1".into(),
             first_ms: 12,
+            last_ms: Some(30),
         });
         b.marks.push(MarkSeen {
             value: "b2".into(),
             first_ms: 900,
+            last_ms: None,
         });
         a.merge(&b);
         let m = decode_ok_ms(a.ok_ms.as_deref()).unwrap();
         assert_eq!((m[0], m[15]), (1, 1 << 7));
         assert_eq!(a.error_classes["reset"], 3);
         assert_eq!(a.marks.len(), 2);
-        assert_eq!(a.marks[0].first_ms, 12);
+        assert_eq!((a.marks[0].first_ms, a.marks[0].last_ms), (12, Some(60)));
+        assert_eq!(a.marks[1].last_ms, None);
         assert_eq!(decode_ok_ms(Some("AAAA")), None);
     }
 }

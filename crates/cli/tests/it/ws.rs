@@ -69,8 +69,10 @@ fn every_message_sent_to_the_echo_comes_back() {
         );
         if extra.contains(&"--ws-rate") {
             // 200/s on each of 3 connections for 1 s: the schedule's count, give or take the
-            // message due at the very end.
-            assert!((597..=603).contains(&sent), "{sent}: {report}");
+            // message due at the very end, less those due in the run's last 20 ms if the
+            // generator was that late then (nothing is sent after the end; its send lag is
+            // in the report).
+            assert!((588..=603).contains(&sent), "{sent}: {report}");
         }
     }
 }
@@ -360,7 +362,8 @@ fn the_proxy_and_the_balancer_pass_websocket_connections_through() {
         assert_eq!(o.status.code(), Some(0), "{}: {}", front.url, stderr(&o));
         let report = text(&o.stdout);
         let sent = figure(&report, "sent");
-        assert!((297..=303).contains(&sent), "{sent}: {report}");
+        // As above: 300 due, less those of the last 20 ms if the generator was late then.
+        assert!((294..=303).contains(&sent), "{sent}: {report}");
         assert_eq!(figure(&report, "received"), sent, "{report}");
         assert!(
             report.contains("3 connections opened of 3 attempts"),

@@ -39,6 +39,12 @@ const BEFORE_S: f64 = 2.0;
 /// first seen in every second, so a second's look-back sees it.
 const MIN_BEFORE_S: f64 = 1.0;
 
+/// After a previous firing, how long what was in flight at it may still arrive: a back-end
+/// killed then has its last responses delivered in the moments after (already written, or
+/// on their way through the balancer). Sightings only within it do not count as "seen before"
+/// the next firing.
+const RESIDUE_S: f64 = 0.25;
+
 /// Slack of comparisons between times on the seconds' grid.
 const EPS: f64 = 1e-6;
 
@@ -243,26 +249,40 @@ fn propagation(
     let from = prev
         .map_or(t - BEFORE_S, |p| p.max(t - BEFORE_S))
         .min(t - MIN_BEFORE_S);
-    let all: Vec<(f64, String)> = timeline
+    // Each second's sightings of a value: (first, last) on the load's clock; `None` for the
+    // last in records that did not keep it.
+    let all: Vec<(f64, Option<f64>, String)> = timeline
         .iter()
         .flat_map(|s| {
-            s.detail
-                .marks
-                .iter()
-                .map(move |m| (s.t_s + f64::from(m.first_ms) / 1e3, m.value.clone()))
+            s.detail.marks.iter().map(move |m| {
+                let at = |ms: u32| s.t_s + f64::from(ms) / 1e3;
+                (at(m.first_ms), m.last_ms.map(at), m.value.clone())
+            })
         })
         .collect();
-    // Seen in the look-back for certain: first seen in a second at a time within it (a value
-    // first seen before it in a second that straddles its start may not have been seen since).
+    // With the last sightings known, a value was seen before the firing when a second's
+    // sightings reach into the look-back, past what was in flight at the previous firing.
+    let since = match prev {
+        Some(p) if p > t - BEFORE_S && p + RESIDUE_S < t - EPS => p + RESIDUE_S,
+        Some(p) if p > t - BEFORE_S => p,
+        _ => t - BEFORE_S,
+    };
+    let seen_before = |first: f64, last: Option<f64>| match last {
+        Some(last) => last >= since - EPS && first < t,
+        // Without them, for certain only when first seen in a second at a time within the
+        // look-back (a value first seen before it in a second that straddles its start may
+        // not have been seen since).
+        None => first >= from - EPS && first < t,
+    };
     let before: BTreeSet<&str> = all
         .iter()
-        .filter(|(at, _)| *at >= from - EPS && *at < t)
-        .map(|(_, v)| v.as_str())
+        .filter(|(first, last, _)| seen_before(*first, *last))
+        .map(|(_, _, v)| v.as_str())
         .collect();
     all.iter()
-        .filter(|(at, v)| *at >= t - EPS && *at < end + EPS && !before.contains(v.as_str()))
+        .filter(|(at, _, v)| *at >= t - EPS && *at < end + EPS && !before.contains(v.as_str()))
         .min_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(at, v)| (((at - t) * 1e3).max(0.0), v.clone()))
+        .map(|(at, _, v)| (((at - t) * 1e3).max(0.0), v.clone()))
 }
 
 #[cfg(test)]
@@ -297,6 +317,7 @@ mod tests {
                 .map(|(v, ms)| MarkSeen {
                     value: (*v).into(),
                     first_ms: *ms,
+                    last_ms: None,
                 })
                 .collect(),
             ..SecondDetail::default()
@@ -452,6 +473,43 @@ mod tests {
         let start = fired[1].cost.as_ref().unwrap();
         assert_eq!(start.new_route.as_deref(), Some("b2"));
         assert!((start.propagation_ms.unwrap() - 300.0).abs() < 1e-6);
+    }
+
+    /// `second`, its marks with their last sightings: `(value, first ms, last ms)`.
+    fn spans(t_s: f64, marks: &[(&str, u32, u32)]) -> SecondRecord {
+        let mut s = second(t_s, 2, 0, steady(), &[]);
+        s.detail.marks = marks
+            .iter()
+            .map(|(v, first, last)| MarkSeen {
+                value: (*v).into(),
+                first_ms: *first,
+                last_ms: Some(*last),
+            })
+            .collect();
+        s
+    }
+
+    #[test]
+    fn what_a_killed_back_end_had_in_flight_does_not_hide_its_return() {
+        // Whole seconds; b2 is killed at 1.0 s, its last answers (in flight at the kill)
+        // arrive 3 to 5 ms after it, and it is started at 2.0 s and serves from 2.3 s on.
+        let t = vec![
+            spans(0.0, &[("b1", 0, 999), ("b2", 0, 998)]),
+            spans(1.0, &[("b1", 0, 999), ("b2", 3, 5)]),
+            spans(2.0, &[("b1", 0, 999), ("b2", 300, 999)]),
+        ];
+        let mut fired = vec![event(1.0), event(2.0)];
+        fill(&t, &mut fired, &[DEFAULT; 2], 3.0);
+        let start = fired[1].cost.as_ref().unwrap();
+        assert_eq!(start.new_route.as_deref(), Some("b2"), "{start:?}");
+        assert!((start.propagation_ms.unwrap() - 300.0).abs() < 1e-6);
+        // b2 served on past the residue: it was there all along, nothing is new.
+        let mut t = t;
+        t[1] = spans(1.0, &[("b1", 0, 999), ("b2", 3, 700)]);
+        let mut fired = vec![event(1.0), event(2.0)];
+        fill(&t, &mut fired, &[DEFAULT; 2], 3.0);
+        let start = fired[1].cost.as_ref().unwrap();
+        assert_eq!(start.new_route, None, "{start:?}");
     }
 
     const DEFAULT: Duration = crate::suite::DEFAULT_WINDOW;
