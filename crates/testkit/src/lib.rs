@@ -3,7 +3,7 @@
 //! generator") against a real socket, and check that the classes add up.
 //!
 //! A [`TestServer`] binds `127.0.0.1:0`, plays one [`Behavior`] on every connection, runs on its
-//! own thread with its own tokio runtime, and stops when dropped. [`refused_addr`] is an address
+//! own thread with its own tokio runtime, and stops when dropped. [`refused`] holds a port
 //! where nothing listens.
 //!
 //! | Behavior | What a client sees | Outcome class |
@@ -16,7 +16,7 @@
 //! | [`Hang`](Behavior::Hang), [`Silent`](Behavior::Silent) | nothing, connection open | timeout |
 //! | [`StallWindow`](Behavior::StallWindow) | every response held for a while | ok, slow |
 //! | [`CloseAfterEach`](Behavior::CloseAfterEach) | one response per connection | ok, reconnects |
-//! | [`refused_addr`] | ECONNREFUSED | connect refused |
+//! | [`refused`] | ECONNREFUSED | connect refused |
 //!
 //! Deliberately out of scope: TLS (no TLS failure class here), HTTP/2 beyond the scripted
 //! stream faults of [`h2`], connect timeouts (loopback connects do not time out), and real HTTP
@@ -41,7 +41,7 @@ mod request;
 mod script;
 mod server;
 
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 pub use crate::post_sink::{Post, PostSink};
@@ -148,36 +148,59 @@ pub enum Behavior {
     },
 }
 
-/// An address on 127.0.0.1 where nothing listens: binds port 0, reads the port, drops the
-/// listener.
-///
-/// Connecting to it is refused (ECONNREFUSED) unless something else binds the same port in the
-/// meantime; the kernel hands out ephemeral ports in a wide range, so that race is rare but not
-/// impossible.
+/// A port on 127.0.0.1 that refuses connections (ECONNREFUSED) for as long as this lives: a
+/// TCP socket bound to it that never listens. Holding the port, it keeps any other socket from
+/// taking it meanwhile (a listener bound and dropped would free it for the next test's
+/// server, which would then answer).
+#[derive(Debug)]
+pub struct Refused {
+    _socket: socket2::Socket,
+    addr: SocketAddr,
+}
+
+impl Refused {
+    /// The address that refuses.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+/// A [`Refused`] port of its own.
 ///
 /// # Panics
 ///
-/// If 127.0.0.1:0 cannot be bound.
-pub fn refused_addr() -> SocketAddr {
-    let listener =
-        TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("refused_addr: binding 127.0.0.1:0");
-    listener
+/// If a TCP socket cannot be made or bound to 127.0.0.1:0.
+pub fn refused() -> Refused {
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+        .expect("refused: a TCP socket");
+    socket
+        .bind(&SocketAddr::from((Ipv4Addr::LOCALHOST, 0)).into())
+        .expect("refused: binding 127.0.0.1:0");
+    let addr = socket
         .local_addr()
-        .expect("a bound listener has an address")
+        .ok()
+        .and_then(|a| a.as_socket())
+        .expect("a bound socket has an address");
+    Refused {
+        _socket: socket,
+        addr,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use std::io::ErrorKind;
-    use std::net::TcpStream;
+    use std::net::{TcpListener, TcpStream};
 
     use super::*;
 
     #[test]
-    fn refused_addr_refuses_connections() {
-        let addr = refused_addr();
+    fn a_refused_port_refuses_connections_and_no_listener_takes_it() {
+        let refused = refused();
+        let addr = refused.addr();
         assert!(addr.ip().is_loopback());
         let err = TcpStream::connect(addr).expect_err("nothing listens there");
         assert_eq!(err.kind(), ErrorKind::ConnectionRefused);
+        assert!(TcpListener::bind(addr).is_err(), "the port is held");
     }
 }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use gatebench_loadgen::RequestBody;
 use gatebench_model::Outcome;
-use gatebench_testkit::{refused_addr, Behavior, TestServer};
+use gatebench_testkit::{refused, Behavior, TestServer};
 
 use crate::support::{assert_server_agrees, run, spec};
 
@@ -90,7 +90,8 @@ fn a_declared_status_passes_the_probe_and_is_no_error() {
 
 #[test]
 fn connection_refused_backs_off_instead_of_spinning() {
-    let addr = refused_addr();
+    let refused = refused();
+    let addr = refused.addr();
     let out = {
         let s = spec(&format!("http://{addr}/"), 2, Duration::from_millis(1000));
         run(s)

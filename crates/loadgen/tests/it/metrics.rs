@@ -3,7 +3,7 @@
 //! record; an endpoint that refuses costs the run nothing.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -129,10 +129,8 @@ fn remote_write_pushes_decode_to_the_records_totals() {
 #[test]
 fn an_endpoint_that_refuses_is_counted_and_the_run_goes_on() {
     let echo = Echo::start(Duration::ZERO);
-    let closed = {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap()
-    };
+    let refused = gatebench_testkit::refused();
+    let closed = refused.addr();
     let live = LiveMetrics::new(&[]);
     let rw = RemoteWrite::start(
         format!("http://{closed}/api/v1/write").parse().unwrap(),

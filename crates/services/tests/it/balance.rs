@@ -27,9 +27,14 @@ fn balance_config(upstreams: Vec<String>) -> BalanceConfig {
     }
 }
 
-fn refused_url() -> String {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    format!("http://{}", l.local_addr().unwrap())
+/// A URL whose port refuses connections while the socket returned with it lives: bound, never
+/// listening, so no other test's server can take the port meanwhile.
+fn refused_url() -> (String, socket2::Socket) {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    s.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into())
+        .unwrap();
+    let addr = s.local_addr().unwrap().as_socket().unwrap();
+    (format!("http://{addr}"), s)
 }
 
 /// Polls the balancer's health endpoint until it reports `eligible` upstreams.
@@ -89,7 +94,8 @@ async fn a_dead_upstream_costs_no_client_errors() {
         live.push(Capture::start(Reply::Ok).await);
     }
     let mut urls: Vec<String> = live.iter().map(Capture::url).collect();
-    urls.insert(2, refused_url());
+    let (refused, _held) = refused_url();
+    urls.insert(2, refused);
     let balancer = Running::balance(BalanceConfig {
         health: None,
         ..balance_config(urls)
