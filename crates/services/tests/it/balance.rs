@@ -27,16 +27,6 @@ fn balance_config(upstreams: Vec<String>) -> BalanceConfig {
     }
 }
 
-/// A URL whose port refuses connections while the socket returned with it lives: bound, never
-/// listening, so no other test's server can take the port meanwhile.
-fn refused_url() -> (String, socket2::Socket) {
-    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-    s.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into())
-        .unwrap();
-    let addr = s.local_addr().unwrap().as_socket().unwrap();
-    (format!("http://{addr}"), s)
-}
-
 /// Polls the balancer's health endpoint until it reports `eligible` upstreams.
 async fn wait_eligible(balancer: &Running, eligible: usize) {
     let want = format!("{eligible} of ");

@@ -411,11 +411,8 @@ Content-Length: 5\r\n\r\n",
 /// status at once, never a 100 that would make it send a body for nothing.
 #[tokio::test]
 async fn expect_100_continue_gets_the_error_and_no_100_when_the_upstream_is_down() {
-    let refused = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap()
-    };
-    let proxy = Running::proxy(proxy_config(format!("http://{refused}"))).await;
+    let (refused, _held) = refused_url();
+    let proxy = Running::proxy(proxy_config(refused)).await;
     let mut conn = proxy.connect().await;
     conn.send(
         b"POST /upload HTTP/1.1\r\nHost: localhost\r\nExpect: 100-continue\r\n\

@@ -296,6 +296,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     }
 }
 
+/// A URL whose port refuses connections while the socket returned with it lives: bound, never
+/// listening, so no other test's server can take the port meanwhile.
+pub fn refused_url() -> (String, socket2::Socket) {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    s.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into())
+        .unwrap();
+    let addr = s.local_addr().unwrap().as_socket().unwrap();
+    (format!("http://{addr}"), s)
+}
+
 pub fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
