@@ -40,5 +40,24 @@ def main():
         at = next(v for k, v in a.items() if k.endswith("::" + t))
         print(f"| `{t}` (with its wait for the lock) | {bt:.1f} s | {at:.1f} s |")
 
+    # The README's test command from a fresh clone of the session's last commit (CI unset):
+    # `cargo test --workspace --no-run`, then `cargo test --workspace`, each timed by the shell.
+    wall = (HERE / "fresh-clone-wall.txt").read_text().split()
+    print()
+    print(f"Fresh clone: test build {wall[1]} s, tests {wall[4]} s, together {wall[7]} s")
+    text = (HERE / "fresh-clone-test.log").read_text()
+    runs = re.findall(r"Running (.+?) \(target/debug/deps/([\w-]+)\)|finished in ([\d.]+)s", text)
+    # An integration-test binary is named `it` in every crate: it is the crate whose unit
+    # tests ran just before it.
+    name, crate = None, None
+    for running, exe, secs in runs:
+        if running:
+            base = exe.rsplit("-", 1)[0]
+            if base != "it":
+                crate = base
+            name = f"{crate} {'integration' if base == 'it' else 'unit'} tests"
+        elif name and float(secs) >= 5:
+            print(f"- {name}: {float(secs):.0f} s")
+
 
 main()
